@@ -1,0 +1,296 @@
+/**
+ * Gateway configuration: the config.json schema, loading, env overrides and validation.
+ *
+ * The names of every field here are fixed (outside tools rely on them); see README "Configuration".
+ * A configuration is validated once, at start-up, with ajv, and frozen. Structural mistakes throw a
+ * `ConfigError` naming the field; nothing here is checked again at request time.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Ajv, { type ErrorObject } from 'ajv';
+
+/** Prices of one model, in credits per million tokens. */
+export interface ModelPricing {
+  inputPerMillion: number;
+  outputPerMillion: number;
+  /** Price of tokens written to the prompt cache. Default: `inputPerMillion`. */
+  cacheWritePerMillion?: number;
+  /** Price of tokens read from the prompt cache. Default: `inputPerMillion`. */
+  cacheReadPerMillion?: number;
+}
+
+/** One entry of the model catalogue. */
+export interface ModelConfig {
+  /** Canonical catalogue ID, e.g. `model-sonnet-4.6`. */
+  id: string;
+  /** The model name sent upstream. */
+  upstreamModel: string;
+  pricing: ModelPricing;
+  /** `max_tokens` injected into chat-completions requests that give none. Default: `defaults.maxTokens`. */
+  defaultMaxTokens?: number;
+  /** Human-readable name for the models listing. Default: the id. */
+  displayName?: string;
+}
+
+/** A key declared in config.json. Exactly one of `key` and `keySha256` must be given. */
+export interface KeyConfig {
+  id: string;
+  name?: string;
+  /** The secret itself (starts with `sk-cs4-`). */
+  key?: string;
+  /** Hex SHA-256 of the secret, so the file need not hold it. */
+  keySha256?: string;
+  /** Requests per minute. Absent: `defaults.rateLimitPerMinute`. */
+  rateLimitPerMinute?: number;
+  /** Catalogue IDs this key may use. Absent: all. */
+  allowedModels?: string[];
+  /** Credits per UTC calendar month. Absent or null: no cap. */
+  monthlyCreditCap?: number | null;
+  revoked?: boolean;
+}
+
+export interface UpstreamConfig {
+  /** Base URL of a native-format upstream. null: the embedded simulated upstream. */
+  url: string | null;
+  /** Name of the env variable that holds the upstream credential. */
+  apiKeyEnv: string;
+  /** Time allowed for the upstream's reply head, in ms. Default 600000. */
+  timeoutMs: number;
+}
+
+export interface GatewayConfig {
+  /** Public base URL; when set, requests whose Host differs get 421. */
+  baseUrl: string | null;
+  upstream: UpstreamConfig;
+  models: ModelConfig[];
+  /** Alias -> canonical catalogue ID. */
+  aliases: Record<string, string>;
+  keys: KeyConfig[];
+  defaults: {
+    /** Default `max_tokens` for chat-completions requests that give none. Default 4096. */
+    maxTokens: number;
+    /** Requests per minute for keys that set none. Default 60. */
+    rateLimitPerMinute: number;
+  };
+  limits: {
+    /** Largest accepted request body, in bytes. Default 33554432 (32 MiB, as the upstream). */
+    bodyBytes: number;
+  };
+  /** The listening port. From env PORT, default 8080. */
+  port: number;
+  /** From env REDIS_URL; null means the in-memory store. */
+  redisUrl: string | null;
+  /** From env LOG_LEVEL, default `info`. */
+  logLevel: string;
+}
+
+/** Thrown when a configuration file is missing, unparsable or invalid. The message names the field. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const pricingSchema = {
+  type: 'object',
+  required: ['inputPerMillion', 'outputPerMillion'],
+  additionalProperties: false,
+  properties: {
+    inputPerMillion: { type: 'number', minimum: 0 },
+    outputPerMillion: { type: 'number', minimum: 0 },
+    cacheWritePerMillion: { type: 'number', minimum: 0 },
+    cacheReadPerMillion: { type: 'number', minimum: 0 },
+  },
+};
+
+/** JSON schema of config.json (draft-07, as ajv's default). */
+export const configSchema = {
+  type: 'object',
+  required: ['upstream', 'models'],
+  additionalProperties: false,
+  properties: {
+    $schema: { type: 'string' },
+    baseUrl: { type: ['string', 'null'], format: 'uri' },
+    upstream: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        url: { type: ['string', 'null'], pattern: '^https?://' },
+        apiKeyEnv: { type: 'string', minLength: 1 },
+        timeoutMs: { type: 'integer', minimum: 1 },
+      },
+    },
+    models: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['id', 'upstreamModel', 'pricing'],
+        additionalProperties: false,
+        properties: {
+          id: { type: 'string', minLength: 1 },
+          upstreamModel: { type: 'string', minLength: 1 },
+          pricing: pricingSchema,
+          defaultMaxTokens: { type: 'integer', minimum: 1 },
+          displayName: { type: 'string' },
+        },
+      },
+    },
+    aliases: { type: 'object', additionalProperties: { type: 'string', minLength: 1 } },
+    keys: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['id'],
+        additionalProperties: false,
+        oneOf: [{ required: ['key'] }, { required: ['keySha256'] }],
+        properties: {
+          id: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9._-]+$' },
+          name: { type: 'string' },
+          key: { type: 'string', pattern: '^sk-cs4-[A-Za-z0-9_-]{8,}$' },
+          keySha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+          rateLimitPerMinute: { type: 'integer', minimum: 1 },
+          allowedModels: { type: 'array', items: { type: 'string' } },
+          monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
+          revoked: { type: 'boolean' },
+        },
+      },
+    },
+    defaults: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        maxTokens: { type: 'integer', minimum: 1 },
+        rateLimitPerMinute: { type: 'integer', minimum: 1 },
+      },
+    },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { bodyBytes: { type: 'integer', minimum: 1024 } },
+    },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+ajv.addFormat('uri', /^https?:\/\/[^\s/]+/);
+const validateConfigShape = ajv.compile(configSchema);
+
+function describeAjvError(error: ErrorObject): string {
+  const where = error.instancePath ? error.instancePath.slice(1).replace(/\//g, '.') : '(root)';
+  if (error.keyword === 'additionalProperties') {
+    return `${where}: unknown field "${String(error.params.additionalProperty)}"`;
+  }
+  if (error.keyword === 'oneOf') return `${where}: give exactly one of "key" and "keySha256"`;
+  return `${where}: ${error.message ?? 'is invalid'}`;
+}
+
+/** The environment variables the configuration reads. */
+export interface ConfigEnv {
+  PORT?: string;
+  UPSTREAM_URL?: string;
+  UPSTREAM_API_KEY?: string;
+  REDIS_URL?: string;
+  LOG_LEVEL?: string;
+  [name: string]: string | undefined;
+}
+
+/**
+ * Validate a parsed config object, apply defaults and env overrides, and check cross-references
+ * (aliases and `allowedModels` must name catalogue IDs; ids must be unique).
+ *
+ * @param raw the parsed config.json
+ * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, LOG_LEVEL override the file)
+ * @returns a frozen `GatewayConfig`
+ * @throws ConfigError naming the first offending fields
+ */
+export function parseConfig(raw: unknown, env: ConfigEnv = process.env): GatewayConfig {
+  if (!validateConfigShape(raw)) {
+    const details = (validateConfigShape.errors ?? []).map(describeAjvError);
+    throw new ConfigError(`invalid configuration: ${[...new Set(details)].join('; ')}`);
+  }
+  const file = raw as Record<string, any>;
+  const models: ModelConfig[] = file.models;
+  const modelIds = new Set<string>();
+  for (const model of models) {
+    if (modelIds.has(model.id)) throw new ConfigError(`invalid configuration: models: duplicate id "${model.id}"`);
+    modelIds.add(model.id);
+  }
+  const aliases: Record<string, string> = file.aliases ?? {};
+  for (const [alias, target] of Object.entries(aliases)) {
+    if (!modelIds.has(target)) {
+      throw new ConfigError(`invalid configuration: aliases.${alias}: "${target}" is not a catalogue model id`);
+    }
+    if (modelIds.has(alias)) throw new ConfigError(`invalid configuration: aliases.${alias}: shadows a catalogue id`);
+  }
+  const keys: KeyConfig[] = file.keys ?? [];
+  const keyIds = new Set<string>();
+  keys.forEach((key, index) => {
+    if (keyIds.has(key.id)) throw new ConfigError(`invalid configuration: keys.${index}.id: duplicate id "${key.id}"`);
+    keyIds.add(key.id);
+    for (const model of key.allowedModels ?? []) {
+      if (!modelIds.has(model)) {
+        throw new ConfigError(`invalid configuration: keys.${index}.allowedModels: "${model}" is not a catalogue model id`);
+      }
+    }
+  });
+
+  const port = env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 8080;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`invalid configuration: PORT: "${env.PORT}" is not a port number`);
+  }
+  const upstreamUrl = env.UPSTREAM_URL || file.upstream.url || null;
+  if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
+    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
+  }
+
+  const config: GatewayConfig = {
+    baseUrl: file.baseUrl ?? null,
+    upstream: {
+      url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
+      apiKeyEnv: file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY',
+      timeoutMs: file.upstream.timeoutMs ?? 600_000,
+    },
+    models,
+    aliases,
+    keys,
+    defaults: {
+      maxTokens: file.defaults?.maxTokens ?? 4096,
+      rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,
+    },
+    limits: { bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024 },
+    port,
+    redisUrl: env.REDIS_URL || null,
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+  return deepFreeze(config);
+}
+
+/**
+ * Read and validate a config file.
+ *
+ * @param file path of the JSON file. Default: env `GATEWAY_CONFIG`, else `config.json` at the repo root.
+ * @throws ConfigError when the file is missing, not JSON, or invalid (the message names the field)
+ */
+export function loadConfig(file?: string, env: ConfigEnv = process.env): GatewayConfig {
+  const where = file ?? env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json');
+  let text: string;
+  try {
+    text = fs.readFileSync(where, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read configuration file ${where}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`configuration file ${where} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(raw, env);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as object)) deepFreeze(child);
+  }
+  return value;
+}

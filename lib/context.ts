@@ -1,0 +1,58 @@
+/**
+ * The typed per-request context. Middlewares fill it in pipeline order; integrator hooks read it.
+ * It lives on `res.locals.gateway`; no step hangs ad hoc properties on `req`.
+ */
+import type { Response } from 'express';
+import type { ModelConfig } from './config';
+import type { RouteFormat } from './errors';
+import type { KeyRecord, Reservation } from './store/types';
+
+/** Token counts of one reply, native naming (wire-formats.md §2.2). */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+export function emptyUsage(): Usage {
+  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+}
+
+export interface RequestContext {
+  /** `req_` + 24 random base62 characters; also the `request-id` and `x-request-id` reply headers. */
+  readonly requestId: string;
+  /** Wire format of the route; decides error shapes. */
+  format: RouteFormat;
+  /** Route label for logs and metrics, e.g. `POST /v1/messages`. */
+  route: string;
+  /** `process.hrtime.bigint()` when the request arrived. */
+  readonly startedAt: bigint;
+  /** The authenticated key (never its secret). */
+  key?: KeyRecord;
+  /** Key group of the key; `default` for `sk-cs4-` keys. */
+  keyGroup?: string;
+  /** The model named by the client, before alias resolution. */
+  requestedModel?: string;
+  /** Catalogue entry after alias resolution; its `id` is the canonical model ID. */
+  model?: ModelConfig;
+  /** Whether the client asked for an SSE reply. */
+  stream: boolean;
+  /** Credit reservation held for this request, settled when the reply ends. */
+  reservation?: Reservation;
+  /** Usage read from the reply so far (body or stream); undefined when the upstream reported none. */
+  usage?: Usage;
+  /** Stop reason of the reply, when known. */
+  stopReason?: string | null;
+  /** Upstream HTTP status, when a reply head arrived. */
+  upstreamStatus?: number;
+  /** Milliseconds from arrival to the first byte written to the client. */
+  firstByteMs?: number;
+  /** Warnings about lossy conversions, sent in the `x-gateway-warning` header. */
+  warnings: string[];
+}
+
+/** Context of this request (created by the request-id middleware). */
+export function getContext(res: Response): RequestContext {
+  return res.locals.gateway as RequestContext;
+}

@@ -1,0 +1,52 @@
+/**
+ * The finish step, run once per request when its response closes: settle what the request used and
+ * write the one log line. Both routes report the same facts here (usage, stop reason, status).
+ */
+import type { Request, Response } from 'express';
+import type { RequestContext } from './context';
+import type { Logger } from './logger';
+
+export type FinishHook = (ctx: RequestContext, res: Response) => void | Promise<void>;
+
+export interface FinisherOptions {
+  logger: Logger;
+  /** Run before the log line, in order (credit settlement first). Failures are logged, never thrown. */
+  hooks?: FinishHook[];
+}
+
+/** Build the `onFinish` callback of the request-context middleware. */
+export function createFinisher(options: FinisherOptions): (ctx: RequestContext, req: Request, res: Response) => void {
+  const { logger } = options;
+  const hooks = options.hooks ?? [];
+  return (ctx, _req, res) => {
+    void (async () => {
+      for (const hook of hooks) {
+        try {
+          await hook(ctx, res);
+        } catch (err) {
+          logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: (err as Error).message });
+        }
+      }
+      const line: Record<string, unknown> = {
+        message: 'request',
+        request_id: ctx.requestId,
+        route: ctx.route,
+        status: res.statusCode,
+        latency_ms: Math.round(Number(process.hrtime.bigint() - ctx.startedAt) / 1e4) / 100,
+      };
+      if (ctx.key) {
+        line.key_id = ctx.key.id;
+        line.key_last4 = ctx.key.last4;
+      }
+      if (ctx.model) line.model = ctx.model.id;
+      if (ctx.stream) line.stream = true;
+      if (ctx.usage) {
+        line.input_tokens = ctx.usage.input_tokens + ctx.usage.cache_creation_input_tokens + ctx.usage.cache_read_input_tokens;
+        line.output_tokens = ctx.usage.output_tokens;
+      }
+      if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
+      if (!res.writableFinished) line.aborted = true;
+      logger.info(line);
+    })();
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * The store seam: keys (hashed), credit reservations and the usage ledger. One interface, two
+ * implementations (memory: the embedded default; Redis: several instances). Every atomic operation
+ * (reserve, settle, revoke, rotate) is one call so the Redis version can be one script.
+ */
+
+/** A key as the gateway knows it. Never holds a secret, only hashes of secrets. */
+export interface KeyRecord {
+  id: string;
+  name: string;
+  /** Last 4 characters of the newest secret, for display and logs. */
+  last4: string;
+  /** ISO 8601 creation time. */
+  createdAt: string;
+  revoked: boolean;
+  /** Requests per minute. */
+  rateLimitPerMinute: number;
+  /** Catalogue IDs the key may use; null means all. */
+  allowedModels: string[] | null;
+  /** Credits per UTC calendar month; null means no cap. */
+  monthlyCreditCap: number | null;
+  /** Key group (prefix family); `default` for `sk-cs4-` keys. */
+  keyGroup: string;
+}
+
+/** A secret of a key: its SHA-256 (hex) and, for a rotated-out secret, when it stops working. */
+export interface KeySecret {
+  sha256: string;
+  /** Epoch ms after which this secret fails; null while it is the current secret. */
+  expiresAt: number | null;
+}
+
+/** Fields to create a key with; the caller hashes the secret. */
+export interface NewKey {
+  id: string;
+  name?: string;
+  secret: KeySecret;
+  last4: string;
+  rateLimitPerMinute: number;
+  allowedModels: string[] | null;
+  monthlyCreditCap: number | null;
+  revoked?: boolean;
+  keyGroup?: string;
+  /** ISO time; default now. */
+  createdAt?: string;
+}
+
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked'>>;
+
+/** Credits held against a key's monthly cap while a request is in flight. */
+export interface Reservation {
+  id: string;
+  keyId: string;
+  /** UTC month bucket, `YYYY-MM`. */
+  month: string;
+  /** Credits held (the request's worst case). */
+  credits: number;
+}
+
+export type ReserveResult =
+  | { ok: true; reservation: Reservation; spent: number }
+  | { ok: false; spent: number; reserved: number; cap: number };
+
+/** Token counts and credits of one settled request, for the ledger. */
+export interface UsageEntry {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+  /** Credits charged. */
+  credits: number;
+}
+
+/** Ledger totals of one key, one model, one month. */
+export interface UsageTotals extends UsageEntry {
+  requests: number;
+}
+
+export interface GatewayStore {
+  /** Which implementation this is (`memory` or `redis`), for /health and logs. */
+  readonly kind: string;
+  /** The key one of whose live secrets hashes to `sha256`; expired rotated secrets never match. */
+  findKeyBySecretHash(sha256: string, now?: number): Promise<KeyRecord | null>;
+  getKey(id: string): Promise<KeyRecord | null>;
+  listKeys(): Promise<KeyRecord[]>;
+  /** Creates a key. @throws Error when the id exists. */
+  createKey(input: NewKey): Promise<KeyRecord>;
+  /** Creates the key if absent, else leaves it as it is (config keys are seeded this way). */
+  seedKey(input: NewKey): Promise<void>;
+  /** @throws Error when the key does not exist. */
+  updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
+  /** Adds `secret` as the current secret; earlier current secrets expire `graceMs` from `now`. */
+  rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now?: number): Promise<KeyRecord>;
+  /**
+   * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when
+   * spent + reserved + credits <= cap (a null cap always succeeds). Holds expire after `ttlMs`.
+   */
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult>;
+  /** Release a reservation and record the real usage (once; a second call for the same reservation is ignored). */
+  settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void>;
+  /** Credits spent by a key in a month (settled only). */
+  getMonthSpend(keyId: string, month: string): Promise<number>;
+  /** Ledger of a key for a month, per model. */
+  getUsage(keyId: string, month: string): Promise<UsageTotals[]>;
+  /** Throws when the backing service is unreachable. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

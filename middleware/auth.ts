@@ -1,0 +1,66 @@
+/**
+ * Auth: finds the caller's key by the SHA-256 of the secret it sent (the store compares digests in
+ * constant time) and puts it on the context. Which header a route takes:
+ * - native (`/v1/messages*`): `x-api-key`, or `Authorization: Bearer` (built by current native SDKs);
+ *   when both are sent, `x-api-key` wins;
+ * - chat (`/v1/chat/completions`): `Authorization: Bearer` only;
+ * - models (`/v1/models`): either.
+ * Missing, unknown, expired or revoked keys get 401. Error messages never echo the secret.
+ */
+import type { RequestHandler } from 'express';
+import { getContext } from '../lib/context';
+import { errors } from '../lib/errors';
+import { hashSecret, KEY_PREFIX } from '../lib/keys';
+import type { GatewayStore } from '../lib/store/types';
+
+export type AuthHeaders = 'native' | 'chat' | 'either';
+
+export interface AuthOptions {
+  store: GatewayStore;
+  /** Which headers this route reads the key from. */
+  accept: AuthHeaders;
+  /** Key prefixes accepted. Default `['sk-cs4-']`. */
+  prefixes?: string[];
+  /** Clock for rotated-secret expiry, epoch ms. */
+  now?: () => number;
+}
+
+/** The key a request carries in the headers its route takes, or a 401 explaining which header to use. */
+export function extractApiKey(headers: Record<string, string | string[] | undefined>, accept: AuthHeaders): string {
+  const apiKeyHeader = headers['x-api-key'];
+  if (Array.isArray(apiKeyHeader)) throw errors.authentication('send exactly one x-api-key header');
+  const authorization = headers.authorization;
+  const bearer = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+  if (accept === 'chat') {
+    if (bearer) return bearer;
+    if (apiKeyHeader) {
+      throw errors.authentication('the chat-completions route takes the key in the Authorization header: "Authorization: Bearer <API_KEY>"');
+    }
+    throw errors.authentication('missing API key: send "Authorization: Bearer <API_KEY>"');
+  }
+  if (apiKeyHeader) return apiKeyHeader;
+  if (bearer) return bearer;
+  throw errors.authentication('missing API key: send "x-api-key: <API_KEY>"');
+}
+
+export function createAuth(options: AuthOptions): RequestHandler {
+  const prefixes = options.prefixes ?? [KEY_PREFIX];
+  const now = options.now ?? Date.now;
+  return async (req, res, next) => {
+    try {
+      const secret = extractApiKey(req.headers, options.accept);
+      if (!prefixes.some((prefix) => secret.startsWith(prefix))) {
+        throw errors.authentication(`invalid API key: keys start with ${prefixes.join(' or ')}`);
+      }
+      const key = await options.store.findKeyBySecretHash(hashSecret(secret), now());
+      if (!key) throw errors.authentication('invalid API key');
+      if (key.revoked) throw errors.authentication('this API key has been revoked');
+      const ctx = getContext(res);
+      ctx.key = key;
+      ctx.keyGroup = key.keyGroup;
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}

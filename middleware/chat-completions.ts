@@ -1,0 +1,150 @@
+/**
+ * The translator route: a chat-completions request is converted to a native request, sent upstream,
+ * and the reply converted back: a `chat.completion`, or `chat.completion.chunk` records as each
+ * upstream event is parsed (no batching, no sleeps), ending with `data: [DONE]`, or with an error
+ * record when the reply did not complete.
+ */
+import type http from 'node:http';
+import type { RequestHandler, Response } from 'express';
+import type { Catalogue } from '../lib/catalogue';
+import { emptyUsage, getContext, type RequestContext } from '../lib/context';
+import { errors, GatewayError } from '../lib/errors';
+import type { Logger } from '../lib/logger';
+import { readBody, tryParseJson } from '../lib/read-body';
+import { createSseDecoder, formatSse } from '../lib/sse';
+import type { UpstreamClient, UpstreamReply } from '../lib/upstream';
+import { convertChatRequest } from '../translators/chat-request';
+import { convertNativeResponse } from '../translators/chat-response';
+import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
+import type { ChatCompletionRequest } from '../translators/chat-types';
+import { mapNativeErrorToChat } from '../translators/errors';
+import type { NativeMessage } from '../translators/native-types';
+import { mergeNativeUsage } from '../translators/usage';
+
+export interface ChatCompletionsOptions {
+  upstream: UpstreamClient;
+  catalogue: Catalogue;
+  logger: Logger;
+}
+
+/** The native API version the translator speaks upstream. */
+const UPSTREAM_VERSION = '2023-06-01';
+
+export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {
+  const { upstream, catalogue, logger } = options;
+  const unknownStopReasons = new Set<string>();
+  const onUnknownStopReason = (value: string) => {
+    if (unknownStopReasons.has(value)) return;
+    unknownStopReasons.add(value);
+    logger.warn({ message: 'unknown stop reason mapped to finish_reason "stop"', stop_reason: value });
+  };
+
+  return async (req, res, next) => {
+    const ctx = getContext(res);
+    let reply: UpstreamReply | undefined;
+    res.once('close', () => {
+      if (!res.writableFinished) reply?.abort();
+    });
+    try {
+      const body = req.body as ChatCompletionRequest;
+      const model = ctx.model!;
+      const { request, warnings } = convertChatRequest(body, {
+        upstreamModel: model.upstreamModel,
+        defaultMaxTokens: catalogue.defaultMaxTokens(model),
+      });
+      ctx.warnings.push(...warnings);
+      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+      reply = await upstream.send({
+        path: '/v1/messages',
+        headers: { 'anthropic-version': UPSTREAM_VERSION, accept: ctx.stream ? 'text/event-stream' : 'application/json' },
+        body: Buffer.from(JSON.stringify(request)),
+      });
+      if (res.destroyed) return reply.abort();
+      const { response } = reply;
+      ctx.upstreamStatus = response.statusCode;
+      const created = Math.floor(Date.now() / 1000);
+      if (response.statusCode !== 200) return await sendUpstreamError(response, res);
+      if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason);
+      const message = tryParseJson((await readBody(response)).toString('utf8')) as NativeMessage | undefined;
+      if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+        throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
+      }
+      ctx.usage = mergeNativeUsage(emptyUsage(), message.usage);
+      ctx.stopReason = message.stop_reason;
+      const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
+      res.status(200).json(completion);
+    } catch (err) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+    }
+  };
+}
+
+/** An upstream error before any byte was sent: the same status, in the chat error shape. */
+async function sendUpstreamError(response: http.IncomingMessage, res: Response): Promise<void> {
+  const raw = (await readBody(response, 1024 * 1024)).toString('utf8');
+  const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(raw));
+  const retryAfter = response.headers['retry-after'];
+  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
+  for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
+  res.status(translated.status).json(translated.body);
+}
+
+/**
+ * Translate the upstream SSE stream record by record. Headers are sent with the first record, so an
+ * upstream `error` event before any output still becomes a real HTTP status.
+ */
+function streamReply(
+  response: http.IncomingMessage,
+  res: Response,
+  ctx: RequestContext,
+  created: number,
+  body: ChatCompletionRequest,
+  onUnknownStopReason: (value: string) => void,
+): void {
+  const transform = createChatStreamTransform({
+    model: ctx.model!.id,
+    created,
+    includeUsage: body.stream_options?.include_usage === true,
+    onUnknownStopReason,
+  });
+  ctx.usage = transform.usage;
+
+  const write = (records: ChatStreamRecord[]) => {
+    if (records.length === 0 || res.writableEnded) return;
+    if (!res.headersSent) {
+      const first = records[0];
+      if (typeof first === 'object' && 'error' in first) {
+        const status = first.error.type === 'server_error' ? 502 : 400;
+        res.status(status).json(first);
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        connection: 'keep-alive',
+      });
+      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+    }
+    let out = '';
+    for (const record of records) out += formatSse(record);
+    res.write(out);
+    if (transform.closed) res.end();
+  };
+
+  const decoder = createSseDecoder((event) => {
+    write(transform.push(event));
+    ctx.stopReason = transform.stopReason;
+  });
+  response.on('data', (chunk: Buffer) => decoder.write(chunk));
+  response.once('end', () => {
+    decoder.end();
+    write(transform.end());
+  });
+  response.once('error', () => write(transform.fail('the upstream connection was lost mid-stream')));
+  response.once('aborted', () => write(transform.fail('the upstream connection was lost mid-stream')));
+}

@@ -1,0 +1,32 @@
+/**
+ * The one final error handler: renders a GatewayError in the route's shape (native or chat).
+ * Anything else is logged and answered as a 500 without internals. A reply already under way
+ * cannot change status: its connection is closed instead.
+ */
+import type { ErrorRequestHandler } from 'express';
+import { getContext } from '../lib/context';
+import { errors, formatChatError, formatNativeError, GatewayError } from '../lib/errors';
+import type { Logger } from '../lib/logger';
+import { mapBodyParserError } from './json-body';
+
+export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: number }): ErrorRequestHandler {
+  return (err, _req, res, _next) => {
+    const ctx = getContext(res);
+    let error: GatewayError;
+    if (err instanceof GatewayError) {
+      error = err;
+    } else if (err && typeof err === 'object' && typeof (err as { type?: unknown }).type === 'string' && (err as { status?: number }).status) {
+      error = mapBodyParserError(err as { type: string }, options.bodyLimitBytes);
+    } else {
+      options.logger.error({ message: 'unhandled error', request_id: ctx?.requestId, error: String((err as Error)?.stack ?? err) });
+      error = errors.internal();
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+    const body = ctx?.format === 'chat' ? formatChatError(error) : formatNativeError(error, ctx?.requestId);
+    res.status(error.status).json(body);
+  };
+}

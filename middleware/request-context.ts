@@ -1,0 +1,35 @@
+/**
+ * First step: creates the per-request context, sets the `request-id` / `x-request-id` headers, and
+ * runs the finish step (settle, log) once when the response closes, whatever ended it.
+ */
+import type { RequestHandler, Request, Response } from 'express';
+import { randomBase62 } from '../lib/keys';
+import type { RequestContext } from '../lib/context';
+
+export interface RequestContextOptions {
+  /** Called once per request when the response has closed (finished or aborted). */
+  onFinish(ctx: RequestContext, req: Request, res: Response): void;
+}
+
+/** Route format by path: chat-completions paths render errors in the chat shape, all others native. */
+export function detectFormat(path: string): RequestContext['format'] {
+  return /^\/(v1\/)?chat(\/|$)/.test(path) ? 'chat' : 'native';
+}
+
+export function createRequestContext(options: RequestContextOptions): RequestHandler {
+  return (req, res, next) => {
+    const ctx: RequestContext = {
+      requestId: `req_${randomBase62(24)}`,
+      format: detectFormat(req.path),
+      route: `${req.method} ${req.path}`,
+      startedAt: process.hrtime.bigint(),
+      stream: false,
+      warnings: [],
+    };
+    res.locals.gateway = ctx;
+    res.setHeader('request-id', ctx.requestId);
+    res.setHeader('x-request-id', ctx.requestId);
+    res.once('close', () => options.onFinish(ctx, req, res));
+    next();
+  };
+}

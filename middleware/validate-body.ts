@@ -1,0 +1,98 @@
+/**
+ * Body validation with ajv, one schema per route, compiled once when the pipeline is built.
+ * Failures are 400 with a message that names the field (and `param` in the chat shape).
+ */
+import type { RequestHandler } from 'express';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { errors } from '../lib/errors';
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+
+/** Field path of an ajv error, e.g. `messages[0].content`. */
+function fieldOf(error: ErrorObject): string {
+  const parts = error.instancePath.split('/').slice(1);
+  if (error.keyword === 'required') parts.push(String(error.params.missingProperty));
+  return parts.map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`)).join('') || '(body)';
+}
+
+/** One readable sentence for an ajv error. */
+export function describeValidationError(error: ErrorObject): { message: string; param: string } {
+  const field = fieldOf(error);
+  if (error.keyword === 'required') return { message: `${field}: field required`, param: field };
+  if (error.keyword === 'enum') {
+    return { message: `${field}: must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`, param: field };
+  }
+  if (field === '(body)' && error.keyword === 'type') return { message: 'request body must be a JSON object', param: field };
+  return { message: `${field}: ${error.message ?? 'is invalid'}`, param: field };
+}
+
+/** Compile a schema once; the validator rejects with 400 naming the first bad field. */
+export function createValidateBody(schema: object): RequestHandler {
+  const validate: ValidateFunction = ajv.compile(schema);
+  return (req, _res, next) => {
+    if (validate(req.body)) return next();
+    const { message, param } = describeValidationError(validate.errors![0]);
+    next(errors.invalidRequest(message, param));
+  };
+}
+
+const contentSchema = { type: ['string', 'array'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } };
+
+/** `POST /v1/messages` (wire-formats.md §1.1). Unlisted fields pass through to the upstream. */
+export const messagesSchema = {
+  type: 'object',
+  required: ['model', 'messages', 'max_tokens'],
+  properties: {
+    model: { type: 'string', minLength: 1, maxLength: 256 },
+    max_tokens: { type: 'integer', minimum: 0 },
+    messages: {
+      type: 'array',
+      items: { type: 'object', required: ['role', 'content'], properties: { role: { enum: ['user', 'assistant'] }, content: contentSchema } },
+    },
+    system: contentSchema,
+    stream: { type: 'boolean' },
+    stop_sequences: { type: 'array', items: { type: 'string' } },
+    temperature: { type: 'number' },
+    top_p: { type: 'number' },
+    top_k: { type: 'integer' },
+    metadata: { type: 'object' },
+    tools: { type: 'array', items: { type: 'object' } },
+    tool_choice: { type: 'object' },
+  },
+};
+
+/** `POST /v1/messages/count_tokens`: as messages, without `max_tokens` and `stream`. */
+export const countTokensSchema = {
+  ...messagesSchema,
+  required: ['model', 'messages'],
+};
+
+/** `POST /v1/chat/completions` (wire-formats.md §5). Unlisted fields are accepted and ignored. */
+export const chatCompletionsSchema = {
+  type: 'object',
+  required: ['model', 'messages'],
+  properties: {
+    model: { type: 'string', minLength: 1, maxLength: 256 },
+    messages: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['role'],
+        properties: {
+          role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
+          content: { type: ['string', 'array', 'null'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
+        },
+      },
+    },
+    stream: { type: ['boolean', 'null'] },
+    max_tokens: { type: ['integer', 'null'], minimum: 1 },
+    max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
+    temperature: { type: ['number', 'null'] },
+    top_p: { type: ['number', 'null'] },
+    n: { type: ['integer', 'null'] },
+    stop: { type: ['string', 'array', 'null'], items: { type: 'string' } },
+    stream_options: { type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } },
+    user: { type: 'string' },
+  },
+};

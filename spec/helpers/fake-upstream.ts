@@ -1,0 +1,124 @@
+/**
+ * A local fake native upstream for tests: records every request and answers with what the test
+ * scripts (a JSON reply, an error, or an SSE stream with optional pauses between events).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+}
+
+/** What the fake upstream does with one request. */
+export type FakeReply =
+  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'stream'; events: Array<{ event: string; data: unknown } | { pauseMs: number } | { raw: string }>; status?: number; destroyAtEnd?: boolean }
+  | { kind: 'hang' }
+  | { kind: 'destroy' };
+
+export type FakeHandler = (request: RecordedRequest) => FakeReply;
+
+export interface FakeUpstream {
+  url: string;
+  requests: RecordedRequest[];
+  /** Replace the handler used for the next requests. */
+  setHandler(handler: FakeHandler): void;
+  /** Resolves when the socket of the n-th request (0-based) closes. */
+  socketClosed(index: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A native message body with the given text and usage. */
+export function nativeMessage(text: string, usage = { input_tokens: 10, output_tokens: 5 }, model = 'model-sonnet-4.6'): Record<string, unknown> {
+  return {
+    id: 'msg_fake_1', type: 'message', role: 'assistant', model, content: [{ type: 'text', text }],
+    stop_reason: 'end_turn', stop_sequence: null, usage,
+  };
+}
+
+/** The events of a streamed native text reply, one delta per piece. */
+export function nativeTextEvents(pieces: string[], usage = { input_tokens: 10, output_tokens: 5 }, model = 'model-sonnet-4.6'): Array<{ event: string; data: unknown }> {
+  return [
+    { event: 'message_start', data: { type: 'message_start', message: { id: 'msg_fake_1', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input_tokens, output_tokens: 1 } } } },
+    { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } },
+    { event: 'ping', data: { type: 'ping' } },
+    ...pieces.map((text) => ({ event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } } })),
+    { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+    { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } } },
+    { event: 'message_stop', data: { type: 'message_stop' } },
+  ];
+}
+
+/** Default behaviour: a text reply (streamed when asked) echoing the model it was sent. */
+export const defaultHandler: FakeHandler = (request) => {
+  if (request.url.startsWith('/v1/messages/count_tokens')) return { kind: 'json', body: { input_tokens: 42 } };
+  if (request.body?.stream) return { kind: 'stream', events: nativeTextEvents(['Hello', ', world'], undefined, request.body.model) };
+  return { kind: 'json', body: nativeMessage('Hello, world', undefined, request.body?.model) };
+};
+
+export async function startFakeUpstream(handler: FakeHandler = defaultHandler): Promise<FakeUpstream> {
+  let current = handler;
+  const requests: RecordedRequest[] = [];
+  const closed: Array<{ promise: Promise<number>; resolve: (t: number) => void }> = [];
+  const slot = (i: number) => {
+    while (closed.length <= i) {
+      let resolve!: (t: number) => void;
+      const promise = new Promise<number>((r) => (resolve = r));
+      closed.push({ promise, resolve });
+    }
+    return closed[i];
+  };
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: any;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+      const index = requests.length;
+      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body };
+      requests.push(recorded);
+      res.once('close', () => slot(index).resolve(Date.now()));
+      const reply = current(recorded);
+      if (reply.kind === 'hang') return;
+      if (reply.kind === 'destroy') return req.socket.destroy();
+      if (reply.kind === 'json') {
+        const payload = JSON.stringify(reply.body);
+        res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'request-id': 'req_upstream_1', ...reply.headers });
+        res.end(payload);
+        return;
+      }
+      res.writeHead(reply.status ?? 200, { 'content-type': 'text/event-stream', 'request-id': 'req_upstream_1' });
+      for (const item of reply.events) {
+        if (res.destroyed) return;
+        if ('pauseMs' in item) await new Promise((r) => setTimeout(r, item.pauseMs));
+        else if ('raw' in item) res.write(item.raw);
+        else res.write(`event: ${item.event}\ndata: ${JSON.stringify(item.data)}\n\n`);
+      }
+      if (reply.destroyAtEnd) req.socket.destroy();
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    setHandler(next) {
+      current = next;
+    },
+    socketClosed: (i) => slot(i).promise,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

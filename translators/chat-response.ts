@@ -1,0 +1,61 @@
+/**
+ * Native reply -> chat-completions reply (`chat.completion`).
+ * Source: wire-formats.md §8.3.
+ */
+import { emptyUsage } from '../lib/context';
+import type { ChatCompletion, ChatToolCall } from './chat-types';
+import type { NativeMessage } from './native-types';
+import { mapStopReason } from './stop-reason';
+import { convertUsageToChat, mergeNativeUsage } from './usage';
+
+export interface ConvertNativeResponseOptions {
+  /** Canonical model ID to report in `model`. */
+  model: string;
+  /** `created`, unix seconds. */
+  created: number;
+  onUnknownStopReason?: (value: string) => void;
+}
+
+/**
+ * Convert a native message to a `chat.completion`: text blocks joined into `content` (null when there
+ * is none), `tool_use` blocks to `tool_calls`, thinking blocks dropped.
+ */
+export function convertNativeResponse(message: NativeMessage, options: ConvertNativeResponseOptions): ChatCompletion {
+  let text = '';
+  let hasText = false;
+  const toolCalls: ChatToolCall[] = [];
+  for (const block of message.content ?? []) {
+    if (block.type === 'text' && typeof block.text === 'string') {
+      text += block.text;
+      hasText = true;
+    } else if (block.type === 'tool_use') {
+      toolCalls.push({
+        id: String(block.id),
+        type: 'function',
+        function: { name: String(block.name), arguments: JSON.stringify(block.input ?? {}) },
+      });
+    }
+  }
+  const completion: ChatCompletion = {
+    id: toChatId(message.id),
+    object: 'chat.completion',
+    created: options.created,
+    model: options.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', content: hasText || toolCalls.length === 0 ? text : null, refusal: null },
+        logprobs: null,
+        finish_reason: mapStopReason(message.stop_reason, options.onUnknownStopReason),
+      },
+    ],
+    usage: convertUsageToChat(mergeNativeUsage(emptyUsage(), message.usage)),
+  };
+  if (toolCalls.length > 0) completion.choices[0].message.tool_calls = toolCalls;
+  return completion;
+}
+
+/** Chat completion id for a native message id: `chatcmpl-` + the native id. */
+export function toChatId(messageId: string | undefined): string {
+  return `chatcmpl-${messageId ?? 'unknown'}`;
+}
