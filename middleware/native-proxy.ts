@@ -28,12 +28,15 @@ const DROPPED_REQUEST_HEADERS = [
 ];
 
 /**
- * Reply headers never passed to the client: the upstream's own request ids (the gateway's stand),
- * its account limits and identity (they describe the gateway's credential, not the caller's key).
+ * Reply headers never passed to the client: hop-by-hop headers (Node frames the reply itself), the
+ * upstream's own request ids (the gateway's stand), its account limits and identity (they describe
+ * the gateway's credential, not the caller's key).
  */
-const DROPPED_REPLY_HEADER = /^(request-id|x-request-id|anthropic-ratelimit-.*|anthropic-organization-id|set-cookie|x-api-key|authorization|cf-.*|server|via|x-envoy-.*)$/i;
+const DROPPED_REPLY_HEADER = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|request-id|x-request-id|anthropic-ratelimit-.*|anthropic-organization-id|set-cookie|x-api-key|authorization|cf-.*|server|via|x-envoy-.*)$/i;
 
 interface ProxyState {
+  /** Headers set on the upstream request after the client's credentials are dropped. */
+  headers: Record<string, string>;
   proxyReq?: http.ClientRequest;
   timer?: NodeJS.Timeout;
   timedOut: boolean;
@@ -117,7 +120,9 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   proxy.on('proxyReq', (proxyReq, req) => {
     for (const name of DROPPED_REQUEST_HEADERS) proxyReq.removeHeader(name);
     const state = states.get(req as Request);
-    if (state) state.proxyReq = proxyReq;
+    if (!state) return;
+    for (const [name, value] of Object.entries(state.headers)) proxyReq.setHeader(name, value);
+    state.proxyReq = proxyReq;
   });
 
   proxy.on('proxyRes', (proxyRes, req, res) => {
@@ -155,7 +160,15 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     const ctx = getContext(res);
     const body = Buffer.from(JSON.stringify({ ...req.body, model: ctx.model!.upstreamModel }));
     const version = (req.headers['anthropic-version'] ?? req.headers['vendor-version']) as string;
-    const state: ProxyState = { timedOut: false };
+    const state: ProxyState = {
+      timedOut: false,
+      headers: {
+        ...upstream.credentialHeaders(),
+        'anthropic-version': version,
+        'content-length': String(body.length),
+        'accept-encoding': 'identity',
+      },
+    };
     states.set(req, state);
     state.timer = setTimeout(() => {
       state.timedOut = true;
@@ -173,12 +186,6 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
       {
         target: `${upstream.url.origin}${upstream.url.pathname.replace(/\/+$/, '')}${options.path}${search}`,
         buffer: Readable.from([body]),
-        headers: {
-          ...upstream.credentialHeaders(),
-          'anthropic-version': version,
-          'content-length': String(body.length),
-          'accept-encoding': 'identity',
-        },
       },
       (err: NodeJS.ErrnoException) => {
         clearTimeout(state.timer);

@@ -1,0 +1,24 @@
+/** Running one middleware as a function: fake req/res, resolves with what it passed to next(). */
+import type { RequestHandler } from 'express';
+import type { RequestContext } from '../../lib/context';
+
+export interface FakeRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string | string[] | undefined>;
+  body?: unknown;
+}
+
+export function fakeContext(overrides: Partial<RequestContext> = {}): RequestContext {
+  return { requestId: 'req_test', format: 'native', route: 'POST /v1/messages', startedAt: process.hrtime.bigint(), stream: false, warnings: [], ...overrides };
+}
+
+/** Calls the handler; resolves with the error given to next (undefined when it passed) and the context. */
+export async function runMiddleware(handler: RequestHandler, request: FakeRequest, ctx = fakeContext()): Promise<{ error: any; ctx: RequestContext }> {
+  const req = { method: 'POST', path: '/v1/messages', headers: {}, ...request } as any;
+  const res = { locals: { gateway: ctx }, setHeader() {} } as any;
+  const error = await new Promise((resolve) => {
+    void handler(req, res, (err?: unknown) => resolve(err));
+  });
+  return { error, ctx };
+}

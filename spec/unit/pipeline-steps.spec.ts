@@ -1,0 +1,142 @@
+import { expect } from 'chai';
+import { createCatalogue } from '../../lib/catalogue';
+import { parseConfig } from '../../lib/config';
+import { createHostCheck } from '../../middleware/host-check';
+import { mapBodyParserError } from '../../middleware/json-body';
+import { createModelWhitelist } from '../../middleware/model-whitelist';
+import { createNotFound } from '../../middleware/not-found';
+import { createResolveAlias } from '../../middleware/resolve-alias';
+import { chatCompletionsSchema, createValidateBody, messagesSchema } from '../../middleware/validate-body';
+import { detectFormat } from '../../middleware/request-context';
+import { fakeContext, runMiddleware } from '../helpers/middleware';
+import type { KeyRecord } from '../../lib/store/types';
+
+const config = parseConfig(
+  {
+    upstream: { url: 'http://127.0.0.1:9' },
+    models: [
+      { id: 'model-sonnet-4.6', upstreamModel: 'upstream-sonnet', pricing: { inputPerMillion: 3, outputPerMillion: 15 } },
+      { id: 'model-haiku-4.5', upstreamModel: 'upstream-haiku', pricing: { inputPerMillion: 1, outputPerMillion: 5 } },
+    ],
+    aliases: { sonnet: 'model-sonnet-4.6' },
+  },
+  {},
+);
+const catalogue = createCatalogue(config);
+const key = (allowedModels: string[] | null): KeyRecord => ({
+  id: 'k', name: 'k', last4: 'abcd', createdAt: '', revoked: false, rateLimitPerMinute: 1, allowedModels, monthlyCreditCap: null, keyGroup: 'default',
+});
+
+describe('host check', () => {
+  it('passes every host when no baseUrl is configured', async () => {
+    const { error } = await runMiddleware(createHostCheck({ baseUrl: null }), { headers: { host: 'anything' } });
+    expect(error).to.equal(undefined);
+  });
+  it('passes the configured host, case-insensitively', async () => {
+    const { error } = await runMiddleware(createHostCheck({ baseUrl: 'https://gw.example.com' }), { headers: { host: 'GW.example.com' } });
+    expect(error).to.equal(undefined);
+  });
+  it('refuses another host with 421 misdirected_request', async () => {
+    const { error } = await runMiddleware(createHostCheck({ baseUrl: 'https://gw.example.com' }), { headers: { host: 'evil.example' } });
+    expect(error).to.include({ status: 421, nativeType: 'invalid_request_error', chatCode: 'misdirected_request' });
+  });
+});
+
+describe('path check (not found)', () => {
+  const notFound = createNotFound({ routes: ['POST /v1/messages', 'POST /v1/chat/completions', 'GET /v1/models'] });
+  const cases: Array<[string, string, RegExp]> = [
+    ['a path without /v1', '/messages', /did you mean \/v1\/messages\?/],
+    ['a chat path without /v1', '/chat/completions', /did you mean \/v1\/chat\/completions\?/],
+    ['a doubled /v1', '/v1/v1/models', /did you mean \/v1\/models\?/],
+    ['an unknown path', '/v2/whatever', /the API lives under \/v1/],
+  ];
+  for (const [name, path, message] of cases) {
+    it(`answers ${name} with 404 suggesting the /v1 path`, async () => {
+      const { error } = await runMiddleware(notFound, { method: 'POST', path });
+      expect(error).to.include({ status: 404, nativeType: 'not_found_error', chatCode: 'not_found' });
+      expect(error.message).to.match(message);
+    });
+  }
+  it('names the right method for a known path', async () => {
+    const { error } = await runMiddleware(notFound, { method: 'GET', path: '/v1/messages' });
+    expect(error.message).to.match(/use POST \/v1\/messages/);
+  });
+  it('detects the chat format by path', () => {
+    expect(detectFormat('/v1/chat/completions')).to.equal('chat');
+    expect(detectFormat('/chat/completions')).to.equal('chat');
+    expect(detectFormat('/v1/messages')).to.equal('native');
+  });
+});
+
+describe('JSON body errors', () => {
+  const table: Array<[string, number, string]> = [
+    ['entity.too.large', 413, 'request_too_large'],
+    ['entity.parse.failed', 400, 'invalid_request_error'],
+    ['charset.unsupported', 415, 'unsupported_media_type'],
+    ['request.aborted', 400, 'invalid_request_error'],
+  ];
+  for (const [type, status, chatCode] of table) {
+    it(`maps ${type} to ${status} ${chatCode}`, () => {
+      expect(mapBodyParserError({ type }, 1024)).to.include({ status, chatCode });
+    });
+  }
+});
+
+describe('body validation', () => {
+  const messages = createValidateBody(messagesSchema);
+  const chat = createValidateBody(chatCompletionsSchema);
+  const good = { model: 'sonnet', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
+  it('passes a valid messages body with unknown fields (they go upstream)', async () => {
+    const { error } = await runMiddleware(messages, { body: { ...good, thinking: { type: 'disabled' } } });
+    expect(error).to.equal(undefined);
+  });
+  const bad: Array<[string, unknown, RegExp, string]> = [
+    ['missing max_tokens', { model: 'x', messages: [] }, /^max_tokens: field required$/, 'max_tokens'],
+    ['a wrong role', { ...good, messages: [{ role: 'system', content: 'x' }] }, /^messages\[0\]\.role: must be one of "user", "assistant"$/, 'messages[0].role'],
+    ['a string max_tokens', { ...good, max_tokens: '10' }, /^max_tokens: must be integer$/, 'max_tokens'],
+    ['an array body', [good], /request body must be a JSON object/, '(body)'],
+  ];
+  for (const [name, body, message, param] of bad) {
+    it(`refuses ${name} with 400 naming the field`, async () => {
+      const { error } = await runMiddleware(messages, { body });
+      expect(error).to.include({ status: 400, param });
+      expect(error.message).to.match(message);
+    });
+  }
+  it('refuses a chat body without messages', async () => {
+    const { error } = await runMiddleware(chat, { body: { model: 'x' } });
+    expect(error).to.include({ status: 400, param: 'messages' });
+  });
+  it('accepts unknown chat fields (compatibility rule 2)', async () => {
+    const { error } = await runMiddleware(chat, { body: { model: 'x', messages: [{ role: 'user', content: 'hi' }], logit_bias: { 1: 2 }, seed: 3 } });
+    expect(error).to.equal(undefined);
+  });
+});
+
+describe('alias resolution and model whitelist', () => {
+  it('resolves an alias to its canonical entry before whitelisting', async () => {
+    const { error, ctx } = await runMiddleware(createResolveAlias({ catalogue }), { body: { model: 'sonnet', stream: true } });
+    expect(error).to.equal(undefined);
+    expect(ctx.model?.id).to.equal('model-sonnet-4.6');
+    expect(ctx.model?.upstreamModel).to.equal('upstream-sonnet');
+    expect(ctx.requestedModel).to.equal('sonnet');
+    expect(ctx.stream).to.equal(true);
+  });
+  it('refuses a model outside the catalogue with 404 model_not_found', async () => {
+    const { error } = await runMiddleware(createResolveAlias({ catalogue }), { body: { model: 'upstream-sonnet' } });
+    expect(error).to.include({ status: 404, nativeType: 'not_found_error', chatCode: 'model_not_found' });
+  });
+  it('lets a key use an allowed model (alias resolved first)', async () => {
+    const ctx = fakeContext({ key: key(['model-sonnet-4.6']), model: catalogue.resolve('sonnet') });
+    expect((await runMiddleware(createModelWhitelist(), {}, ctx)).error).to.equal(undefined);
+  });
+  it('lets a key without allowedModels use every model', async () => {
+    const ctx = fakeContext({ key: key(null), model: catalogue.resolve('model-haiku-4.5') });
+    expect((await runMiddleware(createModelWhitelist(), {}, ctx)).error).to.equal(undefined);
+  });
+  it('refuses a model the key may not use with 403 model_not_allowed', async () => {
+    const ctx = fakeContext({ key: key(['model-haiku-4.5']), model: catalogue.resolve('sonnet') });
+    const { error } = await runMiddleware(createModelWhitelist(), {}, ctx);
+    expect(error).to.include({ status: 403, nativeType: 'permission_error', chatCode: 'model_not_allowed' });
+  });
+});

@@ -1,0 +1,41 @@
+import { expect } from 'chai';
+import nock from 'nock';
+import { createUpstreamClient } from '../../lib/upstream';
+import { readBody } from '../../lib/read-body';
+
+// Requiring nock turns interception on for every test file; keep it on only while this suite runs.
+nock.restore();
+
+describe('upstream client', () => {
+  afterEach(() => nock.cleanAll());
+  after(() => nock.restore());
+  before(() => {
+    if (!nock.isActive()) nock.activate();
+  });
+
+  it('sends the body with the upstream credential and identity encoding', async () => {
+    const scope = nock('http://upstream.test', { reqheaders: { 'x-api-key': 'up-key', 'accept-encoding': 'identity', 'anthropic-version': '2023-06-01' } })
+      .post('/base/v1/messages', { hello: 'world' })
+      .reply(200, { ok: true });
+    const client = createUpstreamClient({ url: 'http://upstream.test/base', apiKey: 'up-key', timeoutMs: 1000 });
+    const { response } = await client.send({ path: '/v1/messages', headers: { 'anthropic-version': '2023-06-01' }, body: Buffer.from('{"hello":"world"}') });
+    expect(response.statusCode).to.equal(200);
+    expect(JSON.parse((await readBody(response)).toString())).to.deep.equal({ ok: true });
+    scope.done();
+  });
+
+  it('rejects with 504 when no reply head comes within timeoutMs', async () => {
+    nock('http://upstream.test').post('/v1/messages').delay(500).reply(200, {});
+    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 50 });
+    const error = await client.send({ path: '/v1/messages', headers: {}, body: Buffer.from('{}') }).catch((e) => e);
+    expect(error).to.include({ status: 504, chatCode: 'upstream_error', nativeType: 'api_error' });
+  });
+
+  it('rejects with 502 when the upstream cannot be reached', async () => {
+    nock('http://upstream.test').post('/v1/messages').replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 1000 });
+    const error = await client.send({ path: '/v1/messages', headers: {}, body: Buffer.from('{}') }).catch((e) => e);
+    expect(error).to.include({ status: 502, chatCode: 'upstream_error' });
+    expect(error.message).to.include('ECONNREFUSED');
+  });
+});
