@@ -15,7 +15,7 @@ export interface RecordedRequest {
 /** What the fake upstream does with one request. */
 export type FakeReply =
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
-  | { kind: 'stream'; events: Array<{ event: string; data: unknown } | { pauseMs: number } | { raw: string }>; status?: number; destroyAtEnd?: boolean }
+  | { kind: 'stream'; events: Array<{ event: string; data: unknown } | { pauseMs: number } | { raw: string }>; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
   | { kind: 'hang' }
   | { kind: 'destroy' };
 
@@ -104,6 +104,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       }
       if (reply.destroyAtEnd) req.socket.destroy();
       else res.end();
+      reply.onEnd?.();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
