@@ -94,8 +94,10 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response):
 }
 
 /**
- * Translate the upstream SSE stream record by record. Headers are sent with the first record, so an
- * upstream `error` event before any output still becomes a real HTTP status.
+ * Translate the upstream SSE stream record by record, writing each event's records in the tick the
+ * event was parsed. Headers go out with the first record, so an upstream `error` event (or a lost
+ * connection) before any output still becomes a real HTTP status in the chat error shape; after the
+ * first byte it becomes a `data: {"error": ...}` record and the stream ends without `[DONE]`.
  */
 function streamReply(
   response: http.IncomingMessage,
@@ -114,12 +116,11 @@ function streamReply(
   ctx.usage = transform.usage;
 
   const write = (records: ChatStreamRecord[]) => {
-    if (records.length === 0 || res.writableEnded) return;
+    if (records.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent) {
-      const first = records[0];
-      if (typeof first === 'object' && 'error' in first) {
-        const status = first.error.type === 'server_error' ? 502 : 400;
-        res.status(status).json(first);
+      if (transform.error && records.length === 1) {
+        for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
+        res.status(transform.error.status).json(transform.error.body);
         return;
       }
       res.writeHead(200, {
@@ -145,6 +146,9 @@ function streamReply(
     decoder.end();
     write(transform.end());
   });
-  response.once('error', () => write(transform.fail('the upstream connection was lost mid-stream')));
-  response.once('aborted', () => write(transform.fail('the upstream connection was lost mid-stream')));
+  // A reset socket emits `error` then `close` without `end`; after a normal end the transform is
+  // already closed and `fail` adds nothing.
+  const lost = () => write(transform.fail('the upstream connection was lost mid-stream'));
+  response.once('error', lost);
+  response.once('close', lost);
 }

@@ -67,7 +67,53 @@ export const countTokensSchema = {
   required: ['model', 'messages'],
 };
 
-/** `POST /v1/chat/completions` (wire-formats.md §5). Unlisted fields are accepted and ignored. */
+/** A chat content part: a `type`, and for text and image parts the field that carries them. */
+const chatContentPartSchema = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: { type: 'string' } },
+  allOf: [
+    { if: { properties: { type: { const: 'text' } } }, then: { required: ['text'], properties: { text: { type: 'string' } } } },
+    {
+      if: { properties: { type: { const: 'image_url' } } },
+      then: { required: ['image_url'], properties: { image_url: { type: 'object', required: ['url'], properties: { url: { type: 'string' } } } } },
+    },
+  ],
+};
+
+const chatToolCallSchema = {
+  type: 'object',
+  required: ['id', 'function'],
+  properties: {
+    id: { type: 'string', minLength: 1 },
+    type: { type: 'string' },
+    function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string', minLength: 1 }, arguments: { type: 'string' } } },
+  },
+};
+
+const chatToolSchema = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { type: 'string' },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 128 },
+        description: { type: 'string' },
+        parameters: { type: 'object' },
+        strict: { type: ['boolean', 'null'] },
+      },
+    },
+  },
+};
+
+/**
+ * `POST /v1/chat/completions` (wire-formats.md §5). Only the fields the translator reads are checked
+ * (types and ranges); unlisted fields are accepted and ignored (compatibility rule 2). Semantic checks
+ * (`n` > 1, parts the native format cannot take, tool-call arguments) live in the translator.
+ */
 export const chatCompletionsSchema = {
   type: 'object',
   required: ['model', 'messages'],
@@ -81,18 +127,40 @@ export const chatCompletionsSchema = {
         required: ['role'],
         properties: {
           role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
-          content: { type: ['string', 'array', 'null'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
+          content: { type: ['string', 'array', 'null'], items: chatContentPartSchema },
+          name: { type: 'string' },
+          tool_calls: { type: ['array', 'null'], items: chatToolCallSchema },
+          tool_call_id: { type: 'string' },
+          function_call: { type: ['object', 'null'], required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
         },
+        allOf: [{ if: { properties: { role: { const: 'tool' } } }, then: { required: ['tool_call_id'] } }],
       },
     },
     stream: { type: ['boolean', 'null'] },
     max_tokens: { type: ['integer', 'null'], minimum: 1 },
     max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
     temperature: { type: ['number', 'null'] },
-    top_p: { type: ['number', 'null'] },
-    n: { type: ['integer', 'null'] },
+    top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    n: { type: ['integer', 'null'], minimum: 1 },
     stop: { type: ['string', 'array', 'null'], items: { type: 'string' } },
     stream_options: { type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } },
     user: { type: 'string' },
+    tools: { type: ['array', 'null'], items: chatToolSchema },
+    tool_choice: {
+      type: ['string', 'object', 'null'],
+      if: { type: 'string' },
+      then: { enum: ['none', 'auto', 'required'] },
+      else: { required: ['type'], properties: { type: { type: 'string' } } },
+    },
+    parallel_tool_calls: { type: ['boolean', 'null'] },
+    response_format: {
+      type: ['object', 'null'],
+      required: ['type'],
+      properties: {
+        type: { enum: ['text', 'json_object', 'json_schema'] },
+        json_schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, description: { type: 'string' }, schema: { type: 'object' } } },
+      },
+      allOf: [{ if: { properties: { type: { const: 'json_schema' } } }, then: { required: ['json_schema'] } }],
+    },
   },
 };

@@ -1,10 +1,13 @@
 /**
  * Chat-completions request -> native messages request.
- * Source: wire-formats.md §8.1 (fields) and §8.2 (message conversion).
+ * Source: wire-formats.md §8.1 (fields) and §8.2 (message conversion); the README section
+ * "Chat-completions translation" lists every field's treatment.
  */
 import { errors } from '../lib/errors';
-import type { ChatCompletionRequest, ChatContentPart, ChatMessage } from './chat-types';
-import type { NativeContentBlock, NativeMessageParam, NativeMessagesRequest } from './native-types';
+import { convertChatMessages } from './chat-messages';
+import { convertToolChoice, convertTools } from './chat-tools';
+import type { ChatCompletionRequest, ChatResponseFormat } from './chat-types';
+import type { NativeMessagesRequest } from './native-types';
 
 export interface ConvertChatRequestOptions {
   /** Model name to send upstream (already resolved from the catalogue). */
@@ -19,30 +22,27 @@ export interface ConvertedChatRequest {
   warnings: string[];
 }
 
+/** Native temperature range (wire-formats.md §1.1); chat allows 0 to 2. */
+export const NATIVE_TEMPERATURE_RANGE = { min: 0, max: 1 } as const;
+
 /**
- * Convert a validated chat-completions request to a native request.
+ * Convert a validated chat-completions request to a native request. Fields without a native
+ * counterpart are ignored (compatibility rule 2).
  *
- * @throws GatewayError 400 (`invalid_request_error`, `param` naming the field) for content the native
- *   format cannot take.
+ * @throws GatewayError 400 (`invalid_request_error`, `param` naming the field) for `n` > 1, content the
+ *   native format cannot take, unparsable tool-call arguments, and unsupported tool types.
  */
 export function convertChatRequest(body: ChatCompletionRequest, options: ConvertChatRequestOptions): ConvertedChatRequest {
+  if (typeof body.n === 'number' && body.n > 1) {
+    throw errors.invalidRequest('n: only one choice per request is supported (n must be 1)', 'n');
+  }
   const warnings: string[] = [];
-  const system: string[] = [];
-  const messages: NativeMessageParam[] = [];
-
-  body.messages.forEach((message, index) => {
-    if (message.role === 'system' || message.role === 'developer') {
-      const text = convertTextContent(message, index);
-      if (text) system.push(text);
-      return;
-    }
-    if (message.role !== 'user' && message.role !== 'assistant') {
-      throw errors.invalidRequest(`messages[${index}].role: "${message.role}" is not supported`, `messages[${index}].role`);
-    }
-    const text = convertTextContent(message, index);
-    if (!text) return;
-    appendTurn(messages, message.role, [{ type: 'text', text }]);
-  });
+  const { system, messages } = convertChatMessages(body.messages);
+  const instruction = formatResponseFormatInstruction(body.response_format);
+  if (instruction) {
+    system.push(instruction);
+    warnings.push(`response_format ${body.response_format!.type} is best effort (an instruction in the system prompt)`);
+  }
 
   const request: NativeMessagesRequest = {
     model: options.upstreamModel,
@@ -51,31 +51,76 @@ export function convertChatRequest(body: ChatCompletionRequest, options: Convert
   };
   if (system.length > 0) request.system = system.join('\n');
   if (body.stream === true) request.stream = true;
+
+  if (typeof body.temperature === 'number') {
+    const { temperature, warning } = clampTemperature(body.temperature);
+    request.temperature = temperature;
+    if (warning) warnings.push(warning);
+  }
+  if (typeof body.top_p === 'number') request.top_p = body.top_p;
+
+  const stop = convertStop(body.stop);
+  if (stop.stopSequences.length > 0) request.stop_sequences = stop.stopSequences;
+  if (stop.warning) warnings.push(stop.warning);
+
+  if (typeof body.user === 'string' && body.user !== '') request.metadata = { user_id: body.user };
+
+  Object.assign(request, convertToolFields(body));
   return { request, warnings };
 }
 
-/** Text of a message whose content is a string or text parts. */
-function convertTextContent(message: ChatMessage, index: number): string {
-  const { content } = message;
-  if (content === null || content === undefined) return '';
-  if (typeof content === 'string') return content;
-  return content
-    .map((part: ChatContentPart, partIndex) => {
-      if (part.type === 'text' && typeof part.text === 'string') return part.text;
-      throw errors.invalidRequest(
-        `messages[${index}].content[${partIndex}]: content part of type "${part.type}" is not supported here`,
-        `messages[${index}].content[${partIndex}]`,
-      );
-    })
-    .join('');
+/**
+ * Clamp a chat temperature (0 to 2) into the native range (0 to 1). A clamped value comes with a
+ * warning for the `x-gateway-warning` header, so the change is never silent.
+ */
+export function clampTemperature(value: number): { temperature: number; warning?: string } {
+  const { min, max } = NATIVE_TEMPERATURE_RANGE;
+  if (value >= min && value <= max) return { temperature: value };
+  const temperature = Math.min(max, Math.max(min, value));
+  return { temperature, warning: `temperature ${value} clamped to ${temperature} (native range is ${min} to ${max})` };
 }
 
-/** Append blocks as a turn, merging into the previous turn when the role repeats (native alternation). */
-function appendTurn(messages: NativeMessageParam[], role: 'user' | 'assistant', blocks: NativeContentBlock[]): void {
-  const last = messages[messages.length - 1];
-  if (last && last.role === role && Array.isArray(last.content)) {
-    last.content.push(...blocks);
-  } else {
-    messages.push({ role, content: blocks });
+/**
+ * `stop` (string or array) -> `stop_sequences`. Empty and whitespace-only sequences are dropped (the
+ * native format does not match them) with a warning.
+ */
+export function convertStop(stop: string | string[] | null | undefined): { stopSequences: string[]; warning?: string } {
+  if (stop === null || stop === undefined) return { stopSequences: [] };
+  const all = typeof stop === 'string' ? [stop] : stop;
+  const stopSequences = all.filter((sequence) => sequence.trim() !== '');
+  if (stopSequences.length === all.length) return { stopSequences };
+  return { stopSequences, warning: `${all.length - stopSequences.length} whitespace-only stop sequence(s) dropped` };
+}
+
+/**
+ * The system-prompt instruction standing in for `response_format` (best effort: the upstream gives no
+ * guarantee that the reply parses). `text` and absent formats need none.
+ */
+export function formatResponseFormatInstruction(format: ChatResponseFormat | null | undefined): string | undefined {
+  if (!format || format.type === 'text') return undefined;
+  const rule = 'Output only the JSON value: no prose before or after it and no code fences.';
+  if (format.type === 'json_object') return `Respond with a single valid JSON object. ${rule}`;
+  if (format.type === 'json_schema') {
+    const spec = format.json_schema ?? { name: 'response' };
+    const described = spec.description ? ` (${spec.description})` : '';
+    const schema = spec.schema ? ` that conforms to this JSON Schema: ${JSON.stringify(spec.schema)}` : '';
+    return `Respond with a single JSON value named "${spec.name}"${described}${schema}. ${rule}`;
   }
+  return undefined;
+}
+
+/**
+ * `tools`, `tool_choice` and `parallel_tool_calls`. Without tools there is nothing to choose from, so
+ * `tool_choice` is dropped; `allowed_tools` narrows the tools sent.
+ */
+function convertToolFields(body: ChatCompletionRequest): Pick<NativeMessagesRequest, 'tools' | 'tool_choice'> {
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return {};
+  let tools = convertTools(body.tools);
+  const { toolChoice, allowedTools } = convertToolChoice(body.tool_choice, body.parallel_tool_calls);
+  if (allowedTools) tools = tools.filter((tool) => allowedTools.includes(tool.name));
+  if (toolChoice?.type === 'tool' && !tools.some((tool) => tool.name === toolChoice.name)) {
+    throw errors.invalidRequest(`tool_choice.function.name: "${toolChoice.name}" is not one of the tools`, 'tool_choice.function.name');
+  }
+  if (tools.length === 0) return {};
+  return toolChoice ? { tools, tool_choice: toolChoice } : { tools };
 }

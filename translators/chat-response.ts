@@ -17,8 +17,9 @@ export interface ConvertNativeResponseOptions {
 }
 
 /**
- * Convert a native message to a `chat.completion`: text blocks joined into `content` (null when there
- * is none), `tool_use` blocks to `tool_calls`, thinking blocks dropped.
+ * Convert a native message to a `chat.completion`: text blocks joined into `content` (null when the
+ * reply has no text block), `tool_use` blocks to `tool_calls` in order (`input` -> `arguments` JSON
+ * string), thinking and other blocks dropped; `stop_reason` -> `finish_reason`; usage per §8.5.
  */
 export function convertNativeResponse(message: NativeMessage, options: ConvertNativeResponseOptions): ChatCompletion {
   let text = '';
@@ -44,7 +45,7 @@ export function convertNativeResponse(message: NativeMessage, options: ConvertNa
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: hasText || toolCalls.length === 0 ? text : null, refusal: null },
+        message: { role: 'assistant', content: hasText ? text : null, refusal: null },
         logprobs: null,
         finish_reason: mapStopReason(message.stop_reason, options.onUnknownStopReason),
       },

@@ -1,13 +1,16 @@
 /**
  * Native SSE events -> chat-completions chunks, one stateful transform per request.
  * Source: wire-formats.md §3 (native stream grammar) and §8.6 (mapping); chunk order per the spec's
- * Events section: role chunk, content chunks, final chunk with finish_reason, [DONE].
+ * Events section: role chunk, content / tool-call chunks, final chunk with finish_reason, [DONE].
+ *
+ * The transform is pure (events in, records out): it never buffers, so the caller can write each
+ * record in the tick its upstream event was parsed.
  */
 import { emptyUsage, type Usage } from '../lib/context';
 import type { SseEvent } from '../lib/sse';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
 import { toChatId } from './chat-response';
-import { mapNativeErrorToChat } from './errors';
+import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
 import { convertUsageToChat, mergeNativeUsage } from './usage';
 
@@ -19,7 +22,7 @@ export interface ChatStreamOptions {
   model: string;
   /** `created` of every chunk, unix seconds. */
   created: number;
-  /** `stream_options.include_usage`: one last chunk with empty `choices` and the usage. */
+  /** `stream_options.include_usage`: `"usage": null` on every chunk, then one last chunk with empty `choices` and the usage. */
   includeUsage: boolean;
   onUnknownStopReason?: (value: string) => void;
 }
@@ -33,25 +36,34 @@ export interface ChatStreamTransform {
    */
   end(): ChatStreamRecord[];
   /** A failure outside the stream (connection lost, idle timeout): one error record, once. */
-  fail(message: string, code?: string): ChatStreamRecord[];
+  fail(message: string): ChatStreamRecord[];
   /** Usage seen so far (message_start, overwritten by message_delta fields). */
   readonly usage: Usage;
   /** Stop reason from message_delta, once seen. */
   readonly stopReason: string | null;
   /** True once `[DONE]` or an error record was produced. */
   readonly closed: boolean;
+  /** The error that closed the stream, with the HTTP status it stands for (used when nothing was sent yet). */
+  readonly error: TranslatedError | undefined;
 }
 
 type Handler = (data: any) => ChatStreamRecord[];
 
+/** Status of failures of the stream itself (lost connection, unreadable event): a bad gateway. */
+const BROKEN_STREAM_STATUS = 502;
+
 /** Create the transform for one streamed reply. */
 export function createChatStreamTransform(options: ChatStreamOptions): ChatStreamTransform {
   let id = toChatId(undefined);
+  let started = false;
   let stopReason: string | null = null;
-  let finishReason: FinishReason | null = null;
+  let finished = false;
   let closed = false;
+  let error: TranslatedError | undefined;
   const usage = emptyUsage();
   const usageField = options.includeUsage ? { usage: null } : {};
+  /** Native block index -> tool_calls index, for tool_use blocks only (dense, from 0, in order of appearance). */
+  const toolIndexes = new Map<number, number>();
 
   const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
     id,
@@ -62,35 +74,59 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     ...usageField,
   });
 
-  const errorRecord = (message: string, nativeType: string): ChatStreamRecord[] => {
+  const close = (translated: TranslatedError): ChatStreamRecord[] => {
     if (closed) return [];
     closed = true;
-    return [mapNativeErrorToChat(500, { type: 'error', error: { type: nativeType, message } }).body];
+    error = translated;
+    return [translated.body];
+  };
+  const broken = (message: string) => close(mapNativeErrorToChat(BROKEN_STREAM_STATUS, { type: 'error', error: { type: 'api_error', message } }));
+
+  const finish = (reason: FinishReason): ChatStreamRecord[] => {
+    if (finished) return [];
+    finished = true;
+    return [chunk({}, reason)];
   };
 
   const handlers: Record<string, Handler> = {
     message_start(data) {
+      if (started) return [];
+      started = true;
       if (typeof data?.message?.id === 'string') id = toChatId(data.message.id);
       mergeNativeUsage(usage, data?.message?.usage);
       return [chunk({ role: 'assistant', content: '' })];
     },
-    content_block_delta(data) {
-      if (data?.delta?.type === 'text_delta' && typeof data.delta.text === 'string' && data.delta.text !== '') {
-        return [chunk({ content: data.delta.text })];
+    content_block_start(data) {
+      const block = data?.content_block;
+      if (block?.type === 'tool_use' && typeof data.index === 'number') {
+        const index = toolIndexes.size;
+        toolIndexes.set(data.index, index);
+        return [chunk({ tool_calls: [{ index, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }] })];
       }
-      return [];
+      if (block?.type === 'text' && typeof block.text === 'string' && block.text !== '') return [chunk({ content: block.text })];
+      return []; // thinking, redacted_thinking and server-tool blocks are not sent
+    },
+    content_block_delta(data) {
+      const delta = data?.delta;
+      if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
+        return [chunk({ content: delta.text })];
+      }
+      if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
+        const index = toolIndexes.get(data.index);
+        if (index !== undefined) return [chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
+      }
+      return []; // thinking_delta, signature_delta, citations_delta
     },
     message_delta(data) {
       mergeNativeUsage(usage, data?.usage);
-      if (data?.delta && 'stop_reason' in data.delta) {
-        stopReason = data.delta.stop_reason ?? null;
-        finishReason = mapStopReason(stopReason, options.onUnknownStopReason);
-      }
-      return [];
+      const reason = data?.delta?.stop_reason;
+      if (typeof reason !== 'string') return [];
+      stopReason = reason;
+      return finish(mapStopReason(stopReason, options.onUnknownStopReason));
     },
     message_stop() {
+      const records = finish('stop');
       closed = true;
-      const records: ChatStreamRecord[] = [chunk({}, finishReason ?? 'stop')];
       if (options.includeUsage) {
         records.push({
           id, object: 'chat.completion.chunk', created: options.created, model: options.model, choices: [],
@@ -101,7 +137,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       return records;
     },
     error(data) {
-      return errorRecord(String(data?.error?.message ?? 'upstream error'), String(data?.error?.type ?? 'api_error'));
+      return close(mapStreamErrorToChat(data));
     },
   };
 
@@ -110,20 +146,20 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (closed) return [];
       const name = event.event ?? 'message';
       const handler = handlers[name];
-      if (!handler) return []; // ping, content_block_start/stop of text, and event types added later
+      if (!handler) return []; // ping, content_block_stop, and event types added later
       let data: unknown;
       try {
         data = JSON.parse(event.data);
       } catch {
-        return errorRecord(`the upstream sent an unreadable ${name} event`, 'api_error');
+        return broken(`the upstream sent an unreadable ${name} event`);
       }
       return handler(data);
     },
     end() {
-      return closed ? [] : errorRecord('the upstream stream ended before the reply was complete', 'api_error');
+      return broken('the upstream stream ended before the reply was complete');
     },
-    fail(message, code = 'api_error') {
-      return errorRecord(message, code);
+    fail(message) {
+      return broken(message);
     },
     get usage() {
       return usage;
@@ -133,6 +169,9 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     },
     get closed() {
       return closed;
+    },
+    get error() {
+      return error;
     },
   };
 }

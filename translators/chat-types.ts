@@ -6,22 +6,55 @@ import type { ChatUsage } from './usage';
 import type { FinishReason } from './stop-reason';
 
 export interface ChatTextPart { type: 'text'; text: string }
-export type ChatContentPart = ChatTextPart | { type: string; [field: string]: unknown };
+export interface ChatImagePart { type: 'image_url'; image_url: { url: string; detail?: string } }
+export interface ChatFilePart { type: 'file'; file: { file_data?: string; file_id?: string; filename?: string } }
+/** A content part; parts other than text, image_url and file are rejected where they cannot be taken. */
+export type ChatContentPart = ChatTextPart | ChatImagePart | ChatFilePart | { type: string; [field: string]: unknown };
+
+/** A tool call as the client sends it back in an assistant message (or as the gateway replies it). */
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
 
 export interface ChatMessage {
   role: string;
   content?: string | ChatContentPart[] | null;
   name?: string;
-  tool_calls?: unknown[];
+  tool_calls?: ChatToolCall[];
+  /** `tool` messages: id of the call this message answers. */
   tool_call_id?: string;
+  /** Deprecated single call of `assistant` messages. */
+  function_call?: { name: string; arguments: string } | null;
   [field: string]: unknown;
 }
+
+/** A tool definition; only `type: "function"` exists natively. */
+export interface ChatTool {
+  type: string;
+  function?: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+  [field: string]: unknown;
+}
+
+export type ChatToolChoice =
+  | 'none'
+  | 'auto'
+  | 'required'
+  | { type: 'function'; function: { name: string } }
+  | { type: 'allowed_tools'; allowed_tools: { mode: 'auto' | 'required'; tools: Array<{ type: string; function?: { name: string } }> } }
+  | { type: string; [field: string]: unknown };
+
+export type ChatResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean | null } };
 
 /** `POST /v1/chat/completions` body. Unknown fields are accepted and ignored (compatibility rule 2). */
 export interface ChatCompletionRequest {
   model: string;
   messages: ChatMessage[];
-  stream?: boolean;
+  stream?: boolean | null;
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   temperature?: number | null;
@@ -30,13 +63,11 @@ export interface ChatCompletionRequest {
   n?: number | null;
   user?: string;
   stream_options?: { include_usage?: boolean } | null;
+  tools?: ChatTool[];
+  tool_choice?: ChatToolChoice;
+  parallel_tool_calls?: boolean | null;
+  response_format?: ChatResponseFormat | null;
   [field: string]: unknown;
-}
-
-export interface ChatToolCall {
-  id: string;
-  type: 'function';
-  function: { name: string; arguments: string };
 }
 
 /** Non-streaming reply, `object: "chat.completion"`. */
@@ -54,10 +85,18 @@ export interface ChatCompletion {
   usage: ChatUsage;
 }
 
+/** One tool-call fragment of a streamed delta; the first for an `index` carries id, type and name. */
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+}
+
 export interface ChatChunkDelta {
   role?: 'assistant';
   content?: string | null;
-  tool_calls?: Array<{ index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }>;
+  tool_calls?: ChatToolCallDelta[];
 }
 
 /** One streamed record, `object: "chat.completion.chunk"`. */

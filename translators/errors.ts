@@ -6,17 +6,35 @@ import type { ChatErrorBody } from './chat-types';
 import type { NativeErrorBody } from './native-types';
 
 export interface TranslatedError {
+  /** HTTP status for the client (used when no byte was sent yet). */
   status: number;
   body: ChatErrorBody;
   headers: Record<string, string>;
 }
 
-const CHAT_ERRORS: Record<string, { type: string; code: string | null; status?: number; headers?: Record<string, string> }> = {
+/** HTTP status the upstream uses for each native error type (wire-formats.md §4). */
+const NATIVE_ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  authentication_error: 401,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  conflict_error: 409,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  timeout_error: 504,
+  overloaded_error: 529,
+};
+
+/** Chat `type` and `code` per native type; `status` overrides the upstream's status (529 is not an HTTP status SDKs know). */
+const CHAT_ERRORS: Record<string, { type: string; code: string | null; status?: number }> = {
   invalid_request_error: { type: 'invalid_request_error', code: null },
   authentication_error: { type: 'invalid_request_error', code: 'invalid_api_key' },
   billing_error: { type: 'insufficient_quota', code: 'insufficient_quota' },
   permission_error: { type: 'permission_error', code: 'permission_error' },
   not_found_error: { type: 'invalid_request_error', code: 'not_found' },
+  conflict_error: { type: 'invalid_request_error', code: 'conflict' },
   request_too_large: { type: 'invalid_request_error', code: 'request_too_large' },
   rate_limit_error: { type: 'requests', code: 'rate_limit_exceeded' },
   api_error: { type: 'server_error', code: 'server_error' },
@@ -25,8 +43,17 @@ const CHAT_ERRORS: Record<string, { type: string; code: string | null; status?: 
 };
 
 /**
+ * The HTTP status of a native error type, for errors that arrive without one (an `event: error` in a
+ * 200 stream). Unknown types count as `api_error` (500).
+ */
+export function mapNativeErrorTypeToStatus(nativeType: string | undefined): number {
+  return (nativeType && NATIVE_ERROR_STATUS[nativeType]) || 500;
+}
+
+/**
  * Map an upstream error (HTTP status and, when readable, its native body) to the chat shape.
- * Unreadable bodies keep the status with a generic message.
+ * Unreadable bodies keep the status with a generic message. `billing_error` carries
+ * `x-should-retry: false` so SDKs do not retry a permanent failure.
  */
 export function mapNativeErrorToChat(status: number, body: NativeErrorBody | unknown): TranslatedError {
   const error = (body as NativeErrorBody | undefined)?.error;
@@ -42,6 +69,16 @@ export function mapNativeErrorToChat(status: number, body: NativeErrorBody | unk
   return {
     status: mapped.status ?? status,
     body: { error: { message, type: mapped.type, param: null, code } },
-    headers: mapped.headers ?? {},
+    headers: nativeType === 'billing_error' ? { 'x-should-retry': 'false' } : {},
   };
+}
+
+/**
+ * Map the data of an upstream `event: error` (`{type: "error", error: {type, message}}`) to the chat
+ * shape, with the status its native type stands for (overloaded_error -> 503, rate_limit_error -> 429,
+ * api_error -> 500, ...).
+ */
+export function mapStreamErrorToChat(data: NativeErrorBody | unknown): TranslatedError {
+  const nativeType = (data as NativeErrorBody | undefined)?.error?.type;
+  return mapNativeErrorToChat(mapNativeErrorTypeToStatus(typeof nativeType === 'string' ? nativeType : undefined), data);
 }

@@ -5,8 +5,38 @@
 
 export interface NativeTextBlock { type: 'text'; text: string }
 export interface NativeToolUseBlock { type: 'tool_use'; id: string; name: string; input: unknown }
+/** Image source: inline base64 (jpeg, png, gif, webp) or a URL the upstream fetches (§1.2). */
+export type NativeImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
+export interface NativeImageBlock { type: 'image'; source: NativeImageSource }
+/** A document (PDF) block; the gateway only produces base64 PDF sources. */
+export interface NativeDocumentBlock { type: 'document'; source: { type: 'base64'; media_type: 'application/pdf'; data: string } }
+export interface NativeToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  /** Omitted when the tool answered nothing. */
+  content?: string | NativeTextBlock[];
+}
 /** Any content block; unknown types are passed through untouched. */
-export type NativeContentBlock = NativeTextBlock | NativeToolUseBlock | { type: string; [field: string]: unknown };
+export type NativeContentBlock =
+  | NativeTextBlock
+  | NativeToolUseBlock
+  | NativeImageBlock
+  | NativeDocumentBlock
+  | NativeToolResultBlock
+  | { type: string; [field: string]: unknown };
+
+/** A client tool definition (§1.3). */
+export interface NativeTool {
+  name: string;
+  description?: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** `tool_choice` (§1.3). */
+export type NativeToolChoice =
+  | { type: 'auto' | 'any'; disable_parallel_tool_use?: boolean }
+  | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
+  | { type: 'none' };
 
 export interface NativeMessageParam {
   role: 'user' | 'assistant';
@@ -25,8 +55,8 @@ export interface NativeMessagesRequest {
   top_p?: number;
   top_k?: number;
   metadata?: { user_id?: string | null };
-  tools?: unknown[];
-  tool_choice?: unknown;
+  tools?: NativeTool[];
+  tool_choice?: NativeToolChoice;
   [field: string]: unknown;
 }
 
