@@ -1,0 +1,161 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { createChatStreamTransform, type ChatStreamRecord } from '../../../translators/chat-stream';
+import {
+  readExpectedRecords,
+  readNativeStreamBytes,
+  translatePieces,
+  FIXTURE_STREAM_OPTIONS,
+} from '../../helpers/native-fixtures';
+
+/** Fixture name -> whether it is translated with `stream_options.include_usage`. */
+const FIXTURES: Array<{ name: string; includeUsage: boolean }> = [
+  { name: 'text', includeUsage: true },
+  { name: 'tool-calls', includeUsage: true },
+  { name: 'thinking-text', includeUsage: false },
+  { name: 'stop-sequence', includeUsage: false },
+  { name: 'max-tokens', includeUsage: false },
+  { name: 'error-mid-stream', includeUsage: true },
+  { name: 'error-first', includeUsage: false },
+  { name: 'truncated', includeUsage: false },
+];
+
+/** Cut a buffer at the given offsets (any order, duplicates allowed). */
+function cutAt(bytes: Buffer, offsets: number[]): Buffer[] {
+  const points = [...new Set(offsets)].sort((a, b) => a - b);
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (const point of points) {
+    pieces.push(bytes.subarray(from, point));
+    from = point;
+  }
+  pieces.push(bytes.subarray(from));
+  return pieces;
+}
+
+/** True when `offset` falls inside a multi-byte UTF-8 character (on a continuation byte). */
+function isInsideCharacter(bytes: Buffer, offset: number): boolean {
+  return offset > 0 && offset < bytes.length && (bytes[offset] & 0xc0) === 0x80;
+}
+
+describe('chat stream translator (recorded native streams)', () => {
+  for (const { name, includeUsage } of FIXTURES) {
+    it(`translates "${name}" to the expected chunk sequence`, () => {
+      const records = translatePieces([readNativeStreamBytes(name)], { includeUsage });
+      expect(records).to.deep.equal(readExpectedRecords(name));
+    });
+  }
+
+  it('gives each tool_use block its own dense tool_calls index whose fragments join to the input JSON', () => {
+    const records = translatePieces([readNativeStreamBytes('tool-calls')]);
+    const calls: Record<number, { id?: string; name?: string; arguments: string }> = {};
+    for (const record of records) {
+      if (typeof record === 'string' || !('choices' in record)) continue;
+      for (const call of record.choices[0]?.delta.tool_calls ?? []) {
+        calls[call.index] ??= { arguments: '' };
+        if (call.id) calls[call.index].id = call.id;
+        if (call.function.name) calls[call.index].name = call.function.name;
+        calls[call.index].arguments += call.function.arguments;
+      }
+    }
+    expect(Object.keys(calls)).to.deep.equal(['0', '1']);
+    expect(calls[0]).to.include({ id: 'toolu_01Paris', name: 'get_weather' });
+    expect(JSON.parse(calls[0].arguments)).to.deep.equal({ city: 'Paris', unit: 'celsius' });
+    expect(calls[1]).to.include({ id: 'toolu_02Zurich', name: 'get_weather' });
+    expect(JSON.parse(calls[1].arguments)).to.deep.equal({ city: 'Zürich' });
+  });
+
+  it('sends no thinking as content', () => {
+    const text = JSON.stringify(translatePieces([readNativeStreamBytes('thinking-text')]));
+    expect(text).not.to.include('double-check');
+    expect(text).not.to.include('EqQBCgIYAhIMfixture');
+  });
+
+  it('ends error and truncated streams with an error record and no [DONE]', () => {
+    for (const name of ['error-mid-stream', 'truncated', 'error-first']) {
+      const records = translatePieces([readNativeStreamBytes(name)]);
+      expect(records, name).not.to.include('[DONE]');
+      expect(records[records.length - 1], name).to.have.property('error');
+    }
+  });
+
+  it('reports the status an upstream error event stands for', () => {
+    const cases: Array<[string, number]> = [
+      ['overloaded_error', 503], ['rate_limit_error', 429], ['api_error', 500], ['invalid_request_error', 400],
+      ['authentication_error', 401], ['permission_error', 403], ['timeout_error', 504], ['something_new', 500],
+    ];
+    for (const [type, status] of cases) {
+      const transform = createChatStreamTransform({ ...FIXTURE_STREAM_OPTIONS, includeUsage: false });
+      transform.push({ event: 'error', data: JSON.stringify({ type: 'error', error: { type, message: 'x' } }) });
+      expect(transform.error?.status, type).to.equal(status);
+      expect(transform.closed).to.equal(true);
+    }
+  });
+
+  it('turns an unreadable event into an error record and ignores everything after it', () => {
+    const transform = createChatStreamTransform({ ...FIXTURE_STREAM_OPTIONS, includeUsage: false });
+    const records = transform.push({ event: 'content_block_delta', data: '{"type":"content_blo' });
+    expect(records).to.have.length(1);
+    expect(records[0]).to.have.nested.property('error.type', 'server_error');
+    expect(transform.error?.status).to.equal(502);
+    expect(transform.push({ event: 'message_stop', data: '{"type":"message_stop"}' })).to.deep.equal([]);
+    expect(transform.end()).to.deep.equal([]);
+    expect(transform.fail('lost')).to.deep.equal([]);
+  });
+
+  it('ignores unknown event types and unnamed events', () => {
+    const transform = createChatStreamTransform({ ...FIXTURE_STREAM_OPTIONS, includeUsage: false });
+    expect(transform.push({ event: 'future_event', data: '{"type":"future_event"}' })).to.deep.equal([]);
+    expect(transform.push({ data: '{"type":"message_stop"}' })).to.deep.equal([]);
+    expect(transform.closed).to.equal(false);
+  });
+
+  it('maps an unknown stop reason to "stop" and reports it', () => {
+    const seen: string[] = [];
+    const transform = createChatStreamTransform({ ...FIXTURE_STREAM_OPTIONS, includeUsage: false, onUnknownStopReason: (v) => seen.push(v) });
+    const records = transform.push({ event: 'message_delta', data: '{"type":"message_delta","delta":{"stop_reason":"brand_new"},"usage":{"output_tokens":3}}' });
+    expect((records[0] as any).choices[0].finish_reason).to.equal('stop');
+    expect(seen).to.deep.equal(['brand_new']);
+    expect(transform.stopReason).to.equal('brand_new');
+    expect(transform.usage.output_tokens).to.equal(3);
+  });
+
+  it('still sends a finish chunk when message_stop comes without a stop reason', () => {
+    const transform = createChatStreamTransform({ ...FIXTURE_STREAM_OPTIONS, includeUsage: false });
+    const records = transform.push({ event: 'message_stop', data: '{"type":"message_stop"}' });
+    expect((records[0] as any).choices[0]).to.include({ finish_reason: 'stop' });
+    expect(records[1]).to.equal('[DONE]');
+  });
+});
+
+describe('chat stream translator: any split of the byte stream', () => {
+  for (const { name, includeUsage } of FIXTURES) {
+    it(`"${name}": random cuts (including inside multi-byte characters) give identical output`, () => {
+      const bytes = readNativeStreamBytes(name);
+      const whole = translatePieces([bytes], { includeUsage });
+      fc.assert(
+        fc.property(fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 40 }), (offsets) => {
+          expect(translatePieces(cutAt(bytes, offsets), { includeUsage })).to.deep.equal(whole);
+        }),
+        { numRuns: 200 },
+      );
+    });
+  }
+
+  it('holds for a single cut at every byte offset of the text stream, and the stream has cuts inside characters', () => {
+    const bytes = readNativeStreamBytes('text');
+    const whole: ChatStreamRecord[] = translatePieces([bytes], { includeUsage: true });
+    let insideCharacter = 0;
+    for (let offset = 0; offset <= bytes.length; offset++) {
+      if (isInsideCharacter(bytes, offset)) insideCharacter++;
+      expect(translatePieces(cutAt(bytes, [offset]), { includeUsage: true }), `cut at ${offset}`).to.deep.equal(whole);
+    }
+    expect(insideCharacter).to.be.greaterThan(10);
+  });
+
+  it('holds when the stream arrives one byte at a time', () => {
+    const bytes = readNativeStreamBytes('tool-calls');
+    const pieces = [...bytes].map((byte) => Buffer.from([byte]));
+    expect(translatePieces(pieces, { includeUsage: true })).to.deep.equal(readExpectedRecords('tool-calls'));
+  });
+});
