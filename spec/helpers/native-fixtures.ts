@@ -45,3 +45,8 @@ export function translatePieces(pieces: Buffer[], options: Partial<ChatStreamOpt
   records.push(...transform.end());
   return records;
 }
+
+/** A recorded stream as fake-upstream events, sent verbatim (one write per event). */
+export function fixtureStreamEvents(name: string): Array<{ raw: string }> {
+  return readNativeEvents(name).map(({ event, data }) => ({ raw: `event: ${event}\ndata: ${data}\n\n` }));
+}
