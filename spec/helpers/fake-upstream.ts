@@ -15,9 +15,15 @@ export interface RecordedRequest {
 /** What the fake upstream does with one request. */
 export type FakeReply =
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
-  | { kind: 'stream'; events: Array<{ event: string; data: unknown } | { pauseMs: number } | { raw: string }>; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
+  | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
   | { kind: 'hang' }
   | { kind: 'destroy' };
+
+/**
+ * One step of a scripted stream: a native event, raw bytes, a pause, or a gate (`until`) that holds
+ * the rest of the stream until the promise settles (to observe what the client got so far).
+ */
+export type StreamItem = { event: string; data: unknown } | { pauseMs: number } | { raw: string } | { until: Promise<unknown> };
 
 export type FakeHandler = (request: RecordedRequest) => FakeReply;
 
@@ -99,6 +105,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       for (const item of reply.events) {
         if (res.destroyed) return;
         if ('pauseMs' in item) await new Promise((r) => setTimeout(r, item.pauseMs));
+        else if ('until' in item) await item.until.catch(() => undefined);
         else if ('raw' in item) res.write(item.raw);
         else res.write(`event: ${item.event}\ndata: ${JSON.stringify(item.data)}\n\n`);
       }

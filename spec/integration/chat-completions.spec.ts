@@ -63,6 +63,39 @@ describe('chat completions (openai client): streams, usage, images, fields, erro
       expect(chunks.every((chunk) => !('usage' in chunk) && chunk.choices.length === 1)).to.equal(true);
     });
 
+    it('writes each chunk as its upstream event arrives (nothing held back until the next event)', async () => {
+      const events = fixtureStreamEvents('text');
+      let openFirst!: () => void;
+      let openSecond!: () => void;
+      const first = new Promise<void>((resolve) => (openFirst = resolve));
+      const second = new Promise<void>((resolve) => (openSecond = resolve));
+      // Held after the first text delta, and after message_delta (before message_stop).
+      gw.upstream.setHandler(() => ({ kind: 'stream', events: [...events.slice(0, 4), { until: first }, ...events.slice(4, 8), { until: second }, ...events.slice(8)] }));
+      const response = await post({ stream: true });
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let received = '';
+      const readUntil = async (needle: string) => {
+        while (!received.includes(needle)) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error(`stream ended before ${needle}`);
+          received += decoder.decode(value, { stream: true });
+        }
+      };
+      try {
+        await readUntil('"content":"Héllo"');
+        expect(received).not.to.include('wörld');
+        openFirst();
+        await readUntil('"finish_reason":"stop"');
+        expect(received).not.to.include('[DONE]');
+        openSecond();
+        await readUntil('data: [DONE]');
+      } finally {
+        openFirst();
+        openSecond();
+      }
+    });
+
     it('settles and logs the streamed usage (prompt includes cache reads and writes)', async () => {
       await (await post({ stream: true })).text();
       await new Promise((resolve) => setTimeout(resolve, 50));
