@@ -81,11 +81,11 @@ export function convertTextOnlyContent(content: ChatMessage['content'], path: st
 
 function textOfPart(part: ChatContentPart, path: string): string {
   if (part.type === 'text' && typeof part.text === 'string') return part.text;
-  throw unsupportedPart(part, path);
+  throw unsupportedPart(part, path, 'only text parts are accepted in this message');
 }
 
-function unsupportedPart(part: ChatContentPart, path: string) {
-  return errors.invalidRequest(`${path}: content part of type "${part.type}" cannot be sent to this model here`, path);
+function unsupportedPart(part: ChatContentPart, path: string, accepted: string) {
+  return errors.invalidRequest(`${path}: content part of type "${part.type}" is not supported (${accepted})`, path);
 }
 
 /** User content: text, images (`image_url`) and PDF files (`file.file_data`); empty text is skipped. */
@@ -105,7 +105,7 @@ export function convertUserContent(content: ChatMessage['content'], path: string
     } else if (part.type === 'file') {
       blocks.push(convertFilePart(part, partPath));
     } else {
-      throw unsupportedPart(part, partPath);
+      throw unsupportedPart(part, partPath, 'user messages take text, image_url and PDF file parts');
     }
   });
   return blocks;

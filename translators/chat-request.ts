@@ -29,8 +29,8 @@ export const NATIVE_TEMPERATURE_RANGE = { min: 0, max: 1 } as const;
  * Convert a validated chat-completions request to a native request. Fields without a native
  * counterpart are ignored (compatibility rule 2).
  *
- * @throws GatewayError 400 (`invalid_request_error`, `param` naming the field) for `n` > 1, content the
- *   native format cannot take, unparsable tool-call arguments, and unsupported tool types.
+ * @throws GatewayError 400 (`invalid_request_error`, `param` naming the field) for `n` > 1, no turn with
+ *   content, content the native format cannot take, unparsable tool-call arguments, unsupported tool types.
  */
 export function convertChatRequest(body: ChatCompletionRequest, options: ConvertChatRequestOptions): ConvertedChatRequest {
   if (typeof body.n === 'number' && body.n > 1) {
@@ -38,6 +38,9 @@ export function convertChatRequest(body: ChatCompletionRequest, options: Convert
   }
   const warnings: string[] = [];
   const { system, messages } = convertChatMessages(body.messages);
+  if (messages.length === 0) {
+    throw errors.invalidRequest('messages: at least one user, assistant or tool message with content is required', 'messages');
+  }
   const instruction = formatResponseFormatInstruction(body.response_format);
   if (instruction) {
     system.push(instruction);

@@ -272,6 +272,11 @@ describe('chat request -> native request: fields', () => {
     expect(convert({ tool_choice: 'auto', parallel_tool_calls: false }).request).not.to.have.property('tool_choice');
   });
 
+  it('400 on messages when only system messages (or empty ones) are given', () => {
+    const error = rejection(() => convert({ messages: [{ role: 'system', content: 'Be terse.' }, { role: 'user', content: '' }] }));
+    expect(error).to.include({ status: 400, param: 'messages' });
+  });
+
   it('400 for n > 1', () => {
     const error = rejection(() => convert({ n: 2 }));
     expect(error).to.include({ status: 400, param: 'n' });
