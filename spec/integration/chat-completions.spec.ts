@@ -97,10 +97,13 @@ describe('chat completions (openai client): streams, usage, images, fields, erro
     });
 
     it('settles and logs the streamed usage (prompt includes cache reads and writes)', async () => {
-      await (await post({ stream: true })).text();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      const line = gw.logLines.filter((l) => l.message === 'request' && l.route === 'POST /v1/chat/completions').pop();
-      expect(line).to.include({ input_tokens: 135, output_tokens: 12, stream: true });
+      const response = await post({ stream: true });
+      const requestId = response.headers.get('x-request-id');
+      await response.text();
+      // The log line is written when the response closes, after the client has the body: wait for it.
+      const logged = () => gw.logLines.find((l) => l.message === 'request' && l.request_id === requestId);
+      while (!logged()) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(logged()).to.include({ input_tokens: 135, output_tokens: 12, stream: true, status: 200 });
     });
 
     it('an upstream error event mid-stream surfaces as an error in the client, after the partial content', async () => {
