@@ -1,23 +1,33 @@
 /**
  * The Express app: the whole request path, written once, in order.
  *
- *   request context -> host check -> JSON body -> auth -> version header (native) -> validation
- *   -> alias resolution -> model whitelist -> quota -> native proxy | chat translator
- *   ... response closes -> finish (settle, log)
+ *   request context -> host check -> JSON body -> auth -> [afterAuth hooks] -> version header (native)
+ *   -> validation -> alias resolution -> key group check -> model whitelist -> quota
+ *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
+ *      | reverse translation
+ *   ... response closes -> finish (settle, metrics, [onResponse hooks], log)
  */
-import express, { type Express, type RequestHandler } from 'express';
-import { createCatalogue, type Catalogue } from './catalogue';
+import express, { Router, type Express, type RequestHandler } from 'express';
+import { createLiveCatalogue, type Catalogue } from './catalogue';
 import type { GatewayConfig } from './config';
+import { createConfigSource, type ConfigSource } from './config-source';
 import { createFinisher, type FinishHook } from './finish';
-import type { Logger } from './logger';
+import { createHookContext, createHookStep, createUsageRecord, mergeHooks, type GatewayHooks } from './hooks';
+import type { KeyGroupConfig } from './key-groups';
+import { withRequestIds, type Logger } from './logger';
+import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './metrics';
 import type { GatewayStore } from './store/types';
 import type { UpstreamClient } from './upstream';
+import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
 import { createAuth, type AuthHeaders } from '../middleware/auth';
 import { createChatCompletions } from '../middleware/chat-completions';
+import { createChatPassthrough } from '../middleware/chat-passthrough';
 import { createErrorHandler } from '../middleware/error-handler';
 import { createHealth, createLiveness } from '../middleware/health';
 import { createHostCheck } from '../middleware/host-check';
 import { createJsonBody } from '../middleware/json-body';
+import { createKeyGroupCheck } from '../middleware/key-group-check';
+import { createKeyGroupDispatch, createRouteRefusal } from '../middleware/key-group-dispatch';
 import { createListModels } from '../middleware/list-models';
 import { createModelWhitelist } from '../middleware/model-whitelist';
 import { createNativeProxy } from '../middleware/native-proxy';
@@ -25,18 +35,29 @@ import { createNotFound } from '../middleware/not-found';
 import { createQuota } from '../middleware/quota';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
+import { createReverseMessages } from '../middleware/reverse-messages';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
 export interface AppDependencies {
+  /** The configuration at start-up (ignored when `configSource` is given). */
   config: GatewayConfig;
+  /** Where the current configuration is read; a reload replaces it. Default: a source of `config`. */
+  configSource?: ConfigSource;
   store: GatewayStore;
+  /** The client of the top-level upstream (the basic key group's). */
   upstream: UpstreamClient;
+  /** The clients of every key group's upstream. Default: a pool around `upstream`. */
+  upstreams?: UpstreamPool;
   logger: Logger;
   /** True when `upstream` is the embedded simulated upstream (reported by /health). */
   simulated?: boolean;
   /** Extra finish steps (after settlement, before the log line). */
   finishHooks?: FinishHook[];
+  /** Integrator hooks (see lib/hooks.ts). */
+  hooks?: GatewayHooks | GatewayHooks[];
+  /** The metrics registry. Default: a new one. */
+  metrics?: GatewayMetrics;
 }
 
 /** The routes of the public API, as `METHOD /path` (the path check suggests them). */
@@ -47,45 +68,85 @@ export const PUBLIC_ROUTES = [
   'GET /v1/models',
   'GET /healthz',
   'GET /health',
+  'GET /metrics',
 ];
 
-/** Build the gateway app from its seams. */
-export function createApp(deps: AppDependencies): Express {
-  const { config, store, upstream, logger } = deps;
-  const catalogue: Catalogue = createCatalogue(config);
+/** Build the gateway's routes as a Router, mountable anywhere (`parent.use('/llm', router)`). */
+export function createGatewayRouter(deps: AppDependencies): Router {
+  const { store, upstream } = deps;
+  const logger = withRequestIds(deps.logger);
+  const source = deps.configSource ?? createConfigSource(deps.config);
+  const config = source.config;
+  const catalogue: Catalogue = createLiveCatalogue(source);
+  const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url });
+  const hooks = mergeHooks(deps.hooks);
+  const metrics = deps.metrics ?? createMetrics();
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-
-  const requestContext = createRequestContext({ onFinish: createFinisher({ logger, hooks: deps.finishHooks }) });
+  const router = Router();
+  const onResponse: FinishHook = async (ctx, res) => {
+    const record = createUsageRecord(ctx, res);
+    const view = createHookContext(ctx);
+    for (const hook of hooks.onResponse) await hook(record, view);
+  };
+  const finishHooks: FinishHook[] = [...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
+  const requestContext = createRequestContext({ onFinish: createFinisher({ logger, hooks: finishHooks }) });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
   const jsonBody = createJsonBody({ limitBytes: config.limits.bodyBytes });
-  const auth = (accept: AuthHeaders) => createAuth({ store, accept });
+  const prefixes = () => catalogue.keyGroups.map((group) => group.keyPrefix);
+  const afterAuth = hooks.afterAuth.length > 0 ? [createHookStep(hooks.afterAuth)] : [];
+  const auth = (accept: AuthHeaders) => [createAuth({ store, accept, prefixes }), ...afterAuth];
   const resolveAlias = createResolveAlias({ catalogue });
+  const keyGroupCheck = createKeyGroupCheck({ catalogue });
   const modelWhitelist = createModelWhitelist();
   const quota = createQuota();
+  const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams];
 
   /** The shared steps every route that reaches the upstream takes, in order. */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[]): RequestHandler[] => [
-    jsonBody, auth(accept), ...version, validate, resolveAlias, modelWhitelist, quota,
+    jsonBody, ...auth(accept), ...version, validate, resolveAlias, keyGroupCheck, modelWhitelist, quota, ...beforeUpstream,
   ];
   const versionHeader = [createVersionHeader()];
 
-  app.use(requestContext, hostCheck);
-  app.get('/healthz', createLiveness());
-  app.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
-  app.post('/v1/messages',
-    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader),
-    createNativeProxy({ upstream, path: '/v1/messages' }));
-  app.post('/v1/messages/count_tokens',
-    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader),
-    createNativeProxy({ upstream, path: '/v1/messages/count_tokens' }));
-  app.post('/v1/chat/completions',
-    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), []),
-    createChatCompletions({ upstream, catalogue, logger }));
-  app.get('/v1/models', auth('either'), createListModels({ catalogue }));
-  app.use(createNotFound({ routes: PUBLIC_ROUTES }));
-  app.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));
+  /** Per key group, which handler serves each route (the fork). */
+  const byKeyGroup = (handlerFor: (group: KeyGroupConfig, client: UpstreamClient) => RequestHandler) =>
+    createKeyGroupDispatch({ catalogue, handlerFor: (group) => handlerFor(group, upstreams.forGroup(group)) });
+  const messagesHandler = byKeyGroup((group, client) => {
+    if (group.upstream.kind === 'native') return createNativeProxy({ upstream: client, path: '/v1/messages' });
+    if (group.reverseTranslation) return createReverseMessages({ upstream: client });
+    return createRouteRefusal(
+      `keys of key group "${group.id}" reach their models through POST /v1/chat/completions; ` +
+        'the native route is not enabled for this key group (the operator can turn on keyGroups[].reverseTranslation)',
+    );
+  });
+  const countTokensHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
+    ? createNativeProxy({ upstream: client, path: '/v1/messages/count_tokens' })
+    : createRouteRefusal(`POST /v1/messages/count_tokens is not available for key group "${group.id}" (its upstream speaks chat-completions)`));
+  const chatHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
+    ? createChatCompletions({ upstream: client, catalogue, logger })
+    : createChatPassthrough({ upstream: client }));
+
+  router.use(requestContext, hostCheck);
+  router.get('/healthz', createLiveness());
+  router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
+  router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
+  router.post('/v1/messages',
+    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader), messagesHandler);
+  router.post('/v1/messages/count_tokens',
+    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader), countTokensHandler);
+  router.post('/v1/chat/completions',
+    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), []), chatHandler);
+  router.get('/v1/models', ...auth('either'), createListModels({ catalogue }));
+  router.use(createNotFound({ routes: PUBLIC_ROUTES }));
+  router.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));
+  return router;
+}
+
+/** Build the gateway app from its seams. */
+export function createApp(deps: AppDependencies): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(createGatewayRouter(deps));
   return app;
 }

@@ -8,6 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
+import { ConfigError } from './config-error';
+import { DEFAULT_KEY_GROUP, findKeyGroupBySecret, keyGroupSchema, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
 
 /** Prices of one model, in credits per million tokens. */
 export interface ModelPricing {
@@ -36,7 +38,7 @@ export interface ModelConfig {
 export interface KeyConfig {
   id: string;
   name?: string;
-  /** The secret itself (starts with `sk-cs4-`). */
+  /** The secret itself (starts with its key group's prefix, `sk-cs4-` for the basic group). */
   key?: string;
   /** Hex SHA-256 of the secret, so the file need not hold it. */
   keySha256?: string;
@@ -47,6 +49,8 @@ export interface KeyConfig {
   /** Credits per UTC calendar month. Absent or null: no cap. */
   monthlyCreditCap?: number | null;
   revoked?: boolean;
+  /** Key group id. Default: the group whose prefix `key` starts with; `default` for `keySha256` keys. */
+  keyGroup?: string;
 }
 
 export interface UpstreamConfig {
@@ -66,6 +70,8 @@ export interface GatewayConfig {
   /** Alias -> canonical catalogue ID. */
   aliases: Record<string, string>;
   keys: KeyConfig[];
+  /** The key groups, the basic group `default` first (see lib/key-groups.ts). */
+  keyGroups: KeyGroupConfig[];
   defaults: {
     /** Default `max_tokens` for chat-completions requests that give none. Default 4096. */
     maxTokens: number;
@@ -82,12 +88,11 @@ export interface GatewayConfig {
   redisUrl: string | null;
   /** From env LOG_LEVEL, default `info`. */
   logLevel: string;
+  /** From env METRICS_TOKEN: when set, `GET /metrics` needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
 }
 
-/** Thrown when a configuration file is missing, unparsable or invalid. The message names the field. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 const pricingSchema = {
   type: 'object',
@@ -145,15 +150,17 @@ export const configSchema = {
         properties: {
           id: { type: 'string', minLength: 1, pattern: '^[A-Za-z0-9._-]+$' },
           name: { type: 'string' },
-          key: { type: 'string', pattern: '^sk-cs4-[A-Za-z0-9_-]{8,}$' },
+          key: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{10,}$' },
           keySha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
           rateLimitPerMinute: { type: 'integer', minimum: 1 },
           allowedModels: { type: 'array', items: { type: 'string' } },
           monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
           revoked: { type: 'boolean' },
+          keyGroup: { type: 'string', minLength: 1 },
         },
       },
     },
+    keyGroups: { type: 'array', items: keyGroupSchema },
     defaults: {
       type: 'object',
       additionalProperties: false,
@@ -190,6 +197,7 @@ export interface ConfigEnv {
   UPSTREAM_API_KEY?: string;
   REDIS_URL?: string;
   LOG_LEVEL?: string;
+  METRICS_TOKEN?: string;
   [name: string]: string | undefined;
 }
 
@@ -221,14 +229,28 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     }
     if (modelIds.has(alias)) throw new ConfigError(`invalid configuration: aliases.${alias}: shadows a catalogue id`);
   }
-  const keys: KeyConfig[] = file.keys ?? [];
+  const upstreamUrl = env.UPSTREAM_URL || file.upstream.url || null;
+  if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
+    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
+  }
+  const upstream: UpstreamConfig = {
+    url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
+    apiKeyEnv: file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY',
+    timeoutMs: file.upstream.timeoutMs ?? 600_000,
+  };
+  const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
+  const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));
   const keyIds = new Set<string>();
   keys.forEach((key, index) => {
     if (keyIds.has(key.id)) throw new ConfigError(`invalid configuration: keys.${index}.id: duplicate id "${key.id}"`);
     keyIds.add(key.id);
+    const group = keyGroups.find((candidate) => candidate.id === key.keyGroup)!;
     for (const model of key.allowedModels ?? []) {
       if (!modelIds.has(model)) {
         throw new ConfigError(`invalid configuration: keys.${index}.allowedModels: "${model}" is not a catalogue model id`);
+      }
+      if (!group.models.includes(model)) {
+        throw new ConfigError(`invalid configuration: keys.${index}.allowedModels: "${model}" is not in the catalogue of key group "${group.id}"`);
       }
     }
   });
@@ -237,21 +259,14 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(`invalid configuration: PORT: "${env.PORT}" is not a port number`);
   }
-  const upstreamUrl = env.UPSTREAM_URL || file.upstream.url || null;
-  if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
-    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
-  }
 
   const config: GatewayConfig = {
     baseUrl: file.baseUrl ?? null,
-    upstream: {
-      url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
-      apiKeyEnv: file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY',
-      timeoutMs: file.upstream.timeoutMs ?? 600_000,
-    },
+    upstream,
     models,
     aliases,
     keys,
+    keyGroups,
     defaults: {
       maxTokens: file.defaults?.maxTokens ?? 4096,
       rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,
@@ -260,6 +275,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     port,
     redisUrl: env.REDIS_URL || null,
     logLevel: env.LOG_LEVEL || 'info',
+    metricsToken: env.METRICS_TOKEN || null,
   };
   return deepFreeze(config);
 }
@@ -271,20 +287,42 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
  * @throws ConfigError when the file is missing, not JSON, or invalid (the message names the field)
  */
 export function loadConfig(file?: string, env: ConfigEnv = process.env): GatewayConfig {
-  const where = file ?? env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json');
+  return parseConfig(readConfigFile(file ?? env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json')), env);
+}
+
+/**
+ * Read a config file as a parsed, not yet validated, object.
+ * @throws ConfigError when the file is missing or not JSON
+ */
+export function readConfigFile(where: string): unknown {
   let text: string;
   try {
     text = fs.readFileSync(where, 'utf8');
   } catch (err) {
     throw new ConfigError(`cannot read configuration file ${where}: ${(err as Error).message}`);
   }
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw new ConfigError(`configuration file ${where} is not valid JSON: ${(err as Error).message}`);
   }
-  return parseConfig(raw, env);
+}
+
+/** A config key with its key group settled: named, or found by the prefix of its secret. */
+function resolveKeyGroupOfKey(key: KeyConfig, index: number, groups: KeyGroupConfig[]): KeyConfig {
+  const byPrefix = key.key === undefined ? undefined : findKeyGroupBySecret(groups, key.key);
+  if (key.key !== undefined && !byPrefix) {
+    const prefixes = groups.map((group) => `"${group.keyPrefix}"`).join(', ');
+    throw new ConfigError(`invalid configuration: keys.${index}.key: must start with a key group prefix (${prefixes})`);
+  }
+  const keyGroup = key.keyGroup ?? byPrefix?.id ?? DEFAULT_KEY_GROUP;
+  if (!groups.some((group) => group.id === keyGroup)) {
+    throw new ConfigError(`invalid configuration: keys.${index}.keyGroup: "${keyGroup}" is not a key group`);
+  }
+  if (byPrefix && byPrefix.id !== keyGroup) {
+    throw new ConfigError(`invalid configuration: keys.${index}.keyGroup: "${keyGroup}" does not match the key's prefix (group "${byPrefix.id}")`);
+  }
+  return { ...key, keyGroup };
 }
 
 function deepFreeze<T>(value: T): T {

@@ -50,6 +50,10 @@ export interface RequestContext {
   firstByteMs?: number;
   /** Warnings about lossy conversions, sent in the `x-gateway-warning` header. */
   warnings: string[];
+  /** Tags set by integrator hooks (`setTag`); carried to the usage record and the log line. */
+  tags: Record<string, string>;
+  /** Chat `error.code` of the gateway error the request was answered with, if any (metrics). */
+  errorCode?: string;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -38,12 +38,14 @@ export function createFinisher(options: FinisherOptions): (ctx: RequestContext, 
         line.key_id = ctx.key.id;
         line.key_last4 = ctx.key.last4;
       }
+      if (ctx.keyGroup) line.key_group = ctx.keyGroup;
       if (ctx.model) line.model = ctx.model.id;
       if (ctx.stream) line.stream = true;
       if (ctx.usage) {
         line.input_tokens = ctx.usage.input_tokens + ctx.usage.cache_creation_input_tokens + ctx.usage.cache_read_input_tokens;
         line.output_tokens = ctx.usage.output_tokens;
       }
+      if (Object.keys(ctx.tags).length > 0) line.tags = { ...ctx.tags };
       if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
       if (!res.writableFinished) line.aborted = true;
       logger.info(line);

@@ -1,23 +1,22 @@
 /**
  * Entry point (`npm start`, the Procfile's web process): load the config, open the store, start the
- * simulated upstream when none is configured, listen on PORT, shut down gracefully on SIGTERM.
+ * simulated upstream when none is configured, listen on PORT, re-read the config on SIGHUP, shut down
+ * gracefully on SIGTERM.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createApp } from './app';
 import { loadConfig, type GatewayConfig } from './config';
-import { generateSecret, hashSecret, lastFour } from './keys';
+import { buildGateway, type Gateway } from './gateway';
 import { createLogger, type Logger } from './logger';
-import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
-import { createStore, seedConfigKeys } from './store';
 import type { GatewayStore } from './store/types';
-import { createUpstreamClient } from './upstream';
 
 export interface RunningGateway {
   server: http.Server;
   /** `http://127.0.0.1:<port>` */
   url: string;
   store: GatewayStore;
+  /** The built gateway (config in force, reload, metrics). */
+  gateway: Gateway;
   /** The development key created when no key is configured (shown once at start), else undefined. */
   developmentKey?: string;
   close(): Promise<void>;
@@ -29,56 +28,33 @@ export interface StartOptions {
   store?: GatewayStore;
   /** Listen host. Default: all interfaces. */
   host?: string;
+  /** Reads and validates the config again for `gateway.reload()` (SIGHUP). Default: reload is refused. */
+  loadConfig?: () => GatewayConfig;
 }
 
 /** Start a gateway for a validated config. */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = options.store ?? (await createStore(config));
-  await seedConfigKeys(store, config);
-
-  let developmentKey: string | undefined;
-  if (config.keys.length === 0 && (await store.listKeys()).length === 0) {
-    developmentKey = generateSecret();
-    await store.createKey({
-      id: 'development', name: 'development key', secret: { sha256: hashSecret(developmentKey), expiresAt: null },
-      last4: lastFour(developmentKey), rateLimitPerMinute: config.defaults.rateLimitPerMinute, allowedModels: null, monthlyCreditCap: null,
-    });
-  }
-
-  let simulated: SimulatedUpstream | undefined;
-  let upstreamUrl = config.upstream.url;
-  if (!upstreamUrl) {
-    simulated = await startSimulatedUpstream();
-    upstreamUrl = simulated.url;
-    logger.warn({ message: 'no upstream configured (upstream.url / UPSTREAM_URL): replies are SIMULATED by the embedded upstream' });
-  }
-  const upstream = createUpstreamClient({
-    url: upstreamUrl,
-    apiKey: process.env[config.upstream.apiKeyEnv],
-    timeoutMs: config.upstream.timeoutMs,
-  });
-  const app = createApp({ config, store, upstream, logger, simulated: simulated !== undefined });
-  const server = http.createServer(app);
+  const gateway = await buildGateway({ config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true });
+  const server = http.createServer(gateway.app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, options.host, resolve));
   const { port } = server.address() as AddressInfo;
-  logger.info({ message: 'gateway listening', port, store: store.kind, models: config.models.length });
+  logger.info({ message: 'gateway listening', port, store: gateway.store.kind, models: config.models.length });
 
   return {
     server,
     url: `http://127.0.0.1:${port}`,
-    store,
-    developmentKey,
+    store: gateway.store,
+    gateway,
+    developmentKey: gateway.developmentKey,
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();
       });
-      await simulated?.close();
-      upstream.agent.destroy();
-      await store.close();
+      await gateway.close();
     },
   };
 }
@@ -86,7 +62,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const gateway = await startGateway({ config, logger });
+  const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig() });
   if (gateway.developmentKey) {
     // Shown once, on the terminal, so a fresh clone can be tried with curl; never written to the JSON log.
     process.stderr.write(
@@ -102,6 +78,12 @@ async function main(): Promise<void> {
       () => process.exit(1),
     );
   };
+  // The catalogue changes over time (spec, Versioning 4): SIGHUP re-reads and re-validates the config
+  // file; open connections and streams carry on, and an invalid file is refused (logged) and ignored.
+  process.on('SIGHUP', () => {
+    logger.info({ message: 'SIGHUP: re-reading the configuration' });
+    void gateway.gateway.reload();
+  });
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
 }

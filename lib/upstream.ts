@@ -9,8 +9,13 @@ import { mapUpstreamSocketError } from './errors';
 export interface UpstreamOptions {
   /** Base URL, e.g. `https://upstream.example` (no trailing slash). */
   url: string;
-  /** Credential sent as `x-api-key`; undefined sends none (the simulated upstream needs none). */
+  /** Upstream credential; undefined sends none (the simulated upstream needs none). */
   apiKey?: string;
+  /**
+   * How the credential is sent: `x-api-key` (native upstreams, the default) or `bearer`
+   * (`Authorization: Bearer`, chat-completions upstreams).
+   */
+  auth?: 'x-api-key' | 'bearer';
   /** Time allowed for the reply head, in ms. */
   timeoutMs: number;
   /** Max sockets kept per host. Default 256. */
@@ -35,7 +40,7 @@ export interface UpstreamClient {
   readonly url: URL;
   readonly agent: http.Agent;
   readonly timeoutMs: number;
-  /** Headers that authenticate the gateway upstream (`x-api-key`), empty when none is configured. */
+  /** Headers that authenticate the gateway upstream (`x-api-key` or bearer), empty when none is configured. */
   credentialHeaders(): Record<string, string>;
   /**
    * POST a request and resolve once the reply head arrives.
@@ -56,7 +61,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   const basePath = url.pathname.replace(/\/+$/, '');
 
   function credentialHeaders(): Record<string, string> {
-    return options.apiKey ? { 'x-api-key': options.apiKey } : {};
+    if (!options.apiKey) return {};
+    return options.auth === 'bearer' ? { authorization: `Bearer ${options.apiKey}` } : { 'x-api-key': options.apiKey };
   }
 
   function send(request: UpstreamRequest): Promise<UpstreamReply> {

@@ -19,8 +19,8 @@ export interface AuthOptions {
   store: GatewayStore;
   /** Which headers this route reads the key from. */
   accept: AuthHeaders;
-  /** Key prefixes accepted. Default `['sk-cs4-']`. */
-  prefixes?: string[];
+  /** Key prefixes accepted (the key groups'), or a function read per request (config reload). Default `['sk-cs4-']`. */
+  prefixes?: string[] | (() => string[]);
   /** Clock for rotated-secret expiry, epoch ms. */
   now?: () => number;
 }
@@ -44,11 +44,12 @@ export function extractApiKey(headers: Record<string, string | string[] | undefi
 }
 
 export function createAuth(options: AuthOptions): RequestHandler {
-  const prefixes = options.prefixes ?? [KEY_PREFIX];
+  const readPrefixes = typeof options.prefixes === 'function' ? options.prefixes : () => (options.prefixes as string[] | undefined) ?? [KEY_PREFIX];
   const now = options.now ?? Date.now;
   return async (req, res, next) => {
     try {
       const secret = extractApiKey(req.headers, options.accept);
+      const prefixes = readPrefixes();
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {
         throw errors.authentication(`invalid API key: keys start with ${prefixes.join(' or ')}`);
       }

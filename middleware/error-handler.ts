@@ -21,6 +21,7 @@ export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: nu
       options.logger.error({ message: 'unhandled error', request_id: ctx?.requestId, error: String((err as Error)?.stack ?? err) });
       error = errors.internal();
     }
+    if (ctx) ctx.errorCode = error.chatCode;
     if (res.headersSent) {
       res.destroy();
       return;

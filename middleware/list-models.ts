@@ -1,5 +1,6 @@
 /**
- * `GET /v1/models`: the catalogue IDs the key may use, never aliases. Each entry carries the fields
+ * `GET /v1/models`: the catalogue IDs the key may use (its key group's, narrowed by its whitelist),
+ * never aliases. Each entry carries the fields
  * both client families read: `id`, `object: "model"`, `created`, `owned_by` (chat SDK) and `type`,
  * `display_name`, `created_at` (native SDK); the list carries `object: "list"` and the native paging
  * fields (`has_more: false`, `first_id`, `last_id`).
@@ -7,6 +8,7 @@
 import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { getContext } from '../lib/context';
+import { DEFAULT_KEY_GROUP } from '../lib/key-groups';
 import { isModelAllowed } from './model-whitelist';
 
 /** Catalogue publication time reported for every model (the listing has no per-model dates). */
@@ -14,8 +16,11 @@ const PUBLISHED_AT = '2026-01-01T00:00:00Z';
 
 export function createListModels(options: { catalogue: Catalogue }): RequestHandler {
   return (_req, res) => {
-    const key = getContext(res).key!;
+    const ctx = getContext(res);
+    const key = ctx.key!;
+    // Only the models of the key's group (its model family), narrowed by the key's whitelist.
     const data = options.catalogue.models
+      .filter((model) => options.catalogue.groupOfModel(model.id)?.id === (ctx.keyGroup ?? DEFAULT_KEY_GROUP))
       .filter((model) => isModelAllowed(key, model.id))
       .map((model) => ({
         id: model.id,

@@ -5,6 +5,7 @@
 import type { RequestHandler, Request, Response } from 'express';
 import { randomBase62 } from '../lib/keys';
 import type { RequestContext } from '../lib/context';
+import { requestScope } from '../lib/logger';
 
 export interface RequestContextOptions {
   /** Called once per request when the response has closed (finished or aborted). */
@@ -25,11 +26,13 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
       startedAt: process.hrtime.bigint(),
       stream: false,
       warnings: [],
+      tags: {},
     };
     res.locals.gateway = ctx;
     res.setHeader('request-id', ctx.requestId);
     res.setHeader('x-request-id', ctx.requestId);
     res.once('close', () => options.onFinish(ctx, req, res));
-    next();
+    // Every log line written while this request is handled carries its id (lib/logger.ts).
+    requestScope.run({ requestId: ctx.requestId }, next);
   };
 }

@@ -28,6 +28,7 @@ export async function seedConfigKeys(store: GatewayStore, config: GatewayConfig)
       allowedModels: key.allowedModels ?? null,
       monthlyCreditCap: key.monthlyCreditCap ?? null,
       revoked: key.revoked ?? false,
+      keyGroup: key.keyGroup,
     });
   }
 }

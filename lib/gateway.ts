@@ -1,0 +1,205 @@
+/**
+ * The library entry: `createGateway(options)` builds a complete gateway (config, store, upstream
+ * clients, metrics, the Express app and its mountable router) without listening; `buildGateway` does
+ * the same from an already validated config (the server uses it).
+ */
+import path from 'node:path';
+import express, { type Express, type Router } from 'express';
+import { createGatewayRouter } from './app';
+import { ConfigError, parseConfig, readConfigFile, type ConfigEnv, type GatewayConfig } from './config';
+import { createConfigSource, describeConfigChange } from './config-source';
+import type { FinishHook } from './finish';
+import type { GatewayHooks } from './hooks';
+import { generateSecret, hashSecret, lastFour } from './keys';
+import { createLogger, withRequestIds, type Logger } from './logger';
+import { createMetrics, type GatewayMetrics } from './metrics';
+import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
+import { createStore, seedConfigKeys } from './store';
+import type { GatewayStore } from './store/types';
+import { createUpstreamClient } from './upstream';
+import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
+
+/** Options of `createGateway`. Every field is optional. */
+export interface GatewayOptions {
+  /**
+   * config.json fields that override the file, with the same validation: a top-level field replaces the
+   * file's (`models`, `keys`, `keyGroups` are replaced whole), except the objects `upstream`, `defaults`
+   * and `limits`, whose fields are merged. Default: none.
+   */
+  config?: Record<string, unknown>;
+  /**
+   * The config file under the overrides. Default: env `GATEWAY_CONFIG`, else the shipped config.json.
+   * `false`: no file; `config` must then be a complete configuration.
+   */
+  configFile?: string | false;
+  /** Environment read by the config (PORT, UPSTREAM_URL, REDIS_URL, METRICS_TOKEN, ...). Default: `process.env`. */
+  env?: ConfigEnv;
+  /** The store. Default: the one the config asks for (memory, or Redis with REDIS_URL). */
+  store?: GatewayStore;
+  /** The logger. Default: JSON lines on stdout at the config's log level. */
+  logger?: Logger;
+  /** Integrator hooks (`afterAuth`, `beforeUpstream`, `onResponse`); see lib/hooks.ts and README "Extending". */
+  hooks?: GatewayHooks | GatewayHooks[];
+  /** Create a development key when no key exists (shown once by the server). Default false. */
+  developmentKey?: boolean;
+}
+
+/** Outcome of a reload: applied, or refused with the reason (the old configuration stays). */
+export type ReloadResult = { ok: true; reloaded: string[]; needsRestart: string[] } | { ok: false; error: string };
+
+/** A built gateway. */
+export interface Gateway {
+  /** The Express app (the router mounted at `/`): `gateway.app.listen(port)` or `http.createServer(gateway.app)`. */
+  readonly app: Express;
+  /** The same routes as a Router, to mount under a path of another app: `parent.use('/llm', gateway.router)`. */
+  readonly router: Router;
+  /** The configuration in force (replaced whole by `reload`). */
+  readonly config: GatewayConfig;
+  readonly store: GatewayStore;
+  readonly logger: Logger;
+  /** The Prometheus registry behind `GET /metrics`. */
+  readonly metrics: GatewayMetrics;
+  /** The upstream clients of the key groups. */
+  readonly upstreams: UpstreamPool;
+  /** True when replies come from the embedded simulated upstream (no upstream URL configured). */
+  readonly simulated: boolean;
+  /** The development key created for this run, when asked for and no key existed. */
+  readonly developmentKey?: string;
+  /**
+   * Re-read and re-validate the configuration (models, aliases, pricing, key groups, config keys).
+   * Open connections and streams are untouched; an invalid configuration is refused, logged, and the
+   * current one stays. Never throws.
+   */
+  reload(): Promise<ReloadResult>;
+  /** Stop the simulated upstream, the upstream agents and the store (the caller closes its server). */
+  close(): Promise<void>;
+}
+
+/** Options of `buildGateway`: a validated config and how to read it again on reload. */
+export interface BuildOptions {
+  config: GatewayConfig;
+  /** Reads and validates the configuration again (throws ConfigError). Default: reload is refused. */
+  loadConfig?: () => GatewayConfig;
+  store?: GatewayStore;
+  logger?: Logger;
+  hooks?: GatewayHooks | GatewayHooks[];
+  /** Extra finish steps, run before the built-in ones (credit settlement belongs here). */
+  finishHooks?: FinishHook[];
+  developmentKey?: boolean;
+}
+
+/** The shipped config.json (next to package.json). */
+export function defaultConfigFile(env: ConfigEnv = process.env): string {
+  return env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json');
+}
+
+const MERGED_OBJECTS = ['upstream', 'defaults', 'limits'];
+
+/** The config file's object with `overrides` applied (see `GatewayOptions.config`). */
+export function mergeConfigObjects(file: Record<string, unknown>, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...file };
+  for (const [field, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    const base = merged[field];
+    const bothObjects = MERGED_OBJECTS.includes(field) && isPlainObject(base) && isPlainObject(value);
+    merged[field] = bothObjects ? { ...base, ...value } : value;
+  }
+  return merged;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Build a gateway from options (the library API).
+ * @throws ConfigError when the merged configuration is invalid (the message names the field)
+ * @throws TypeError when a hook is not a function
+ */
+export async function createGateway(options: GatewayOptions = {}): Promise<Gateway> {
+  const env = options.env ?? process.env;
+  const load = () => {
+    const file = options.configFile === false ? {} : readConfigFile(options.configFile ?? defaultConfigFile(env));
+    if (!isPlainObject(file)) throw new ConfigError('invalid configuration: the top level of the config file must be an object');
+    return parseConfig(mergeConfigObjects(file, options.config), env);
+  };
+  return buildGateway({
+    config: load(), loadConfig: load, store: options.store, logger: options.logger, hooks: options.hooks, developmentKey: options.developmentKey,
+  });
+}
+
+/** Build a gateway from a validated config. */
+export async function buildGateway(options: BuildOptions): Promise<Gateway> {
+  const { config } = options;
+  const logger = withRequestIds(options.logger ?? createLogger(config.logLevel));
+  const store = options.store ?? (await createStore(config));
+  await seedConfigKeys(store, config);
+
+  let developmentKey: string | undefined;
+  if (options.developmentKey && config.keys.length === 0 && (await store.listKeys()).length === 0) {
+    developmentKey = generateSecret();
+    await store.createKey({
+      id: 'development', name: 'development key', secret: { sha256: hashSecret(developmentKey), expiresAt: null },
+      last4: lastFour(developmentKey), rateLimitPerMinute: config.defaults.rateLimitPerMinute, allowedModels: null, monthlyCreditCap: null,
+    });
+  }
+
+  let simulated: SimulatedUpstream | undefined;
+  let upstreamUrl = config.upstream.url;
+  if (!upstreamUrl) {
+    simulated = await startSimulatedUpstream();
+    upstreamUrl = simulated.url;
+    logger.warn({ message: 'no upstream configured (upstream.url / UPSTREAM_URL): replies are SIMULATED by the embedded upstream' });
+  }
+  const upstream = createUpstreamClient({ url: upstreamUrl, apiKey: process.env[config.upstream.apiKeyEnv], timeoutMs: config.upstream.timeoutMs });
+  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url });
+  const source = createConfigSource(config);
+  const metrics = createMetrics();
+  const router = createGatewayRouter({
+    config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
+    finishHooks: options.finishHooks, hooks: options.hooks, metrics,
+  });
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(router);
+
+  async function reload(): Promise<ReloadResult> {
+    let next: GatewayConfig;
+    try {
+      if (!options.loadConfig) throw new ConfigError('this gateway was built from a config object and has no file to re-read');
+      next = options.loadConfig();
+    } catch (err) {
+      const error = (err as Error).message;
+      logger.error({ message: 'configuration reload refused; the current configuration stays', reason: error });
+      return { ok: false, error };
+    }
+    const change = describeConfigChange(source.config, next);
+    source.replace(next);
+    try {
+      await seedConfigKeys(store, next);
+    } catch (err) {
+      logger.error({ message: 'configuration reloaded, but seeding its keys failed', reason: (err as Error).message });
+    }
+    logger.info({ message: 'configuration reloaded', reloaded: change.reloaded, models: next.models.length, key_groups: next.keyGroups.map((g) => g.id) });
+    if (change.needsRestart.length > 0) {
+      logger.warn({ message: 'configuration fields changed that take effect only after a restart', fields: change.needsRestart });
+    }
+    return { ok: true, ...change };
+  }
+
+  return {
+    app, router, store, logger, metrics, upstreams, developmentKey,
+    simulated: simulated !== undefined,
+    get config() {
+      return source.config;
+    },
+    reload,
+    async close() {
+      await simulated?.close();
+      upstreams.destroy();
+      upstream.agent.destroy();
+      await store.close();
+    },
+  };
+}

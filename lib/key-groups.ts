@@ -1,0 +1,162 @@
+/**
+ * Key groups (spec, Authentication rule 8): each group is a key prefix, its own catalogue of model IDs
+ * and its own upstream of a given kind. The basic group `default` is the `sk-cs4-` native catalogue;
+ * a second group may point at an upstream that speaks chat-completions itself (another model family).
+ *
+ * `keyGroups` in config.json lists the groups besides the basic one (the basic one may be listed too,
+ * to narrow its models). Every catalogue model belongs to exactly one group: the models no group
+ * claims belong to `default`.
+ */
+import { ConfigError } from './config-error';
+
+/** What an upstream speaks: the native messages format or chat-completions. */
+export type UpstreamKind = 'native' | 'chat-completions';
+
+/** The id of the basic key group. */
+export const DEFAULT_KEY_GROUP = 'default';
+/** The key prefix of the basic key group (spec, Authentication rule 1). */
+export const DEFAULT_KEY_PREFIX = 'sk-cs4-';
+
+export interface KeyGroupUpstream {
+  kind: UpstreamKind;
+  /** Base URL. null: the top-level upstream (native groups only). */
+  url: string | null;
+  /** Name of the env variable that holds the upstream credential. */
+  apiKeyEnv: string;
+  /** Time allowed for the reply head, in ms. */
+  timeoutMs: number;
+}
+
+/** A resolved key group. */
+export interface KeyGroupConfig {
+  id: string;
+  /** Secrets of this group's keys start with this prefix, e.g. `sk-cs4-`. */
+  keyPrefix: string;
+  /** Catalogue IDs of this group's model family. */
+  models: string[];
+  upstream: KeyGroupUpstream;
+  /**
+   * chat-completions groups only: serve `POST /v1/messages` by translating native requests to
+   * chat-completions and the replies back. Default false (the native route answers 400).
+   */
+  reverseTranslation: boolean;
+}
+
+/** JSON schema of one `keyGroups[]` entry. */
+export const keyGroupSchema = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+    keyPrefix: { type: 'string', pattern: '^[A-Za-z0-9_-]{3,32}$' },
+    models: { type: 'array', items: { type: 'string', minLength: 1 } },
+    upstream: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ['native', 'chat-completions'] },
+        url: { type: ['string', 'null'], pattern: '^https?://' },
+        apiKeyEnv: { type: 'string', minLength: 1 },
+        timeoutMs: { type: 'integer', minimum: 1 },
+      },
+    },
+    reverseTranslation: { type: 'boolean' },
+  },
+} as const;
+
+/** The top-level upstream, as the basic group's defaults. */
+export interface TopLevelUpstream {
+  url: string | null;
+  apiKeyEnv: string;
+  timeoutMs: number;
+}
+
+/**
+ * Resolve `keyGroups` against the catalogue.
+ *
+ * @param raw the `keyGroups` array of config.json (already shape-checked), or undefined
+ * @param modelIds every catalogue ID, in config order
+ * @param upstream the top-level upstream (the basic group's, and the default for other native groups)
+ * @returns the groups, `default` first
+ * @throws ConfigError on a duplicate id or prefix, a prefix that is a prefix of another, a model that is
+ *   not in the catalogue or in two groups, a chat-completions group without `upstream.url`, or
+ *   `reverseTranslation` on a native group
+ */
+export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, modelIds: string[], upstream: TopLevelUpstream): KeyGroupConfig[] {
+  const declared = raw ?? [];
+  const fail = (where: string, why: string) => new ConfigError(`invalid configuration: keyGroups.${where}: ${why}`);
+  const owner = new Map<string, string>();
+  const groups: KeyGroupConfig[] = [];
+  const known = new Set(modelIds);
+
+  declared.forEach((entry, index) => {
+    const id: string = entry.id;
+    if (groups.some((group) => group.id === id)) throw fail(`${index}.id`, `duplicate id "${id}"`);
+    const basic = id === DEFAULT_KEY_GROUP;
+    const kind: UpstreamKind = entry.upstream?.kind ?? 'native';
+    if (basic && entry.keyPrefix !== undefined && entry.keyPrefix !== DEFAULT_KEY_PREFIX) {
+      throw fail(`${index}.keyPrefix`, `the basic group "default" uses the prefix "${DEFAULT_KEY_PREFIX}"`);
+    }
+    if (basic && kind !== 'native') throw fail(`${index}.upstream.kind`, 'the basic group "default" is native');
+    if (!basic && entry.keyPrefix === undefined) throw fail(`${index}.keyPrefix`, 'field required (e.g. "sk-xyz-")');
+    if (!basic && !Array.isArray(entry.models)) throw fail(`${index}.models`, 'field required: the catalogue IDs of this group');
+    const url: string | null = entry.upstream?.url ?? null;
+    if (kind === 'chat-completions' && !url) {
+      throw fail(`${index}.upstream.url`, 'a chat-completions group needs its upstream URL (there is no simulated one)');
+    }
+    if (entry.reverseTranslation === true && kind !== 'chat-completions') {
+      throw fail(`${index}.reverseTranslation`, 'applies to chat-completions groups only');
+    }
+    for (const model of entry.models ?? []) {
+      if (!known.has(model)) throw fail(`${index}.models`, `"${model}" is not a catalogue model id`);
+      if (owner.has(model)) throw fail(`${index}.models`, `"${model}" is already in group "${owner.get(model)}"`);
+      owner.set(model, id);
+    }
+    groups.push({
+      id,
+      keyPrefix: entry.keyPrefix ?? DEFAULT_KEY_PREFIX,
+      models: entry.models ?? [],
+      upstream: {
+        kind,
+        url: url ? url.replace(/\/+$/, '') : null,
+        apiKeyEnv: entry.upstream?.apiKeyEnv ?? (basic || kind === 'native' ? upstream.apiKeyEnv : `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`),
+        timeoutMs: entry.upstream?.timeoutMs ?? upstream.timeoutMs,
+      },
+      reverseTranslation: entry.reverseTranslation ?? false,
+    });
+  });
+
+  let basic = groups.find((group) => group.id === DEFAULT_KEY_GROUP);
+  if (!basic) {
+    basic = { id: DEFAULT_KEY_GROUP, keyPrefix: DEFAULT_KEY_PREFIX, models: [], upstream: { kind: 'native', url: null, apiKeyEnv: upstream.apiKeyEnv, timeoutMs: upstream.timeoutMs }, reverseTranslation: false };
+    groups.unshift(basic);
+  } else {
+    groups.splice(groups.indexOf(basic), 1);
+    groups.unshift(basic);
+  }
+  if (!declared.some((entry) => entry.id === DEFAULT_KEY_GROUP && Array.isArray(entry.models))) {
+    basic.models = modelIds.filter((model) => !owner.has(model));
+  }
+  // The basic group's upstream is the top-level one unless the file names another.
+  basic.upstream.url ??= upstream.url;
+
+  for (const model of modelIds) {
+    if (!basic.models.includes(model) && !owner.has(model)) {
+      throw new ConfigError(`invalid configuration: models: "${model}" belongs to no key group; add it to a group's "models"`);
+    }
+  }
+  for (const a of groups) {
+    for (const b of groups) {
+      if (a !== b && b.keyPrefix.startsWith(a.keyPrefix)) {
+        throw new ConfigError(`invalid configuration: keyGroups: the prefix "${a.keyPrefix}" of "${a.id}" also matches the keys of "${b.id}" ("${b.keyPrefix}")`);
+      }
+    }
+  }
+  return groups;
+}
+
+/** The group whose prefix a secret starts with, or undefined. */
+export function findKeyGroupBySecret(groups: readonly KeyGroupConfig[], secret: string): KeyGroupConfig | undefined {
+  return groups.find((group) => secret.startsWith(group.keyPrefix));
+}

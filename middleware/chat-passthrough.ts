@@ -1,0 +1,148 @@
+/**
+ * Chat-completions pass-through, for key groups whose upstream speaks chat-completions itself: the
+ * request goes to `<upstream>/v1/chat/completions` untranslated (only `model` becomes the upstream's
+ * name), and the reply comes back as it is, streaming included, record by record as it arrives.
+ *
+ * Billing needs the usage, so a streamed request that did not ask for it gets
+ * `stream_options.include_usage` upstream, and the usage-only chunk and the `usage: null` fields it
+ * causes are removed on the way back: the client sees what it asked for.
+ */
+import type http from 'node:http';
+import type { RequestHandler, Response } from 'express';
+import { getContext, type RequestContext } from '../lib/context';
+import { errors, GatewayError } from '../lib/errors';
+import { readBody, tryParseJson } from '../lib/read-body';
+import { createSseDecoder, formatSse } from '../lib/sse';
+import type { UpstreamClient, UpstreamReply } from '../lib/upstream';
+import type { ChatCompletionRequest } from '../translators/chat-types';
+import { convertChatUsageToNative } from '../translators/reverse-mapping';
+
+export interface ChatPassthroughOptions {
+  /** Client of a chat-completions upstream (bearer credential). */
+  upstream: UpstreamClient;
+}
+
+/** Reply headers passed from the upstream to the client (the rest describe the gateway's credential). */
+const PASSED_REPLY_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry'];
+
+export function createChatPassthrough(options: ChatPassthroughOptions): RequestHandler {
+  const { upstream } = options;
+  return async (req, res, next) => {
+    const ctx = getContext(res);
+    let reply: UpstreamReply | undefined;
+    res.once('close', () => {
+      if (!res.writableFinished) reply?.abort();
+    });
+    try {
+      const body = req.body as ChatCompletionRequest;
+      const model = ctx.model!;
+      const wantsUsage = body.stream_options?.include_usage === true;
+      const request: ChatCompletionRequest = { ...body, model: model.upstreamModel };
+      if (ctx.stream && !wantsUsage) request.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
+      reply = await upstream.send({
+        path: '/v1/chat/completions',
+        headers: { accept: ctx.stream ? 'text/event-stream' : 'application/json' },
+        body: Buffer.from(JSON.stringify(request)),
+      });
+      if (res.destroyed) return reply.abort();
+      const { response } = reply;
+      ctx.upstreamStatus = response.statusCode;
+      const isStream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
+      if (response.statusCode === 200 && isStream) return streamReply(response, res, ctx, { rename: renameOf(model), stripUsage: !wantsUsage });
+      const raw = await readBody(response);
+      const parsed = tryParseJson(raw.toString('utf8')) as Record<string, any> | undefined;
+      for (const name of PASSED_REPLY_HEADERS) {
+        const value = response.headers[name];
+        if (typeof value === 'string') res.setHeader(name, value);
+      }
+      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+      if (response.statusCode !== 200 || !parsed) {
+        res.status(response.statusCode ?? 502).end(raw);
+        return;
+      }
+      ctx.usage = convertChatUsageToNative(parsed.usage);
+      ctx.stopReason = parsed.choices?.[0]?.finish_reason ?? null;
+      if (parsed.model === model.upstreamModel) parsed.model = model.id;
+      res.status(200).json(parsed);
+    } catch (err) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+    }
+  };
+}
+
+function renameOf(model: { id: string; upstreamModel: string }): { from: string; to: string } | null {
+  return model.id === model.upstreamModel ? null : { from: model.upstreamModel, to: model.id };
+}
+
+/**
+ * Pass SSE records through as they are parsed. A record is re-serialised only when it must change
+ * (model renamed, usage the client did not ask for); otherwise its data text is written unchanged.
+ */
+function streamReply(
+  response: http.IncomingMessage,
+  res: Response,
+  ctx: RequestContext,
+  options: { rename: { from: string; to: string } | null; stripUsage: boolean },
+): void {
+  let finished = false;
+  const write = (text: string) => {
+    if (res.writableEnded) return;
+    if (!res.headersSent) {
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        connection: 'keep-alive',
+      });
+      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+    }
+    res.write(text);
+  };
+  const fail = (message: string) => {
+    if (finished) return;
+    finished = true;
+    write(formatSse({ error: { message, type: 'server_error', param: null, code: 'upstream_error' } }));
+    res.end();
+  };
+
+  const decoder = createSseDecoder((event) => {
+    if (finished) return;
+    if (event.data === '[DONE]') {
+      finished = true;
+      write(formatSse('[DONE]'));
+      res.end();
+      return;
+    }
+    const chunk = tryParseJson(event.data) as Record<string, any> | undefined;
+    if (!chunk || typeof chunk !== 'object') return fail('the upstream sent a record that is not JSON');
+    let changed = false;
+    if (chunk.usage) ctx.usage = convertChatUsageToNative(chunk.usage);
+    const finishReason = chunk.choices?.[0]?.finish_reason;
+    if (finishReason) ctx.stopReason = finishReason;
+    if (options.stripUsage && 'usage' in chunk) {
+      if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return; // the usage-only chunk
+      delete chunk.usage;
+      changed = true;
+    }
+    if (options.rename && chunk.model === options.rename.from) {
+      chunk.model = options.rename.to;
+      changed = true;
+    }
+    write(formatSse(changed ? chunk : event.data));
+    if (chunk.error) {
+      finished = true;
+      res.end();
+    }
+  });
+  response.on('data', (bytes: Buffer) => decoder.write(bytes));
+  response.once('end', () => {
+    decoder.end();
+    fail('the upstream stream ended without [DONE]');
+  });
+  response.once('error', () => fail('the upstream connection was lost mid-stream'));
+  response.once('aborted', () => fail('the upstream connection was lost mid-stream'));
+}

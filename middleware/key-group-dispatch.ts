@@ -1,0 +1,37 @@
+/**
+ * The fork by key group: hands the request to the handler for its key group's upstream (native proxy,
+ * chat translator, chat pass-through, reverse translation). Handlers are built once per group
+ * configuration and upstream client, so a reload that changes a group builds new ones while requests
+ * in flight finish on the old.
+ */
+import type { RequestHandler } from 'express';
+import type { Catalogue } from '../lib/catalogue';
+import { getContext } from '../lib/context';
+import { errors } from '../lib/errors';
+import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../lib/key-groups';
+
+export interface KeyGroupDispatchOptions {
+  catalogue: Catalogue;
+  /** The handler serving this route for a group (called once per group object; the result is kept). */
+  handlerFor(group: KeyGroupConfig): RequestHandler;
+}
+
+export function createKeyGroupDispatch(options: KeyGroupDispatchOptions): RequestHandler {
+  const handlers = new WeakMap<KeyGroupConfig, RequestHandler>();
+  return (req, res, next) => {
+    const id = getContext(res).keyGroup ?? DEFAULT_KEY_GROUP;
+    const group = options.catalogue.keyGroup(id);
+    if (!group) return next(errors.modelNotAllowed(`the key group "${id}" of this key is not configured on this gateway`));
+    let handler = handlers.get(group);
+    if (!handler) {
+      handler = options.handlerFor(group);
+      handlers.set(group, handler);
+    }
+    return handler(req, res, next);
+  };
+}
+
+/** A handler that refuses with 400: the route is not served for this key group. */
+export function createRouteRefusal(message: string): RequestHandler {
+  return (_req, _res, next) => next(errors.invalidRequest(message));
+}

@@ -1,0 +1,122 @@
+/**
+ * Reverse translation route: `POST /v1/messages` for a key group whose upstream speaks
+ * chat-completions (when the operator turns on `keyGroups[].reverseTranslation`). The native request
+ * is converted to chat-completions, sent upstream, and the reply converted back: a native message, or
+ * native SSE events written as each upstream chunk is parsed, ending with `message_stop`, or with an
+ * `error` event when the reply did not complete.
+ */
+import type http from 'node:http';
+import type { RequestHandler, Response } from 'express';
+import { getContext, type RequestContext } from '../lib/context';
+import { errors, GatewayError } from '../lib/errors';
+import { readBody, tryParseJson } from '../lib/read-body';
+import { createSseDecoder, formatSse } from '../lib/sse';
+import type { UpstreamClient, UpstreamReply } from '../lib/upstream';
+import type { NativeMessagesRequest } from '../translators/native-types';
+import { convertNativeRequestToChat } from '../translators/reverse-request';
+import { convertChatErrorToNative } from '../translators/reverse-mapping';
+import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/reverse-response';
+import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/reverse-stream';
+
+export interface ReverseMessagesOptions {
+  /** Client of a chat-completions upstream. */
+  upstream: UpstreamClient;
+}
+
+export function createReverseMessages(options: ReverseMessagesOptions): RequestHandler {
+  const { upstream } = options;
+  return async (req, res, next) => {
+    const ctx = getContext(res);
+    let reply: UpstreamReply | undefined;
+    res.once('close', () => {
+      if (!res.writableFinished) reply?.abort();
+    });
+    try {
+      const model = ctx.model!;
+      const { request, warnings } = convertNativeRequestToChat(req.body as NativeMessagesRequest, { upstreamModel: model.upstreamModel });
+      ctx.warnings.push(...warnings);
+      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+      reply = await upstream.send({
+        path: '/v1/chat/completions',
+        headers: { accept: ctx.stream ? 'text/event-stream' : 'application/json' },
+        body: Buffer.from(JSON.stringify(request)),
+      });
+      if (res.destroyed) return reply.abort();
+      const { response } = reply;
+      ctx.upstreamStatus = response.statusCode;
+      if (response.statusCode !== 200) return await sendUpstreamError(response, res, ctx);
+      if (ctx.stream) return streamReply(response, res, ctx);
+      const completion = tryParseJson((await readBody(response)).toString('utf8')) as UpstreamChatCompletion | undefined;
+      if (!completion || typeof completion !== 'object' || !Array.isArray(completion.choices)) {
+        throw errors.upstreamUnreachable('the upstream sent a reply that is not a chat completion');
+      }
+      const message = convertChatCompletionToNative(completion, { model: model.id });
+      ctx.usage = message.usage;
+      ctx.stopReason = message.stop_reason;
+      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+      res.status(200).json(message);
+    } catch (err) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+    }
+  };
+}
+
+/** An upstream error before any byte was sent: the same status, in the native error shape. */
+async function sendUpstreamError(response: http.IncomingMessage, res: Response, ctx: RequestContext): Promise<void> {
+  const raw = (await readBody(response, 1024 * 1024)).toString('utf8');
+  const translated = convertChatErrorToNative(response.statusCode ?? 502, tryParseJson(raw));
+  const retryAfter = response.headers['retry-after'];
+  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
+  res.status(translated.status).json({ ...translated.body, request_id: ctx.requestId });
+}
+
+/**
+ * Translate the upstream chunks event by event. Headers go out with the first event, so an upstream
+ * error record before any output still becomes a real HTTP status.
+ */
+function streamReply(response: http.IncomingMessage, res: Response, ctx: RequestContext): void {
+  const transform = createReverseStreamTransform({ model: ctx.model!.id });
+  ctx.usage = transform.usage;
+
+  const write = (events: NativeStreamEvent[]) => {
+    ctx.stopReason = transform.stopReason;
+    if (events.length === 0 || res.writableEnded) return;
+    if (!res.headersSent) {
+      const first = events[0];
+      if (first.event === 'error') {
+        const error = first.data.error as { type: string; message: string };
+        const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
+        res.status(status).json({ type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+        connection: 'keep-alive',
+      });
+      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+    }
+    let out = '';
+    for (const event of events) out += formatSse(event.data, event.event);
+    res.write(out);
+    if (transform.closed) res.end();
+  };
+
+  const decoder = createSseDecoder((event) => {
+    if (event.data === '[DONE]') return write(transform.done());
+    const chunk = tryParseJson(event.data) as UpstreamChatChunk | undefined;
+    write(chunk && typeof chunk === 'object' ? transform.push(chunk) : transform.fail('the upstream sent a record that is not JSON'));
+  });
+  response.on('data', (chunk: Buffer) => decoder.write(chunk));
+  response.once('end', () => {
+    decoder.end();
+    write(transform.end());
+  });
+  response.once('error', () => write(transform.fail('the upstream connection was lost mid-stream')));
+  response.once('aborted', () => write(transform.fail('the upstream connection was lost mid-stream')));
+}
