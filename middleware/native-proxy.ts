@@ -102,9 +102,7 @@ async function sendJsonReply(proxyRes: http.IncomingMessage, res: Response, ctx:
     body.model = rename.to;
     text = Buffer.from(JSON.stringify(body));
   }
-  // The body is re-sent whole: its length replaces the upstream's chunked framing.
-  const { 'transfer-encoding': _chunked, ...headers } = proxyRes.headers;
-  res.writeHead(200, { ...headers, 'content-length': String(text.length) });
+  res.writeHead(200, { ...proxyRes.headers, 'content-length': String(text.length) });
   res.end(text);
 }
 
@@ -121,8 +119,6 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
 
   proxy.on('proxyReq', (proxyReq, req) => {
     for (const name of DROPPED_REQUEST_HEADERS) proxyReq.removeHeader(name);
-    // The client's credentials are gone; the gateway's own (dropped with them by name) goes back on.
-    for (const [name, value] of Object.entries(upstream.credentialHeaders())) proxyReq.setHeader(name, value);
     const state = states.get(req as Request);
     if (!state) return;
     for (const [name, value] of Object.entries(state.headers)) proxyReq.setHeader(name, value);

@@ -10,7 +10,7 @@ export interface FakeRequest {
 }
 
 export function fakeContext(overrides: Partial<RequestContext> = {}): RequestContext {
-  return { requestId: 'req_test', format: 'native', route: 'POST /v1/messages', startedAt: process.hrtime.bigint(), stream: false, warnings: [], ...overrides };
+  return { requestId: 'req_test', format: 'native', route: 'POST /v1/messages', startedAt: process.hrtime.bigint(), stream: false, warnings: [], tags: {}, ...overrides };
 }
 
 /** Calls the handler; resolves with the error given to next (undefined when it passed) and the context. */

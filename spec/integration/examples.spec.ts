@@ -1,12 +1,12 @@
 /** The two examples of examples/, run against a real gateway and a fake upstream. */
 import { expect } from 'chai';
 import OpenAI from 'openai';
-import { createPromptBlocker, collectPromptText } from '../examples/prompt-blocker';
-import { createTenantTagging } from '../examples/tenant-tag';
-import type { UsageRecord } from '../lib';
-import { KEYS } from './helpers/gateway';
-import { startFakeUpstream, type FakeUpstream } from './helpers/fake-upstream';
-import { eventually, startLibraryGateway, type LibraryGateway } from './helpers/library';
+import { createPromptBlocker, collectPromptText } from '../../examples/prompt-blocker';
+import { createTenantTagging } from '../../examples/tenant-tag';
+import type { UsageRecord } from '../../lib';
+import { KEYS } from '../helpers/gateway';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+import { eventually, startLibraryGateway, type LibraryGateway } from '../helpers/library';
 
 const nativeHeaders = (extra: Record<string, string> = {}) => ({ 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', ...extra });
 const chatHeaders = (extra: Record<string, string> = {}) => ({ authorization: `Bearer ${KEYS.all}`, 'content-type': 'application/json', ...extra });

@@ -3,9 +3,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express from 'express';
-import { ConfigError, createGateway, GatewayError, type Gateway, type GatewayHookContext, type UsageRecord } from '../lib';
-import { createCapturingLogger, KEYS, UPSTREAM_SECRET } from './helpers/gateway';
-import { startFakeUpstream, type FakeUpstream } from './helpers/fake-upstream';
+import { ConfigError, createGateway, GatewayError, type Gateway, type GatewayHookContext, type UsageRecord } from '../../lib';
+import { createCapturingLogger, KEYS, UPSTREAM_SECRET } from '../helpers/gateway';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 
 async function listen(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(handler);
