@@ -3,8 +3,8 @@
  * native-format tools can reach a key group whose upstream speaks chat-completions.
  * Source: wire-formats.md §1 (native request), §5 (chat request), §8.1-§8.2 read right to left.
  */
-import type { ChatCompletionRequest, ChatContentPart, ChatMessage, ChatToolCall } from './chat-types';
-import type { NativeContentBlock, NativeMessageParam, NativeMessagesRequest } from './native-types';
+import type { ChatCompletionRequest, ChatContentPart, ChatMessage, ChatTool, ChatToolCall } from './chat-types';
+import type { NativeContentBlock, NativeMessageParam, NativeMessagesRequest, NativeTool, NativeToolChoice } from './native-types';
 
 export interface ReverseRequestOptions {
   /** The model name the chat-completions upstream knows. */
@@ -118,21 +118,20 @@ function toolResultText(content: unknown): string {
   return content.filter((part) => part?.type === 'text').map((part) => String(part.text)).join('\n');
 }
 
-function convertTool(tool: unknown): Record<string, unknown> {
-  const t = tool as { name?: string; description?: string; input_schema?: unknown };
-  const fn: Record<string, unknown> = { name: t.name, parameters: t.input_schema ?? { type: 'object', properties: {} } };
-  if (t.description !== undefined) fn.description = t.description;
+function convertTool(tool: NativeTool): ChatTool {
+  const fn: NonNullable<ChatTool['function']> = { name: tool.name, parameters: tool.input_schema ?? { type: 'object', properties: {} } };
+  if (tool.description !== undefined) fn.description = tool.description;
   return { type: 'function', function: fn };
 }
 
-function convertToolChoice(choice: unknown): Record<string, unknown> {
+function convertToolChoice(choice: NativeToolChoice | undefined): Pick<ChatCompletionRequest, 'tool_choice' | 'parallel_tool_calls'> {
   const c = choice as { type?: string; name?: string; disable_parallel_tool_use?: boolean } | undefined;
   if (!c || typeof c !== 'object') return {};
-  const out: Record<string, unknown> = {};
+  const out: Pick<ChatCompletionRequest, 'tool_choice' | 'parallel_tool_calls'> = {};
   if (c.type === 'auto') out.tool_choice = 'auto';
   else if (c.type === 'any') out.tool_choice = 'required';
   else if (c.type === 'none') out.tool_choice = 'none';
-  else if (c.type === 'tool') out.tool_choice = { type: 'function', function: { name: c.name } };
+  else if (c.type === 'tool') out.tool_choice = { type: 'function', function: { name: String(c.name) } };
   if (c.disable_parallel_tool_use === true && c.type !== 'none') out.parallel_tool_calls = false;
   return out;
 }

@@ -81,7 +81,7 @@ describe('reverse translation', () => {
     });
 
     it('maps each tool_choice', () => {
-      const choice = (tool_choice: unknown) => convertNativeRequestToChat({ model: 'm', max_tokens: 1, messages: [], tool_choice }, { upstreamModel: 'm' }).request;
+      const choice = (tool_choice: any) => convertNativeRequestToChat({ model: 'm', max_tokens: 1, messages: [], tool_choice }, { upstreamModel: 'm' }).request;
       expect(choice({ type: 'auto' })).to.include({ tool_choice: 'auto' });
       expect(choice({ type: 'none', disable_parallel_tool_use: true })).to.deep.include({ tool_choice: 'none' }).and.not.have.property('parallel_tool_calls');
       expect(choice({ type: 'tool', name: 'x' })).to.deep.include({ tool_choice: { type: 'function', function: { name: 'x' } } });
