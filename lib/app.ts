@@ -2,10 +2,13 @@
  * The Express app: the whole request path, written once, in order.
  *
  *   request context -> host check -> JSON body -> auth -> [afterAuth hooks] -> version header (native)
- *   -> validation -> alias resolution -> key group check -> model whitelist -> quota
+ *   -> validation -> alias resolution -> key group check -> model whitelist -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
  *      | reverse translation
- *   ... response closes -> finish (settle, metrics, [onResponse hooks], log)
+ *   ... response closes -> finish (settle credits, metrics, [onResponse hooks], log)
+ *
+ * The rate limit counts only authenticated requests for a model the key may use; the credit
+ * reservation comes last among the checks so nothing is held for a request a cheaper check refuses.
  */
 import express, { Router, type Express, type RequestHandler } from 'express';
 import { createLiveCatalogue, type Catalogue } from './catalogue';
@@ -16,6 +19,8 @@ import { createHookContext, createHookStep, createUsageRecord, mergeHooks, type 
 import type { KeyGroupConfig } from './key-groups';
 import { withRequestIds, type Logger } from './logger';
 import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './metrics';
+import { createSettlement } from './settlement';
+import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import type { UpstreamClient } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
@@ -33,6 +38,7 @@ import { createModelWhitelist } from '../middleware/model-whitelist';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
 import { createQuota } from '../middleware/quota';
+import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
 import { createReverseMessages } from '../middleware/reverse-messages';
@@ -58,6 +64,8 @@ export interface AppDependencies {
   hooks?: GatewayHooks | GatewayHooks[];
   /** The metrics registry. Default: a new one. */
   metrics?: GatewayMetrics;
+  /** Clock for rotated-secret expiry and the UTC month of the credit cap, epoch ms. Default: the real clock. */
+  clock?: Clock;
 }
 
 /** The routes of the public API, as `METHOD /path` (the path check suggests them). */
@@ -81,6 +89,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url });
   const hooks = mergeHooks(deps.hooks);
   const metrics = deps.metrics ?? createMetrics();
+  const clock = deps.clock ?? systemClock;
 
   const router = Router();
   const onResponse: FinishHook = async (ctx, res) => {
@@ -88,23 +97,31 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     const view = createHookContext(ctx);
     for (const hook of hooks.onResponse) await hook(record, view);
   };
-  const finishHooks: FinishHook[] = [...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  // Credit settlement runs first: whatever a later step does, the usage is recorded.
+  const finishHooks: FinishHook[] = [createSettlement(store), ...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
   if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
   const requestContext = createRequestContext({ onFinish: createFinisher({ logger, hooks: finishHooks }) });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
   const jsonBody = createJsonBody({ limitBytes: config.limits.bodyBytes });
   const prefixes = () => catalogue.keyGroups.map((group) => group.keyPrefix);
   const afterAuth = hooks.afterAuth.length > 0 ? [createHookStep(hooks.afterAuth)] : [];
-  const auth = (accept: AuthHeaders) => [createAuth({ store, accept, prefixes }), ...afterAuth];
+  const auth = (accept: AuthHeaders) => [createAuth({ store, accept, prefixes, now: clock }), ...afterAuth];
   const resolveAlias = createResolveAlias({ catalogue });
   const keyGroupCheck = createKeyGroupCheck({ catalogue });
   const modelWhitelist = createModelWhitelist();
-  const quota = createQuota();
+  const rateLimit = createRateLimit({ store: store.createRateLimitStore() });
+  const quota = (format: 'native' | 'chat') => [createQuota({
+    store, catalogue, format, clock,
+    reservation: () => source.config.reservation,
+    holdTtlMs: () => source.config.upstream.timeoutMs,
+  })];
+  /** count_tokens is not billed: nothing to reserve. */
+  const notBilled: RequestHandler[] = [];
   const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams];
 
   /** The shared steps every route that reaches the upstream takes, in order. */
-  const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[]): RequestHandler[] => [
-    jsonBody, ...auth(accept), ...version, validate, resolveAlias, keyGroupCheck, modelWhitelist, quota, ...beforeUpstream,
+  const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [
+    jsonBody, ...auth(accept), ...version, validate, resolveAlias, keyGroupCheck, modelWhitelist, rateLimit, ...billing, ...beforeUpstream,
   ];
   const versionHeader = [createVersionHeader()];
 
@@ -131,12 +148,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
-    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader), messagesHandler);
+    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, quota('native')), messagesHandler);
   router.post('/v1/messages/count_tokens',
-    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader), countTokensHandler);
+    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), countTokensHandler);
   router.post('/v1/chat/completions',
-    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), []), chatHandler);
-  router.get('/v1/models', ...auth('either'), createListModels({ catalogue }));
+    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), chatHandler);
+  router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   router.use(createNotFound({ routes: PUBLIC_ROUTES }));
   router.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));
   return router;

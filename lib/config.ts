@@ -82,10 +82,27 @@ export interface GatewayConfig {
     /** Largest accepted request body, in bytes. Default 33554432 (32 MiB, as the upstream). */
     bodyBytes: number;
   };
+  /**
+   * How a request's worst case is bounded when credits are reserved against the monthly cap: input
+   * tokens <= ceil(body bytes / bytesPerInputToken) + overheadInputTokens, output tokens <= max_tokens.
+   */
+  reservation: {
+    /** Bytes of request JSON per input token assumed. Default 1 (no tokenizer packs a token into less than a byte of text). */
+    bytesPerInputToken: number;
+    /** Input tokens the upstream adds that are not in the body (tool-use system prompt, turn markers). Default 1024. */
+    overheadInputTokens: number;
+  };
   /** The listening port. From env PORT, default 8080. */
   port: number;
   /** From env REDIS_URL; null means the in-memory store. */
   redisUrl: string | null;
+  /** From env REDIS_PREFIX, default `gateway:`: prefix of every Redis key, so several deployments can share one server. */
+  redisPrefix: string;
+  /**
+   * From env GATEWAY_STATE_FILE, default `.gateway-usage.json` (in the working directory): where the
+   * in-memory store is written on graceful shutdown and read at start. Unused with Redis.
+   */
+  stateFile: string;
   /** From env LOG_LEVEL, default `info`. */
   logLevel: string;
   /** From env METRICS_TOKEN: when set, `GET /metrics` needs `Authorization: Bearer <token>`. */
@@ -174,6 +191,14 @@ export const configSchema = {
       additionalProperties: false,
       properties: { bodyBytes: { type: 'integer', minimum: 1024 } },
     },
+    reservation: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        bytesPerInputToken: { type: 'number', exclusiveMinimum: 0 },
+        overheadInputTokens: { type: 'integer', minimum: 0 },
+      },
+    },
   },
 } as const;
 
@@ -196,6 +221,8 @@ export interface ConfigEnv {
   UPSTREAM_URL?: string;
   UPSTREAM_API_KEY?: string;
   REDIS_URL?: string;
+  REDIS_PREFIX?: string;
+  GATEWAY_STATE_FILE?: string;
   LOG_LEVEL?: string;
   METRICS_TOKEN?: string;
   [name: string]: string | undefined;
@@ -206,7 +233,7 @@ export interface ConfigEnv {
  * (aliases and `allowedModels` must name catalogue IDs; ids must be unique).
  *
  * @param raw the parsed config.json
- * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, LOG_LEVEL override the file)
+ * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, REDIS_PREFIX, GATEWAY_STATE_FILE, LOG_LEVEL override the file)
  * @returns a frozen `GatewayConfig`
  * @throws ConfigError naming the first offending fields
  */
@@ -272,8 +299,14 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,
     },
     limits: { bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024 },
+    reservation: {
+      bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
+      overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
+    },
     port,
     redisUrl: env.REDIS_URL || null,
+    redisPrefix: env.REDIS_PREFIX || 'gateway:',
+    stateFile: env.GATEWAY_STATE_FILE || '.gateway-usage.json',
     logLevel: env.LOG_LEVEL || 'info',
     metricsToken: env.METRICS_TOKEN || null,
   };

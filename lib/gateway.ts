@@ -14,7 +14,9 @@ import { generateSecret, hashSecret, lastFour } from './keys';
 import { createLogger, withRequestIds, type Logger } from './logger';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
-import { createStore, seedConfigKeys } from './store';
+import { createStore, MemoryStore, seedConfigKeys } from './store';
+import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
+import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createUpstreamClient } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
@@ -83,9 +85,13 @@ export interface BuildOptions {
   store?: GatewayStore;
   logger?: Logger;
   hooks?: GatewayHooks | GatewayHooks[];
-  /** Extra finish steps, run before the built-in ones (credit settlement belongs here). */
+  /** Extra finish steps, run after credit settlement and before the built-in metrics and log. */
   finishHooks?: FinishHook[];
   developmentKey?: boolean;
+  /** With the in-memory store: its state file, read now and written by `close()`. Default: none. */
+  stateFile?: string;
+  /** Clock for key expiry and the credit cap's UTC month, epoch ms. Default: the real clock. */
+  clock?: Clock;
 }
 
 /** The shipped config.json (next to package.json). */
@@ -132,7 +138,14 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
 export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const { config } = options;
   const logger = withRequestIds(options.logger ?? createLogger(config.logLevel));
-  const store = options.store ?? (await createStore(config));
+  const store = options.store ?? (await createStore(config, {
+    clock: options.clock,
+    onError: (err) => logger.error({ message: 'store connection error', error: err.message }),
+  }));
+  const stateFile = store instanceof MemoryStore ? options.stateFile : undefined;
+  if (stateFile && loadMemoryState(store as MemoryStore, stateFile)) {
+    logger.info({ message: 'in-memory store state restored', file: stateFile });
+  }
   await seedConfigKeys(store, config);
 
   let developmentKey: string | undefined;
@@ -157,7 +170,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const metrics = createMetrics();
   const router = createGatewayRouter({
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
-    finishHooks: options.finishHooks, hooks: options.hooks, metrics,
+    finishHooks: options.finishHooks, hooks: options.hooks, metrics, clock: options.clock,
   });
   const app = express();
   app.disable('x-powered-by');
@@ -200,6 +213,11 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       upstreams.destroy();
       upstream.agent.destroy();
       await store.close();
+      if (stateFile) {
+        // After store.close(): the settlements of the last requests are in the state written.
+        saveMemoryState(store as MemoryStore, stateFile);
+        logger.info({ message: 'in-memory store state saved', file: stateFile });
+      }
     },
   };
 }

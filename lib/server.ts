@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
 import { createLogger, type Logger } from './logger';
+import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 
 export interface RunningGateway {
@@ -30,13 +31,22 @@ export interface StartOptions {
   host?: string;
   /** Reads and validates the config again for `gateway.reload()` (SIGHUP). Default: reload is refused. */
   loadConfig?: () => GatewayConfig;
+  /**
+   * With the in-memory store: the file its state is read from at start and written to on close
+   * (graceful shutdown). Default: none (nothing persisted). `npm start` passes `config.stateFile`.
+   */
+  stateFile?: string;
+  /** Clock for key expiry and the credit cap's UTC month, epoch ms. Default: the real clock. */
+  clock?: Clock;
 }
 
 /** Start a gateway for a validated config. */
 export async function startGateway(options: StartOptions): Promise<RunningGateway> {
   const { config } = options;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const gateway = await buildGateway({ config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true });
+  const gateway = await buildGateway({
+    config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true, stateFile: options.stateFile, clock: options.clock,
+  });
   const server = http.createServer(gateway.app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(config.port, options.host, resolve));
@@ -62,7 +72,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig() });
+  const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig(), stateFile: config.stateFile });
   if (gateway.developmentKey) {
     // Shown once, on the terminal, so a fresh clone can be tried with curl; never written to the JSON log.
     process.stderr.write(

@@ -1,9 +1,88 @@
 /**
- * Quota slot of the pipeline: per-key rate limit and credit reservation go here (see the per-key
- * controls). Until they are configured it lets every request through.
+ * Credit reservation against the key's hard monthly credit cap. Before the request is forwarded, its
+ * worst case is held in the key's bucket for the current UTC month, atomically with the check that it
+ * fits (spent + held by requests in flight + this one <= cap). The settlement finish step
+ * (lib/settlement.ts) replaces the hold with the real cost when the reply ends, however it ends.
+ *
+ * Worst case = input bound x the model's highest input price (plain, cache write, cache read)
+ *            + max_tokens x the output price, where
+ * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens.
+ *
+ * Refused: 402 `billing_error` (chat: `insufficient_quota`). Not 429: no retry can succeed before the
+ * month ends, and the SDKs retry 429 but not 402.
  */
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
+import type { Catalogue } from '../lib/catalogue';
+import type { GatewayConfig, ModelConfig } from '../lib/config';
+import { getContext } from '../lib/context';
+import { GatewayError } from '../lib/errors';
+import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
+import type { GatewayStore } from '../lib/store/types';
 
-export function createQuota(): RequestHandler {
-  return (_req, _res, next) => next();
+export interface QuotaOptions {
+  store: GatewayStore;
+  catalogue: Catalogue;
+  /** The input-size bound (config `reservation`); a function is read on each request (config reload). */
+  reservation: GatewayConfig['reservation'] | (() => GatewayConfig['reservation']);
+  /** How long a hold lasts when its request never settles (its process died), in ms: the upstream timeout. */
+  holdTtlMs: number | (() => number);
+  /** Which wire format the route's body is in (decides where max_tokens is read). */
+  format: 'native' | 'chat';
+  /** Clock for the month bucket, epoch ms. Default: the real clock. */
+  clock?: Clock;
+}
+
+/** Input tokens a request can be billed for, at most (see the module comment). */
+export function boundInputTokens(bodyBytes: number, reservation: GatewayConfig['reservation']): number {
+  return Math.ceil(bodyBytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
+}
+
+/** Credits of `inputTokens` input and `outputTokens` output at a model's prices, input at its highest price. */
+export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTokens: number): number {
+  const p = model.pricing;
+  const inputPrice = Math.max(p.inputPerMillion, p.cacheWritePerMillion ?? 0, p.cacheReadPerMillion ?? 0);
+  return (inputTokens * inputPrice + outputTokens * p.outputPerMillion) / 1_000_000;
+}
+
+/** The output tokens a request may produce: native `max_tokens`; chat `max_completion_tokens`, `max_tokens`, else the model default. */
+export function maxOutputTokens(req: Request, format: 'native' | 'chat', model: ModelConfig, catalogue: Catalogue): number {
+  const body = req.body as { max_tokens?: unknown; max_completion_tokens?: unknown };
+  const given = format === 'chat' ? body.max_completion_tokens ?? body.max_tokens : body.max_tokens;
+  return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
+}
+
+export function createQuota(options: QuotaOptions): RequestHandler {
+  const { store, catalogue } = options;
+  const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
+  const holdTtlNow = typeof options.holdTtlMs === 'function' ? options.holdTtlMs : () => options.holdTtlMs as number;
+  const clock = options.clock ?? systemClock;
+  return async (req, res, next) => {
+    try {
+      const ctx = getContext(res);
+      const key = ctx.key!;
+      const model = ctx.model!;
+      const bodyBytes = Buffer.byteLength(JSON.stringify(req.body ?? {}));
+      const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservationNow()), maxOutputTokens(req, options.format, model, catalogue));
+      const now = clock();
+      const month = utcMonth(now);
+      const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, holdTtlNow());
+      if (!result.ok) {
+        const resetsAt = new Date(nextUtcMonthStart(now)).toISOString().replace(/\.000Z$/, 'Z');
+        const inFlight = result.reserved > 0 ? `, ${formatCredits(result.reserved)} held by requests in flight` : '';
+        throw new GatewayError(402, 'billing_error',
+          `monthly credit cap reached for this key: ${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)${inFlight}; ` +
+          `this request may cost up to ${formatCredits(credits)}. The cap resets at ${resetsAt}.`,
+          { chatCode: 'insufficient_quota' });
+      }
+      ctx.reservation = result.reservation;
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/** Credits for a message: at most 6 decimals, no trailing zeros. */
+function formatCredits(credits: number): string {
+  return String(Math.round(credits * 1e6) / 1e6);
 }

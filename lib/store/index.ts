@@ -2,14 +2,32 @@
 import type { GatewayConfig } from '../config';
 import { hashSecret, lastFour } from '../keys';
 import { MemoryStore } from './memory-store';
+import { systemClock, type Clock } from './month';
+import { RedisStore } from './redis-store';
 import type { GatewayStore } from './types';
 
 export type { GatewayStore } from './types';
 export { MemoryStore } from './memory-store';
+export { RedisStore } from './redis-store';
 
-/** The store the configuration asks for: memory (the embedded default). */
-export async function createStore(_config: GatewayConfig): Promise<GatewayStore> {
-  return new MemoryStore();
+export interface CreateStoreOptions {
+  /** Clock for rotation expiry and reservation holds, epoch ms. Default: the real clock. */
+  clock?: Clock;
+  /** Told about Redis connection errors (the client reconnects by itself). */
+  onError?: (err: Error) => void;
+}
+
+/**
+ * The store the configuration asks for: Redis when `REDIS_URL` is set (keys under `REDIS_PREFIX`),
+ * else memory (the embedded default, one process).
+ * @throws Error when Redis is configured but cannot be reached
+ */
+export async function createStore(config: GatewayConfig, options: CreateStoreOptions = {}): Promise<GatewayStore> {
+  const clock = options.clock ?? systemClock;
+  if (config.redisUrl) {
+    return RedisStore.connect({ url: config.redisUrl, prefix: config.redisPrefix, clock, onError: options.onError });
+  }
+  return new MemoryStore(clock);
 }
 
 /**

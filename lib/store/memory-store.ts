@@ -1,9 +1,15 @@
 /**
- * In-memory store: the embedded default for one process. State is lost with the process unless
- * `snapshot()`/`restore()` are used (the server does so on graceful shutdown; see README).
+ * In-memory store: the embedded default for one process. Nothing here is shared between processes,
+ * so several instances, or surviving a crash, need the Redis store. The server writes `snapshot()`
+ * to a file on graceful shutdown and `restore()`s it at start (see memory-persistence.ts).
+ *
+ * Credits are held in integer micro-credits (credits.ts) so the cap comparison is exact.
  */
 import crypto from 'node:crypto';
+import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { digestsEqual } from '../keys';
+import { fromMicroCredits, toMicroCredits, toMicroCreditsCeil } from './credits';
+import { systemClock, type Clock } from './month';
 import type {
   GatewayStore, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult, UsageEntry, UsageTotals,
 } from './types';
@@ -13,9 +19,30 @@ interface StoredKey {
   secrets: KeySecret[];
 }
 
+/**
+ * Credits held by one request. A hold past `expiresAt` no longer counts against the cap but is kept
+ * (as `expired`) until `forgetAt`, so a late settlement of a request that outlived it is still
+ * recorded once. A settled hold is deleted, which is what makes a second settle a no-op; no list of
+ * settled ids grows with traffic.
+ */
 interface Hold {
-  reservation: Reservation;
+  micro: number;
   expiresAt: number;
+  expired: boolean;
+  forgetAt: number;
+}
+
+/** How long an expired hold waits for a late settlement before it is forgotten: 24 h. */
+export const EXPIRED_HOLD_MEMORY_MS = 24 * 60 * 60 * 1000;
+
+/** What `snapshot()` returns and `restore()` takes: plain JSON. Holds in flight are not kept. */
+export interface MemorySnapshot {
+  version: 1;
+  keys: StoredKey[];
+  /** `${keyId}|${month}` -> settled micro-credits */
+  spend: Record<string, number>;
+  /** `${keyId}|${month}|${model}` -> totals, credits in micro-credits */
+  ledger: Record<string, UsageTotals>;
 }
 
 export class MemoryStore implements GatewayStore {
@@ -23,14 +50,14 @@ export class MemoryStore implements GatewayStore {
   private readonly keys = new Map<string, StoredKey>();
   /** secret sha256 -> key id */
   private readonly secretIndex = new Map<string, string>();
-  /** `${keyId}|${month}` -> settled credits */
+  /** `${keyId}|${month}` -> settled micro-credits */
   private readonly spend = new Map<string, number>();
-  /** reservation id -> hold */
-  private readonly holds = new Map<string, Hold>();
-  /** `${keyId}|${month}|${model}` -> totals */
+  /** `${keyId}|${month}` -> reservation id -> hold */
+  private readonly holds = new Map<string, Map<string, Hold>>();
+  /** `${keyId}|${month}|${model}` -> totals (credits in micro-credits) */
   private readonly ledger = new Map<string, UsageTotals>();
 
-  constructor(private readonly clock: () => number = Date.now) {}
+  constructor(private readonly clock: Clock = systemClock) {}
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
     const id = this.secretIndex.get(sha256);
@@ -38,16 +65,16 @@ export class MemoryStore implements GatewayStore {
     if (!stored) return null;
     const secret = stored.secrets.find((s) => digestsEqual(s.sha256, sha256));
     if (!secret || (secret.expiresAt !== null && secret.expiresAt <= now)) return null;
-    return { ...stored.record };
+    return copyRecord(stored.record);
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
     const stored = this.keys.get(id);
-    return stored ? { ...stored.record } : null;
+    return stored ? copyRecord(stored.record) : null;
   }
 
   async listKeys(): Promise<KeyRecord[]> {
-    return [...this.keys.values()].map((stored) => ({ ...stored.record }));
+    return [...this.keys.values()].map((stored) => copyRecord(stored.record));
   }
 
   async createKey(input: NewKey): Promise<KeyRecord> {
@@ -60,13 +87,13 @@ export class MemoryStore implements GatewayStore {
       createdAt: input.createdAt ?? new Date(this.clock()).toISOString(),
       revoked: input.revoked ?? false,
       rateLimitPerMinute: input.rateLimitPerMinute,
-      allowedModels: input.allowedModels,
+      allowedModels: input.allowedModels ? [...input.allowedModels] : null,
       monthlyCreditCap: input.monthlyCreditCap,
       keyGroup: input.keyGroup ?? 'default',
     };
     this.keys.set(input.id, { record, secrets: [{ ...input.secret }] });
     this.secretIndex.set(input.secret.sha256, input.id);
-    return { ...record };
+    return copyRecord(record);
   }
 
   async seedKey(input: NewKey): Promise<void> {
@@ -76,13 +103,14 @@ export class MemoryStore implements GatewayStore {
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const stored = this.requireKey(id);
     for (const [field, value] of Object.entries(patch)) {
-      if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = value;
+      if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
     }
-    return { ...stored.record };
+    return copyRecord(stored.record);
   }
 
   async rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now = this.clock()): Promise<KeyRecord> {
     const stored = this.requireKey(id);
+    if (this.secretIndex.has(secret.sha256)) throw new Error('that secret is already in use');
     for (const old of stored.secrets) {
       if (old.expiresAt === null) old.expiresAt = now + graceMs;
     }
@@ -94,53 +122,97 @@ export class MemoryStore implements GatewayStore {
     stored.secrets.push({ ...secret, expiresAt: null });
     stored.record.last4 = last4;
     this.secretIndex.set(secret.sha256, id);
-    return { ...stored.record };
+    return copyRecord(stored.record);
   }
 
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
+    // Runs without an await before its last line, so no other request interleaves: the check and the
+    // hold are one step, as the Redis script is.
     const now = this.clock();
-    const spent = this.spend.get(`${keyId}|${month}`) ?? 0;
+    const bucket = `${keyId}|${month}`;
+    const spent = this.spend.get(bucket) ?? 0;
+    const holds = this.holds.get(bucket) ?? new Map<string, Hold>();
     let reserved = 0;
-    for (const [id, hold] of this.holds) {
-      if (hold.expiresAt <= now) this.holds.delete(id);
-      else if (hold.reservation.keyId === keyId && hold.reservation.month === month) reserved += hold.reservation.credits;
+    for (const [id, hold] of holds) {
+      if (!hold.expired && hold.expiresAt <= now) {
+        hold.expired = true;
+        hold.forgetAt = now + EXPIRED_HOLD_MEMORY_MS;
+      }
+      if (!hold.expired) reserved += hold.micro;
+      else if (hold.forgetAt <= now) holds.delete(id);
     }
-    if (cap !== null && spent + reserved + credits > cap) return { ok: false, spent, reserved, cap };
+    const micro = toMicroCreditsCeil(credits);
+    if (cap !== null && spent + reserved + micro > toMicroCredits(cap)) {
+      if (holds.size === 0) this.holds.delete(bucket);
+      return { ok: false, spent: fromMicroCredits(spent), reserved: fromMicroCredits(reserved), cap };
+    }
     const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits };
-    this.holds.set(reservation.id, { reservation, expiresAt: now + ttlMs });
-    return { ok: true, reservation, spent };
+    holds.set(reservation.id, { micro, expiresAt: now + ttlMs, expired: false, forgetAt: 0 });
+    this.holds.set(bucket, holds);
+    return { ok: true, reservation, spent: fromMicroCredits(spent) };
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    if (!this.holds.delete(reservation.id)) {
-      // Expired or already settled: a settle is still recorded once, keyed by the reservation id.
-      if (this.settled.has(reservation.id)) return;
-    }
-    this.settled.add(reservation.id);
-    const spendKey = `${reservation.keyId}|${reservation.month}`;
-    this.spend.set(spendKey, (this.spend.get(spendKey) ?? 0) + usage.credits);
-    const ledgerKey = `${reservation.keyId}|${reservation.month}|${usage.model}`;
-    const totals = this.ledger.get(ledgerKey) ?? {
-      model: usage.model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0,
-    };
+    const bucket = `${reservation.keyId}|${reservation.month}`;
+    const holds = this.holds.get(bucket);
+    // No hold: already settled (or never made here); either way there is nothing to record.
+    if (!holds?.delete(reservation.id)) return;
+    if (holds.size === 0) this.holds.delete(bucket);
+    const micro = toMicroCredits(usage.credits);
+    this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + micro);
+    const ledgerKey = `${bucket}|${usage.model}`;
+    const totals = this.ledger.get(ledgerKey) ?? emptyTotals(usage.model);
     totals.inputTokens += usage.inputTokens;
     totals.outputTokens += usage.outputTokens;
     totals.cacheCreationInputTokens += usage.cacheCreationInputTokens;
     totals.cacheReadInputTokens += usage.cacheReadInputTokens;
-    totals.credits += usage.credits;
+    totals.credits += micro;
     totals.requests += 1;
     this.ledger.set(ledgerKey, totals);
   }
 
-  private readonly settled = new Set<string>();
-
   async getMonthSpend(keyId: string, month: string): Promise<number> {
-    return this.spend.get(`${keyId}|${month}`) ?? 0;
+    return fromMicroCredits(this.spend.get(`${keyId}|${month}`) ?? 0);
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
     const prefix = `${keyId}|${month}|`;
-    return [...this.ledger.entries()].filter(([k]) => k.startsWith(prefix)).map(([, v]) => ({ ...v }));
+    return [...this.ledger.entries()]
+      .filter(([k]) => k.startsWith(prefix))
+      .map(([, v]) => ({ ...v, credits: fromMicroCredits(v.credits) }));
+  }
+
+  createRateLimitStore(): RateLimitMemoryStore {
+    return new RateLimitMemoryStore();
+  }
+
+  /** Keys, secrets (hashes only), spend and ledger as plain JSON; reservations in flight are left out. */
+  snapshot(): MemorySnapshot {
+    return {
+      version: 1,
+      keys: [...this.keys.values()].map((stored) => ({ record: copyRecord(stored.record), secrets: stored.secrets.map((s) => ({ ...s })) })),
+      spend: Object.fromEntries(this.spend),
+      ledger: Object.fromEntries([...this.ledger].map(([k, v]) => [k, { ...v }])),
+    };
+  }
+
+  /**
+   * Replace this store's state with a snapshot's.
+   * @throws Error when the snapshot is not a version 1 snapshot
+   */
+  restore(snapshot: MemorySnapshot): void {
+    if (snapshot?.version !== 1 || !Array.isArray(snapshot.keys)) throw new Error('not a version 1 memory store snapshot');
+    this.keys.clear();
+    this.secretIndex.clear();
+    this.spend.clear();
+    this.ledger.clear();
+    this.holds.clear();
+    for (const stored of snapshot.keys) {
+      this.keys.set(stored.record.id, { record: copyRecord(stored.record), secrets: stored.secrets.map((s) => ({ ...s })) });
+      for (const secret of stored.secrets) this.secretIndex.set(secret.sha256, stored.record.id);
+    }
+    for (const [bucket, micro] of Object.entries(snapshot.spend ?? {})) this.spend.set(bucket, micro);
+    for (const [ledgerKey, totals] of Object.entries(snapshot.ledger ?? {})) this.ledger.set(ledgerKey, { ...totals });
   }
 
   async ping(): Promise<void> {}
@@ -152,4 +224,12 @@ export class MemoryStore implements GatewayStore {
     if (!stored) throw new Error(`key "${id}" does not exist`);
     return stored;
   }
+}
+
+function copyRecord(record: KeyRecord): KeyRecord {
+  return { ...record, allowedModels: record.allowedModels ? [...record.allowedModels] : null };
+}
+
+function emptyTotals(model: string): UsageTotals {
+  return { model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0 };
 }

@@ -3,6 +3,7 @@
  * implementations (memory: the embedded default; Redis: several instances). Every atomic operation
  * (reserve, settle, revoke, rotate) is one call so the Redis version can be one script.
  */
+import type { Store as RateLimitStore } from 'express-rate-limit';
 
 /** A key as the gateway knows it. Never holds a secret, only hashes of secrets. */
 export interface KeyRecord {
@@ -97,13 +98,22 @@ export interface GatewayStore {
    * spent + reserved + credits <= cap (a null cap always succeeds). Holds expire after `ttlMs`.
    */
   reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult>;
-  /** Release a reservation and record the real usage (once; a second call for the same reservation is ignored). */
+  /**
+   * Release a reservation and record the real usage (once; a second call for the same reservation is
+   * ignored). A reservation that already expired is still recorded, since its usage was paid for.
+   */
   settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void>;
   /** Credits spent by a key in a month (settled only). */
   getMonthSpend(keyId: string, month: string): Promise<number>;
   /** Ledger of a key for a month, per model. */
   getUsage(keyId: string, month: string): Promise<UsageTotals[]>;
+  /**
+   * A fresh express-rate-limit counter store on the same backing service (memory: this process only;
+   * Redis: shared by every instance, so a key gets its limit once across all of them).
+   */
+  createRateLimitStore(): RateLimitStore;
   /** Throws when the backing service is unreachable. */
   ping(): Promise<void>;
+  /** Waits for operations under way (settlements of closing requests), then releases the connection. */
   close(): Promise<void>;
 }

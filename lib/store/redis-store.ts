@@ -1,0 +1,264 @@
+/**
+ * Redis store (`REDIS_URL`, the node `redis` client): the store for several instances behind one
+ * router, and for usage that survives a crash. Every check-then-write is one Lua script
+ * (redis-scripts.ts), and nothing about a key is cached in the process: each request reads the key's
+ * state, so a revocation through any instance holds on the next request on every instance.
+ *
+ * Uses one Redis database and does not use Redis Cluster (scripts reach keys derived from their
+ * arguments).
+ */
+import crypto from 'node:crypto';
+import { createClient, type RedisClientType } from 'redis';
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import { fromMicroCredits, toMicroCredits, toMicroCreditsCeil } from './credits';
+import { EXPIRED_HOLD_MEMORY_MS } from './memory-store';
+import { systemClock, type Clock } from './month';
+import { CREATE_KEY, FIND_KEY, RESERVE_CREDITS, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
+import type {
+  GatewayStore, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult, UsageEntry, UsageTotals,
+} from './types';
+
+/** How long a month's credit and usage buckets are kept after their last write: 400 days. */
+export const BUCKET_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
+
+/** Default prefix of every Redis key the gateway writes. */
+export const DEFAULT_REDIS_PREFIX = 'gateway:';
+
+export interface RedisStoreOptions {
+  /** `redis://[user:password@]host:port[/db]` */
+  url: string;
+  /** Prefix of every key written, so several gateways (or test runs) can share a server. Default `gateway:`. */
+  prefix?: string;
+  /** Clock for rotation expiry and reservation holds, epoch ms. */
+  clock?: Clock;
+  /** Called with connection errors (the client reconnects by itself). Default: ignored. */
+  onError?: (err: Error) => void;
+}
+
+const RECORD_FIELDS: Array<keyof KeyRecord> = [
+  'id', 'name', 'last4', 'createdAt', 'revoked', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap', 'keyGroup',
+];
+
+const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'requests'] as const;
+
+export class RedisStore implements GatewayStore {
+  readonly kind = 'redis';
+  private readonly scriptShas = new Map<string, string>();
+  private readonly pending = new Set<Promise<unknown>>();
+
+  private constructor(
+    private readonly client: RedisClientType,
+    readonly prefix: string,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Connect to Redis.
+   * @throws Error when the server cannot be reached (the message names the URL without its password)
+   */
+  static async connect(options: RedisStoreOptions): Promise<RedisStore> {
+    const client = createClient({ url: options.url }) as RedisClientType;
+    client.on('error', (err: Error) => options.onError?.(err));
+    try {
+      await client.connect();
+    } catch (err) {
+      client.destroy();
+      throw new Error(`cannot connect to Redis at ${redactUrl(options.url)}: ${(err as Error).message}`);
+    }
+    return new RedisStore(client, options.prefix ?? DEFAULT_REDIS_PREFIX, options.clock ?? systemClock);
+  }
+
+  async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
+    const found = (await this.run(FIND_KEY, [this.k(`secret:${sha256}`)], [this.prefix, sha256])) as [string[], string] | null;
+    if (!found) return null;
+    const [record, state] = found;
+    if (state !== 'current' && Number(state) <= now) return null;
+    return decodeRecord(record);
+  }
+
+  async getKey(id: string): Promise<KeyRecord | null> {
+    const record = await this.client.hGetAll(this.k(`key:${id}`));
+    return Object.keys(record).length === 0 ? null : decodeRecord(Object.entries(record).flat());
+  }
+
+  async listKeys(): Promise<KeyRecord[]> {
+    const ids = (await this.client.sMembers(this.k('keys'))).sort();
+    const records = await Promise.all(ids.map((id) => this.getKey(id)));
+    return records.filter((record): record is KeyRecord => record !== null);
+  }
+
+  async createKey(input: NewKey): Promise<KeyRecord> {
+    const record = this.newRecord(input);
+    await this.runCreate(record, input.secret.sha256, false);
+    return record;
+  }
+
+  async seedKey(input: NewKey): Promise<void> {
+    await this.runCreate(this.newRecord(input), input.secret.sha256, true);
+  }
+
+  async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
+    const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
+    try {
+      return decodeRecord((await this.run(UPDATE_KEY, [this.k(`key:${id}`)], fields)) as string[]);
+    } catch (err) {
+      throw translateScriptError(err, id);
+    }
+  }
+
+  async rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now = this.clock()): Promise<KeyRecord> {
+    try {
+      const record = await this.run(
+        ROTATE_KEY,
+        [this.k(`key:${id}`), this.k(`secrets:${id}`), this.k(`secret:${secret.sha256}`)],
+        [this.prefix, id, secret.sha256, JSON.stringify(last4), String(now), String(graceMs)],
+      );
+      return decodeRecord(record as string[]);
+    } catch (err) {
+      throw translateScriptError(err, id);
+    }
+  }
+
+  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
+    const now = this.clock();
+    const id = crypto.randomUUID();
+    const micro = toMicroCreditsCeil(credits);
+    const [ok, spent, reserved] = (await this.run(
+      RESERVE_CREDITS,
+      [this.k(`credits:${keyId}:${month}`)],
+      [id, String(micro), String(cap === null ? -1 : toMicroCredits(cap)), String(now), String(now + ttlMs),
+        String(EXPIRED_HOLD_MEMORY_MS), String(BUCKET_RETENTION_MS)],
+    )) as [number, number, number];
+    if (ok !== 1) return { ok: false, spent: fromMicroCredits(spent), reserved: fromMicroCredits(reserved), cap: cap! };
+    return { ok: true, reservation: { id, keyId, month, credits }, spent: fromMicroCredits(spent) };
+  }
+
+  async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
+    const { keyId, month } = reservation;
+    await this.track(this.run(
+      SETTLE_CREDITS,
+      [this.k(`credits:${keyId}:${month}`), this.k(`usage:${keyId}:${month}`)],
+      [reservation.id, String(toMicroCredits(usage.credits)), usage.model, String(usage.inputTokens), String(usage.outputTokens),
+        String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS)],
+    ));
+  }
+
+  async getMonthSpend(keyId: string, month: string): Promise<number> {
+    return fromMicroCredits(Number((await this.client.hGet(this.k(`credits:${keyId}:${month}`), 'spent')) ?? 0));
+  }
+
+  async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
+    const fields = await this.client.hGetAll(this.k(`usage:${keyId}:${month}`));
+    const byModel = new Map<string, UsageTotals>();
+    for (const [field, value] of Object.entries(fields)) {
+      const cut = field.lastIndexOf('|');
+      const model = field.slice(0, cut);
+      const name = field.slice(cut + 1) as (typeof USAGE_FIELDS)[number];
+      if (!USAGE_FIELDS.includes(name)) continue;
+      const totals = byModel.get(model) ?? {
+        model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0,
+      };
+      totals[name] = name === 'credits' ? fromMicroCredits(Number(value)) : Number(value);
+      byModel.set(model, totals);
+    }
+    return [...byModel.values()];
+  }
+
+  createRateLimitStore(): RateLimitRedisStore {
+    return new RateLimitRedisStore({
+      sendCommand: (...args: string[]) => this.client.sendCommand(args) as Promise<never>,
+      prefix: this.k('rl:'),
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
+  async close(): Promise<void> {
+    // Settlements start when a response closes; let those of the last responses reach Redis first.
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.allSettled([...this.pending]);
+    if (this.client.isOpen) await this.client.close();
+  }
+
+  private k(name: string): string {
+    return this.prefix + name;
+  }
+
+  private newRecord(input: NewKey): KeyRecord {
+    return {
+      id: input.id,
+      name: input.name ?? input.id,
+      last4: input.last4,
+      createdAt: input.createdAt ?? new Date(this.clock()).toISOString(),
+      revoked: input.revoked ?? false,
+      rateLimitPerMinute: input.rateLimitPerMinute,
+      allowedModels: input.allowedModels,
+      monthlyCreditCap: input.monthlyCreditCap,
+      keyGroup: input.keyGroup ?? 'default',
+    };
+  }
+
+  private async runCreate(record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
+    const fields = RECORD_FIELDS.flatMap((field) => [field, JSON.stringify(record[field])]);
+    try {
+      await this.run(
+        CREATE_KEY,
+        [this.k(`key:${record.id}`), this.k(`secrets:${record.id}`), this.k(`secret:${sha256}`), this.k('keys')],
+        [record.id, sha256, onlyIfAbsent ? '1' : '0', ...fields],
+      );
+    } catch (err) {
+      throw translateScriptError(err, record.id);
+    }
+  }
+
+  /** EVALSHA a script, loading it first (and again after a server restart dropped its cache). */
+  private async run(script: string, keys: string[], args: string[]): Promise<unknown> {
+    let sha = this.scriptShas.get(script);
+    if (sha) {
+      try {
+        return await this.client.evalSha(sha, { keys, arguments: args });
+      } catch (err) {
+        if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
+      }
+    }
+    sha = await this.client.scriptLoad(script);
+    this.scriptShas.set(script, sha);
+    return this.client.evalSha(sha, { keys, arguments: args });
+  }
+
+  private track<T>(operation: Promise<T>): Promise<T> {
+    this.pending.add(operation);
+    const done = () => this.pending.delete(operation);
+    operation.then(done, done);
+    return operation;
+  }
+}
+
+/** A key record from a flat `field, value, ...` list of JSON-encoded values. */
+function decodeRecord(flat: string[]): KeyRecord {
+  const record: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) record[flat[i]] = JSON.parse(flat[i + 1]);
+  return record as unknown as KeyRecord;
+}
+
+/** Script error replies as the errors the store interface promises. */
+function translateScriptError(err: unknown, id: string): Error {
+  const message = String((err as Error)?.message ?? err);
+  if (message === 'exists') return new Error(`key "${id}" already exists`);
+  if (message === 'missing') return new Error(`key "${id}" does not exist`);
+  if (message === 'secret in use') return new Error('that secret is already in use');
+  return err as Error;
+}
+
+/** A Redis URL with its password replaced by `***`. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
