@@ -76,7 +76,9 @@ for i = 1, #secrets, 2 do
   local sha, state = secrets[i], secrets[i + 1]
   if state == 'current' then
     redis.call('HSET', KEYS[2], sha, tostring(expiresAt))
-    redis.call('PEXPIREAT', ARGV[1] .. 'secret:' .. sha, expiresAt)
+    -- Only tidies the index: the expiry itself is checked against the state above. Relative, with a
+    -- minute to spare, so a caller's clock that differs from the server's never drops it early.
+    redis.call('PEXPIRE', ARGV[1] .. 'secret:' .. sha, tonumber(ARGV[6]) + 60000)
   elseif tonumber(state) <= now then
     redis.call('HDEL', KEYS[2], sha)
     redis.call('DEL', ARGV[1] .. 'secret:' .. sha)

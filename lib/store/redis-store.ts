@@ -57,12 +57,21 @@ export class RedisStore implements GatewayStore {
    * @throws Error when the server cannot be reached (the message names the URL without its password)
    */
   static async connect(options: RedisStoreOptions): Promise<RedisStore> {
-    const client = createClient({ url: options.url }) as RedisClientType;
+    let connected = false;
+    const client = createClient({
+      url: options.url,
+      socket: {
+        // At start, an unreachable server is an error to report, not a wait; once connected, the
+        // client reconnects by itself (requests fail meanwhile, so no control is silently skipped).
+        reconnectStrategy: (retries: number, cause: Error) => (connected ? Math.min(50 * 2 ** retries, 2000) : cause),
+      },
+    }) as RedisClientType;
     client.on('error', (err: Error) => options.onError?.(err));
     try {
       await client.connect();
+      connected = true;
     } catch (err) {
-      client.destroy();
+      if (client.isOpen) client.destroy();
       throw new Error(`cannot connect to Redis at ${redactUrl(options.url)}: ${(err as Error).message}`);
     }
     return new RedisStore(client, options.prefix ?? DEFAULT_REDIS_PREFIX, options.clock ?? systemClock);
@@ -245,7 +254,7 @@ function decodeRecord(flat: string[]): KeyRecord {
 
 /** Script error replies as the errors the store interface promises. */
 function translateScriptError(err: unknown, id: string): Error {
-  const message = String((err as Error)?.message ?? err);
+  const message = String((err as Error)?.message ?? err).replace(/^ERR /, '');
   if (message === 'exists') return new Error(`key "${id}" already exists`);
   if (message === 'missing') return new Error(`key "${id}" does not exist`);
   if (message === 'secret in use') return new Error('that secret is already in use');

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { parseConfig, type GatewayConfig } from '../../lib/config';
 import type { Logger } from '../../lib/logger';
 import { startGateway, type RunningGateway } from '../../lib/server';
+import type { Clock } from '../../lib/store/month';
 import type { GatewayStore } from '../../lib/store/types';
 import { startFakeUpstream, type FakeHandler, type FakeUpstream } from './fake-upstream';
 
@@ -67,6 +68,8 @@ export interface TestGatewayOptions {
   env?: Record<string, string>;
   /** upstream.timeoutMs of the test config. Default 5000. */
   upstreamTimeoutMs?: number;
+  /** Clock for key expiry and the credit cap's month. */
+  clock?: Clock;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -74,7 +77,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   process.env.TEST_UPSTREAM_API_KEY = UPSTREAM_SECRET;
   const config = parseConfig(testConfigObject(upstream.url, options.overrides, options.upstreamTimeoutMs), { PORT: '0', ...options.env });
   const { logger, lines } = createCapturingLogger();
-  const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1' });
+  const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1', clock: options.clock });
   return {
     gateway,
     upstream,

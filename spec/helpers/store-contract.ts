@@ -1,0 +1,206 @@
+/**
+ * The behaviour every GatewayStore owes, run against each implementation (memory and Redis).
+ */
+import { expect } from 'chai';
+import { hashSecret } from '../../lib/keys';
+import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../../lib/store/key-admin';
+import type { GatewayStore, NewKey, UsageEntry } from '../../lib/store/types';
+
+export interface StoreFixture {
+  store: GatewayStore;
+  /** Set the store's clock (epoch ms). */
+  setNow(ms: number): void;
+}
+
+const T0 = Date.UTC(2025, 5, 15, 12, 0, 0);
+const HOUR = 3_600_000;
+
+function newKey(id: string, secret: string, overrides: Partial<NewKey> = {}): NewKey {
+  return {
+    id, secret: { sha256: hashSecret(secret), expiresAt: null }, last4: secret.slice(-4),
+    rateLimitPerMinute: 60, allowedModels: null, monthlyCreditCap: null, ...overrides,
+  };
+}
+
+function usage(credits: number, model = 'model-haiku-4.5'): UsageEntry {
+  return { model, inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 3, cacheReadInputTokens: 4, credits };
+}
+
+/** Register the contract tests; `open` makes a fresh, empty store whose clock starts at `T0`. */
+export function describeStoreContract(open: () => Promise<StoreFixture>, close: (fixture: StoreFixture) => Promise<void>): void {
+  let f: StoreFixture;
+  beforeEach(async () => {
+    f = await open();
+    f.setNow(T0);
+  });
+  afterEach(async () => close(f));
+
+  describe('keys', () => {
+    it('finds a key by the hash of its secret, never by anything else, and keeps its settings', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-one-aaaa', { allowedModels: ['model-haiku-4.5'], monthlyCreditCap: 12.5, rateLimitPerMinute: 7 }));
+      const found = await f.store.findKeyBySecretHash(hashSecret('sk-cs4-secret-one-aaaa'));
+      expect(found).to.include({ id: 'k1', last4: 'aaaa', revoked: false, rateLimitPerMinute: 7, monthlyCreditCap: 12.5, keyGroup: 'default' });
+      expect(found!.allowedModels).to.deep.equal(['model-haiku-4.5']);
+      expect(await f.store.findKeyBySecretHash(hashSecret('sk-cs4-secret-one-aaab'))).to.equal(null);
+      expect(JSON.stringify(await f.store.listKeys())).not.to.include('sk-cs4-secret-one');
+    });
+
+    it('refuses a second key with the same id or the same secret', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-one-aaaa'));
+      await expectRejection(f.store.createKey(newKey('k1', 'sk-cs4-other-secret-bbbb')), /already exists/);
+      await expectRejection(f.store.createKey(newKey('k2', 'sk-cs4-secret-one-aaaa')), /already in use/);
+    });
+
+    it('seedKey leaves a key that exists as it is (run-time changes survive a restart)', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-one-aaaa'));
+      await revokeApiKey(f.store, 'k1');
+      await f.store.seedKey(newKey('k1', 'sk-cs4-secret-one-aaaa', { rateLimitPerMinute: 999 }));
+      expect(await f.store.getKey('k1')).to.include({ revoked: true, rateLimitPerMinute: 60 });
+    });
+
+    it('revocation, restore and limit changes are seen by the very next lookup', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-one-aaaa'));
+      await f.store.createKey(newKey('k2', 'sk-cs4-secret-two-bbbb'));
+      await revokeApiKey(f.store, 'k1');
+      expect((await f.store.findKeyBySecretHash(hashSecret('sk-cs4-secret-one-aaaa')))!.revoked).to.equal(true);
+      expect((await f.store.findKeyBySecretHash(hashSecret('sk-cs4-secret-two-bbbb')))!.revoked).to.equal(false);
+      await restoreApiKey(f.store, 'k1');
+      await setKeyLimits(f.store, 'k1', { rateLimitPerMinute: 5, monthlyCreditCap: null, allowedModels: ['model-opus-5'] });
+      expect(await f.store.findKeyBySecretHash(hashSecret('sk-cs4-secret-one-aaaa'))).to.deep.include({
+        revoked: false, rateLimitPerMinute: 5, monthlyCreditCap: null, allowedModels: ['model-opus-5'],
+      });
+      await expectRejection(revokeApiKey(f.store, 'nope'), /does not exist/);
+    });
+
+    it('createApiKey returns the secret once and stores only its hash', async () => {
+      const issued = await createApiKey(f.store, { id: 'made', rateLimitPerMinute: 10, monthlyCreditCap: 3 });
+      expect(issued.secret).to.match(/^sk-cs4-[A-Za-z0-9]{40}$/);
+      expect((await f.store.findKeyBySecretHash(hashSecret(issued.secret)))!.id).to.equal('made');
+      expect(JSON.stringify(await f.store.listKeys())).not.to.include(issued.secret);
+      await expectRejection(createApiKey(f.store, { id: 'bad id!', rateLimitPerMinute: 1 }), /may hold only/);
+    });
+  });
+
+  describe('rotation', () => {
+    it('keeps the id, limits and usage; the old secret works through the grace period, then fails', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-old-aaaa', { rateLimitPerMinute: 9 }));
+      const r = await f.store.reserveCredits('k1', '2025-06', 1, null, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      await f.store.settleCredits(r.reservation, usage(1));
+      const issued = await rotateApiKey(f.store, 'k1', 2 * HOUR, T0);
+      expect(issued.key).to.include({ id: 'k1', rateLimitPerMinute: 9, last4: issued.secret.slice(-4) });
+      const old = hashSecret('sk-cs4-secret-old-aaaa');
+      expect((await f.store.findKeyBySecretHash(old, T0 + 2 * HOUR - 1))!.id).to.equal('k1');
+      expect(await f.store.findKeyBySecretHash(old, T0 + 2 * HOUR)).to.equal(null);
+      expect((await f.store.findKeyBySecretHash(hashSecret(issued.secret), T0 + 100 * HOUR))!.id).to.equal('k1');
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(1);
+    });
+
+    it('rotating again during a grace period leaves each earlier secret its own expiry', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-first-aaaa'));
+      const second = await rotateApiKey(f.store, 'k1', 10 * HOUR, T0);
+      const third = await rotateApiKey(f.store, 'k1', 1 * HOUR, T0 + HOUR);
+      const first = hashSecret('sk-cs4-secret-first-aaaa');
+      // first: expires at T0+10h (set by the first rotation, not moved by the second)
+      expect(await f.store.findKeyBySecretHash(first, T0 + 9 * HOUR)).not.to.equal(null);
+      expect(await f.store.findKeyBySecretHash(first, T0 + 10 * HOUR)).to.equal(null);
+      // second: expires at T0+1h+1h
+      expect(await f.store.findKeyBySecretHash(hashSecret(second.secret), T0 + 2 * HOUR - 1)).not.to.equal(null);
+      expect(await f.store.findKeyBySecretHash(hashSecret(second.secret), T0 + 2 * HOUR)).to.equal(null);
+      expect(await f.store.findKeyBySecretHash(hashSecret(third.secret), T0 + 1000 * HOUR)).not.to.equal(null);
+    });
+
+    it('a grace period of 0 ends the old secret at once', async () => {
+      await f.store.createKey(newKey('k1', 'sk-cs4-secret-old-aaaa'));
+      await rotateApiKey(f.store, 'k1', 0, T0);
+      expect(await f.store.findKeyBySecretHash(hashSecret('sk-cs4-secret-old-aaaa'), T0)).to.equal(null);
+    });
+  });
+
+  describe('credits', () => {
+    it('holds credits against the cap and refuses what does not fit, with the figures for the message', async () => {
+      const a = await f.store.reserveCredits('k1', '2025-06', 4, 10, 60_000);
+      const b = await f.store.reserveCredits('k1', '2025-06', 4, 10, 60_000);
+      const c = await f.store.reserveCredits('k1', '2025-06', 4, 10, 60_000);
+      expect([a.ok, b.ok, c.ok]).to.deep.equal([true, true, false]);
+      expect(c).to.deep.include({ ok: false, spent: 0, reserved: 8, cap: 10 });
+      if (!a.ok) throw new Error('unreachable');
+      await f.store.settleCredits(a.reservation, usage(1.5));
+      // 1.5 spent + 4 held + 4 = 9.5 fits now
+      const d = await f.store.reserveCredits('k1', '2025-06', 4, 10, 60_000);
+      expect(d).to.deep.include({ ok: true, spent: 1.5 });
+    });
+
+    it('no cap never refuses; a cap of 0 refuses everything', async () => {
+      expect((await f.store.reserveCredits('k1', '2025-06', 1e6, null, 60_000)).ok).to.equal(true);
+      expect((await f.store.reserveCredits('k2', '2025-06', 0.000001, 0, 60_000)).ok).to.equal(false);
+    });
+
+    it('is exact with fractional prices: ten holds of 0.1 fit a cap of 1, an eleventh does not', async () => {
+      const results = [];
+      for (let i = 0; i < 11; i++) results.push((await f.store.reserveCredits('k1', '2025-06', 0.1, 1, 60_000)).ok);
+      expect(results.filter(Boolean)).to.have.length(10);
+      expect(results[10]).to.equal(false);
+    });
+
+    it('50 reservations at once against a cap that fits 10: exactly 10 succeed', async () => {
+      const results = await Promise.all(Array.from({ length: 50 }, () => f.store.reserveCredits('k1', '2025-06', 3, 30, 60_000)));
+      expect(results.filter((r) => r.ok)).to.have.length(10);
+    });
+
+    it('settles once: a second settle of the same reservation changes nothing', async () => {
+      const r = await f.store.reserveCredits('k1', '2025-06', 5, 10, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      await f.store.settleCredits(r.reservation, usage(2));
+      await f.store.settleCredits(r.reservation, usage(2));
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(2);
+      expect((await f.store.getUsage('k1', '2025-06'))[0].requests).to.equal(1);
+    });
+
+    it('a hold whose request never settles stops counting after its ttl; a late settle is still recorded once', async () => {
+      const r = await f.store.reserveCredits('k1', '2025-06', 8, 10, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      expect((await f.store.reserveCredits('k1', '2025-06', 8, 10, 60_000)).ok).to.equal(false);
+      f.setNow(T0 + 60_000);
+      const after = await f.store.reserveCredits('k1', '2025-06', 8, 10, 60_000);
+      expect(after.ok).to.equal(true);
+      await f.store.settleCredits(r.reservation, usage(1));
+      await f.store.settleCredits(r.reservation, usage(1));
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(1);
+    });
+
+    it('keeps months apart: a new month starts from zero', async () => {
+      const r = await f.store.reserveCredits('k1', '2025-06', 10, 10, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      await f.store.settleCredits(r.reservation, usage(10));
+      expect((await f.store.reserveCredits('k1', '2025-06', 0.5, 10, 60_000)).ok).to.equal(false);
+      expect((await f.store.reserveCredits('k1', '2025-07', 10, 10, 60_000)).ok).to.equal(true);
+      expect(await f.store.getMonthSpend('k1', '2025-07')).to.equal(0);
+    });
+
+    it('keeps a ledger per key, model and month', async () => {
+      for (const [model, credits] of [['model-haiku-4.5', 0.25], ['model-haiku-4.5', 0.5], ['model-opus-5', 2]] as const) {
+        const r = await f.store.reserveCredits('k1', '2025-06', 3, null, 60_000);
+        if (!r.ok) throw new Error('reserve failed');
+        await f.store.settleCredits(r.reservation, usage(credits, model));
+      }
+      const ledger = (await f.store.getUsage('k1', '2025-06')).sort((x, y) => x.model.localeCompare(y.model));
+      expect(ledger).to.deep.equal([
+        { model: 'model-haiku-4.5', inputTokens: 200, outputTokens: 40, cacheCreationInputTokens: 6, cacheReadInputTokens: 8, credits: 0.75, requests: 2 },
+        { model: 'model-opus-5', inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 3, cacheReadInputTokens: 4, credits: 2, requests: 1 },
+      ]);
+      expect(await f.store.getUsage('k2', '2025-06')).to.deep.equal([]);
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(2.75);
+    });
+  });
+}
+
+export async function expectRejection(promise: Promise<unknown>, pattern: RegExp): Promise<void> {
+  try {
+    await promise;
+  } catch (err) {
+    expect((err as Error).message).to.match(pattern);
+    return;
+  }
+  throw new Error(`expected a rejection matching ${pattern}`);
+}

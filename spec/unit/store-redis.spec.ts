@@ -1,0 +1,92 @@
+import { expect } from 'chai';
+import { hashSecret } from '../../lib/keys';
+import { createApiKey, revokeApiKey, rotateApiKey } from '../../lib/store/key-admin';
+import { utcMonth } from '../../lib/store/month';
+import type { RedisStore } from '../../lib/store/redis-store';
+import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
+import { describeStoreContract } from '../helpers/store-contract';
+
+describe('RedisStore (real Redis at REDIS_URL)', () => {
+  describeStoreContract(
+    async () => {
+      let now = 0;
+      const store = await connectTestRedisStore(uniqueRedisPrefix('contract'), () => now);
+      return { store, setNow: (ms) => (now = ms) };
+    },
+    async (f) => {
+      await f.store.close();
+      await deleteRedisPrefix((f.store as RedisStore).prefix);
+    },
+  );
+
+  describe('two instances on one server', () => {
+    let prefix: string;
+    let a: RedisStore;
+    let b: RedisStore;
+    beforeEach(async () => {
+      prefix = uniqueRedisPrefix('pair');
+      a = await connectTestRedisStore(prefix);
+      b = await connectTestRedisStore(prefix);
+    });
+    afterEach(async () => {
+      await a.close();
+      await b.close();
+      await deleteRedisPrefix(prefix);
+    });
+
+    it('a revocation or rotation through one is seen by the other on its next lookup', async () => {
+      const issued = await createApiKey(a, { id: 'k1', rateLimitPerMinute: 5 });
+      expect((await b.findKeyBySecretHash(hashSecret(issued.secret)))!.revoked).to.equal(false);
+      await revokeApiKey(a, 'k1');
+      expect((await b.findKeyBySecretHash(hashSecret(issued.secret)))!.revoked).to.equal(true);
+      const rotated = await rotateApiKey(b, 'k1', 0);
+      expect(await a.findKeyBySecretHash(hashSecret(issued.secret))).to.equal(null);
+      expect((await a.findKeyBySecretHash(hashSecret(rotated.secret)))!.id).to.equal('k1');
+    });
+
+    it('holds one cap between them: 25 reservations through each against a cap that fits 10', async () => {
+      const month = utcMonth(Date.now());
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 ? a : b).reserveCredits('k1', month, 2, 20, 60_000)));
+      expect(results.filter((r) => r.ok)).to.have.length(10);
+    });
+
+    it('shares rate-limit counters', async () => {
+      const counterA = a.createRateLimitStore();
+      const counterB = b.createRateLimitStore();
+      counterA.init({ windowMs: 60_000 } as never);
+      counterB.init({ windowMs: 60_000 } as never);
+      await counterA.increment('k1');
+      await counterB.increment('k1');
+      const third = await counterA.increment('k1');
+      expect(third.totalHits).to.equal(3);
+    });
+  });
+
+  it('keeps everything under its prefix', async () => {
+    const prefix = uniqueRedisPrefix('scope');
+    const store = await connectTestRedisStore(prefix);
+    try {
+      await createApiKey(store, { id: 'k1', rateLimitPerMinute: 5 });
+      const r = await store.reserveCredits('k1', '2025-06', 1, 5, 60_000);
+      if (r.ok) await store.settleCredits(r.reservation, { model: 'm', inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 1 });
+      const other = await connectTestRedisStore(uniqueRedisPrefix('scope-other'));
+      expect(await other.listKeys()).to.deep.equal([]);
+      expect(await other.getMonthSpend('k1', '2025-06')).to.equal(0);
+      await other.close();
+    } finally {
+      await store.close();
+      await deleteRedisPrefix(prefix);
+    }
+  });
+
+  it('fails with a clear message when Redis cannot be reached', async () => {
+    const { RedisStore: Store } = await import('../../lib/store/redis-store');
+    try {
+      await Store.connect({ url: 'redis://:hunter2@127.0.0.1:1', prefix: 'x:' });
+      throw new Error('connected to nothing');
+    } catch (err) {
+      expect((err as Error).message).to.match(/cannot connect to Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1/);
+      expect((err as Error).message).not.to.include('hunter2');
+    }
+  });
+});
