@@ -3,12 +3,12 @@
  * so several instances, or surviving a crash, need the Redis store. The server writes `snapshot()`
  * to a file on graceful shutdown and `restore()`s it at start (see memory-persistence.ts).
  *
- * Credits are held in integer micro-credits (credits.ts) so the cap comparison is exact.
+ * Credits are held in integer credit units (credits.ts) so the cap comparison is exact.
  */
 import crypto from 'node:crypto';
 import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { digestsEqual } from '../keys';
-import { fromMicroCredits, toMicroCredits, toMicroCreditsCeil } from './credits';
+import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { systemClock, type Clock } from './month';
 import type {
   GatewayStore, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult, UsageEntry, UsageTotals,
@@ -26,7 +26,7 @@ interface StoredKey {
  * settled ids grows with traffic.
  */
 interface Hold {
-  micro: number;
+  units: number;
   expiresAt: number;
   expired: boolean;
   forgetAt: number;
@@ -39,9 +39,9 @@ export const EXPIRED_HOLD_MEMORY_MS = 24 * 60 * 60 * 1000;
 export interface MemorySnapshot {
   version: 1;
   keys: StoredKey[];
-  /** `${keyId}|${month}` -> settled micro-credits */
+  /** `${keyId}|${month}` -> settled credit units */
   spend: Record<string, number>;
-  /** `${keyId}|${month}|${model}` -> totals, credits in micro-credits */
+  /** `${keyId}|${month}|${model}` -> totals, credits in credit units */
   ledger: Record<string, UsageTotals>;
 }
 
@@ -50,11 +50,11 @@ export class MemoryStore implements GatewayStore {
   private readonly keys = new Map<string, StoredKey>();
   /** secret sha256 -> key id */
   private readonly secretIndex = new Map<string, string>();
-  /** `${keyId}|${month}` -> settled micro-credits */
+  /** `${keyId}|${month}` -> settled credit units */
   private readonly spend = new Map<string, number>();
   /** `${keyId}|${month}` -> reservation id -> hold */
   private readonly holds = new Map<string, Map<string, Hold>>();
-  /** `${keyId}|${month}|${model}` -> totals (credits in micro-credits) */
+  /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
 
   constructor(private readonly clock: Clock = systemClock) {}
@@ -138,18 +138,18 @@ export class MemoryStore implements GatewayStore {
         hold.expired = true;
         hold.forgetAt = now + EXPIRED_HOLD_MEMORY_MS;
       }
-      if (!hold.expired) reserved += hold.micro;
+      if (!hold.expired) reserved += hold.units;
       else if (hold.forgetAt <= now) holds.delete(id);
     }
-    const micro = toMicroCreditsCeil(credits);
-    if (cap !== null && spent + reserved + micro > toMicroCredits(cap)) {
+    const units = toCreditUnitsCeil(credits);
+    if (cap !== null && spent + reserved + units > toCreditUnits(cap)) {
       if (holds.size === 0) this.holds.delete(bucket);
-      return { ok: false, spent: fromMicroCredits(spent), reserved: fromMicroCredits(reserved), cap };
+      return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
     }
     const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits };
-    holds.set(reservation.id, { micro, expiresAt: now + ttlMs, expired: false, forgetAt: 0 });
+    holds.set(reservation.id, { units, expiresAt: now + ttlMs, expired: false, forgetAt: 0 });
     this.holds.set(bucket, holds);
-    return { ok: true, reservation, spent: fromMicroCredits(spent) };
+    return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
@@ -158,28 +158,28 @@ export class MemoryStore implements GatewayStore {
     // No hold: already settled (or never made here); either way there is nothing to record.
     if (!holds?.delete(reservation.id)) return;
     if (holds.size === 0) this.holds.delete(bucket);
-    const micro = toMicroCredits(usage.credits);
-    this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + micro);
+    const units = toCreditUnits(usage.credits);
+    this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
     const ledgerKey = `${bucket}|${usage.model}`;
     const totals = this.ledger.get(ledgerKey) ?? emptyTotals(usage.model);
     totals.inputTokens += usage.inputTokens;
     totals.outputTokens += usage.outputTokens;
     totals.cacheCreationInputTokens += usage.cacheCreationInputTokens;
     totals.cacheReadInputTokens += usage.cacheReadInputTokens;
-    totals.credits += micro;
+    totals.credits += units;
     totals.requests += 1;
     this.ledger.set(ledgerKey, totals);
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
-    return fromMicroCredits(this.spend.get(`${keyId}|${month}`) ?? 0);
+    return fromCreditUnits(this.spend.get(`${keyId}|${month}`) ?? 0);
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
     const prefix = `${keyId}|${month}|`;
     return [...this.ledger.entries()]
       .filter(([k]) => k.startsWith(prefix))
-      .map(([, v]) => ({ ...v, credits: fromMicroCredits(v.credits) }));
+      .map(([, v]) => ({ ...v, credits: fromCreditUnits(v.credits) }));
   }
 
   createRateLimitStore(): RateLimitMemoryStore {
@@ -211,7 +211,7 @@ export class MemoryStore implements GatewayStore {
       this.keys.set(stored.record.id, { record: copyRecord(stored.record), secrets: stored.secrets.map((s) => ({ ...s })) });
       for (const secret of stored.secrets) this.secretIndex.set(secret.sha256, stored.record.id);
     }
-    for (const [bucket, micro] of Object.entries(snapshot.spend ?? {})) this.spend.set(bucket, micro);
+    for (const [bucket, units] of Object.entries(snapshot.spend ?? {})) this.spend.set(bucket, units);
     for (const [ledgerKey, totals] of Object.entries(snapshot.ledger ?? {})) this.ledger.set(ledgerKey, { ...totals });
   }
 

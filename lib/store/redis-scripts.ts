@@ -7,10 +7,10 @@
  * - `P key:<id>`                hash: the key record, one field per record field, each JSON-encoded
  * - `P secrets:<id>`            hash: secret sha256 -> `current`, or the epoch ms it expires at
  * - `P secret:<sha256>`         the key id a secret belongs to (expires with a rotated-out secret)
- * - `P credits:<id>:<YYYY-MM>`  hash: `spent` (micro-credits settled this UTC month),
- *                               `hold:<reservation id>` = `<micro>:<expires at ms>` (in flight),
+ * - `P credits:<id>:<YYYY-MM>`  hash: `spent` (credit units (credits.ts) settled this UTC month),
+ *                               `hold:<reservation id>` = `<units>:<expires at ms>` (in flight),
  *                               `expired:<reservation id>` = `<forget at ms>` (outlived its hold)
- * - `P usage:<id>:<YYYY-MM>`    hash: `<model>|<field>` -> integer totals (tokens, micro-credits, requests)
+ * - `P usage:<id>:<YYYY-MM>`    hash: `<model>|<field>` -> integer totals (tokens, credit units (credits.ts), requests)
  * - `P rl:<id>`                 rate-limit window counter (rate-limit-redis)
  *
  * The month is part of the bucket's name, so a new month starts from zero by itself.
@@ -91,8 +91,8 @@ return redis.call('HGETALL', KEYS[1])
 `;
 
 /**
- * Reserve credits against the cap. KEYS: credits:<id>:<month>. ARGV: reservation id, micro-credits,
- * cap in micro-credits (-1: no cap), now, hold expiry (ms), forget-expired delay (ms), bucket ttl (ms).
+ * Reserve credits against the cap. KEYS: credits:<id>:<month>. ARGV: reservation id, credit units (credits.ts),
+ * cap in credit units (credits.ts) (-1: no cap), now, hold expiry (ms), forget-expired delay (ms), bucket ttl (ms).
  * Holds past their expiry stop counting and become `expired:` entries, kept for a late settlement.
  * Returns {1|0, spent, reserved}.
  */
@@ -127,7 +127,7 @@ return {1, spent, reserved}
 /**
  * Settle a reservation once: drop its hold (live or expired) and add the real usage; a reservation
  * with no hold left was settled already and changes nothing. KEYS: credits:<id>:<month>,
- * usage:<id>:<month>. ARGV: reservation id, micro-credits, model, input, output, cache write, cache
+ * usage:<id>:<month>. ARGV: reservation id, credit units (credits.ts), model, input, output, cache write, cache
  * read tokens, bucket ttl (ms). Returns 1 when recorded, 0 when ignored.
  */
 export const SETTLE_CREDITS = `

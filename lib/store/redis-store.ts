@@ -10,7 +10,7 @@
 import crypto from 'node:crypto';
 import { createClient, type RedisClientType } from 'redis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
-import { fromMicroCredits, toMicroCredits, toMicroCreditsCeil } from './credits';
+import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_HOLD_MEMORY_MS } from './memory-store';
 import { systemClock, type Clock } from './month';
 import { CREATE_KEY, FIND_KEY, RESERVE_CREDITS, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
@@ -131,15 +131,15 @@ export class RedisStore implements GatewayStore {
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
     const now = this.clock();
     const id = crypto.randomUUID();
-    const micro = toMicroCreditsCeil(credits);
+    const units = toCreditUnitsCeil(credits);
     const [ok, spent, reserved] = (await this.run(
       RESERVE_CREDITS,
       [this.k(`credits:${keyId}:${month}`)],
-      [id, String(micro), String(cap === null ? -1 : toMicroCredits(cap)), String(now), String(now + ttlMs),
+      [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
         String(EXPIRED_HOLD_MEMORY_MS), String(BUCKET_RETENTION_MS)],
     )) as [number, number, number];
-    if (ok !== 1) return { ok: false, spent: fromMicroCredits(spent), reserved: fromMicroCredits(reserved), cap: cap! };
-    return { ok: true, reservation: { id, keyId, month, credits }, spent: fromMicroCredits(spent) };
+    if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
+    return { ok: true, reservation: { id, keyId, month, credits }, spent: fromCreditUnits(spent) };
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
@@ -147,13 +147,13 @@ export class RedisStore implements GatewayStore {
     await this.track(this.run(
       SETTLE_CREDITS,
       [this.k(`credits:${keyId}:${month}`), this.k(`usage:${keyId}:${month}`)],
-      [reservation.id, String(toMicroCredits(usage.credits)), usage.model, String(usage.inputTokens), String(usage.outputTokens),
+      [reservation.id, String(toCreditUnits(usage.credits)), usage.model, String(usage.inputTokens), String(usage.outputTokens),
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS)],
     ));
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
-    return fromMicroCredits(Number((await this.client.hGet(this.k(`credits:${keyId}:${month}`), 'spent')) ?? 0));
+    return fromCreditUnits(Number((await this.client.hGet(this.k(`credits:${keyId}:${month}`), 'spent')) ?? 0));
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
@@ -167,7 +167,7 @@ export class RedisStore implements GatewayStore {
       const totals = byModel.get(model) ?? {
         model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0,
       };
-      totals[name] = name === 'credits' ? fromMicroCredits(Number(value)) : Number(value);
+      totals[name] = name === 'credits' ? fromCreditUnits(Number(value)) : Number(value);
       byModel.set(model, totals);
     }
     return [...byModel.values()];

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { isUtcMonth, nextUtcMonthStart, utcMonth } from '../../lib/store/month';
-import { toMicroCredits, toMicroCreditsCeil } from '../../lib/store/credits';
+import { toCreditUnits, toCreditUnitsCeil } from '../../lib/store/credits';
 
 describe('UTC months of the credit cap', () => {
   const cases: Array<[string, string, string]> = [
@@ -29,10 +29,11 @@ describe('UTC months of the credit cap', () => {
     expect(['2025-13', '2025-1', '25-01', '2025-00'].some(isUtcMonth)).to.equal(false);
   });
 
-  it('converts credits to exact micro-credits (reservations round up, charges to the nearest)', () => {
-    expect(toMicroCreditsCeil(0.1 + 0.2)).to.equal(300_000);
-    expect(toMicroCreditsCeil(0.0000011)).to.equal(2);
-    expect(toMicroCredits((3 * 0.3) / 1_000_000)).to.equal(1);
-    expect(toMicroCredits(12.345678)).to.equal(12_345_678);
+  it('converts credits to exact integer units (reservations round up, charges to the nearest)', () => {
+    expect(toCreditUnitsCeil(0.1 + 0.2)).to.equal(300_000_000);
+    expect(toCreditUnitsCeil(1.1e-9)).to.equal(2);
+    // one cache-read token of haiku (0.1 per million) is a whole number of units
+    expect(toCreditUnits(0.1 / 1_000_000)).to.equal(100);
+    expect(toCreditUnits(12.345678912)).to.equal(12_345_678_912);
   });
 });
