@@ -1,0 +1,60 @@
+/**
+ * A native upstream that holds every reply until the test releases them, so many requests can be in
+ * flight at once for as long as a test needs. Each reply is a message with the usage the test gives.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { nativeMessage } from './fake-upstream';
+
+export interface GatedUpstream {
+  url: string;
+  /** Requests received so far. */
+  received(): number;
+  /** Resolves once `count` requests have arrived (rejects after `timeoutMs`). */
+  waitForReceived(count: number, timeoutMs?: number): Promise<void>;
+  /** Answer every held request, and every later one at once. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+export async function startGatedUpstream(usage: { input_tokens: number; output_tokens: number }): Promise<GatedUpstream> {
+  const held: Array<() => void> = [];
+  let released = false;
+  let count = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      count += 1;
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const reply = () => {
+        const text = JSON.stringify(nativeMessage('done', usage, body.model));
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+        res.end(text);
+      };
+      if (released) reply();
+      else held.push(reply);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => count,
+    async waitForReceived(target, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (count < target) {
+        if (Date.now() > deadline) throw new Error(`only ${count} of ${target} requests reached the upstream`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    release() {
+      released = true;
+      for (const reply of held.splice(0)) reply();
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
