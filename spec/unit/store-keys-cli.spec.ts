@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { parseDuration, runKeysCli } from '../../lib/cli/keys';
+import { hashSecret } from '../../lib/keys';
+import { MemoryStore } from '../../lib/store/memory-store';
+import { loadMemoryState } from '../../lib/store/memory-persistence';
+import { testConfigObject } from '../helpers/gateway';
+
+describe('key CLI (npm run keys)', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-cli-'));
+    const config = path.join(dir, 'config.json');
+    fs.writeFileSync(config, JSON.stringify(testConfigObject('http://127.0.0.1:9', { keys: [] })));
+    env = { GATEWAY_CONFIG: config, GATEWAY_STATE_FILE: path.join(dir, 'state.json') };
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  async function run(...args: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const status = await runKeysCli(args, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env });
+    return { status, stdout, stderr, json: () => JSON.parse(stdout) };
+  }
+
+  function stored(): MemoryStore {
+    const store = new MemoryStore();
+    loadMemoryState(store, env.GATEWAY_STATE_FILE!);
+    return store;
+  }
+
+  it('create shows the secret once and stores only its hash, with the limits given', async () => {
+    const created = await run('create', '--id', 'team-a', '--name', 'Team A', '--rate-limit', '30', '--models', 'model-haiku-4.5,model-opus-5', '--cap', '25', '--json');
+    expect(created.status, created.stderr).to.equal(0);
+    const { secret, key } = created.json();
+    expect(secret).to.match(/^sk-cs4-/);
+    expect(key).to.deep.include({ id: 'team-a', name: 'Team A', rateLimitPerMinute: 30, monthlyCreditCap: 25, allowedModels: ['model-haiku-4.5', 'model-opus-5'] });
+    expect(fs.readFileSync(env.GATEWAY_STATE_FILE!, 'utf8')).not.to.include(secret);
+    expect((await stored().findKeyBySecretHash(hashSecret(secret)))!.id).to.equal('team-a');
+    const human = await run('create', '--id', 'team-b');
+    expect(human.stdout).to.match(/secret \(shown once, store it now\):\n {2}sk-cs4-\S+/);
+    expect(human.stdout).to.include('rate limit: 60/min');
+  });
+
+  it('list, set-limits, rotate, revoke, restore and usage', async () => {
+    const { secret } = (await run('create', '--id', 'team-a', '--json')).json();
+    expect((await run('set-limits', 'team-a', '--rate-limit', '5', '--cap', 'none', '--models', 'model-haiku-4.5')).status).to.equal(0);
+    expect((await stored().getKey('team-a'))).to.deep.include({ rateLimitPerMinute: 5, monthlyCreditCap: null, allowedModels: ['model-haiku-4.5'] });
+    expect((await run('set-limits', 'team-a', '--models', 'all', '--cap', '7.5')).status).to.equal(0);
+    expect((await stored().getKey('team-a'))).to.deep.include({ allowedModels: null, monthlyCreditCap: 7.5 });
+
+    const rotated = (await run('rotate', 'team-a', '--grace', '0', '--json')).json();
+    expect(rotated.secret).not.to.equal(secret);
+    expect(await stored().findKeyBySecretHash(hashSecret(secret))).to.equal(null);
+    expect((await stored().findKeyBySecretHash(hashSecret(rotated.secret)))!.id).to.equal('team-a');
+
+    expect((await run('revoke', 'team-a')).stdout).to.include('revoked key team-a');
+    expect((await stored().getKey('team-a'))!.revoked).to.equal(true);
+    const list = (await run('list', '--json')).json();
+    expect(list).to.have.length(1);
+    expect(list[0]).to.include({ id: 'team-a', revoked: true, spent: 0 });
+    expect((await run('list')).stdout).to.include('REVOKED');
+    expect((await run('restore', 'team-a')).status).to.equal(0);
+    expect((await stored().getKey('team-a'))!.revoked).to.equal(false);
+
+    const usage = (await run('usage', 'team-a', '--month', '2025-06', '--json')).json();
+    expect(usage).to.deep.equal({ id: 'team-a', month: '2025-06', spent: 0, models: [] });
+  });
+
+  it('exit status 2 with the usage text for a bad command line, 1 for an unknown key', async () => {
+    for (const args of [[], ['frobnicate'], ['create', '--rate-limit', '0'], ['create', '--cap', 'lots'], ['create', '--models', 'model-nope'],
+      ['rotate'], ['rotate', 'x', '--grace', 'soon'], ['set-limits', 'x'], ['list', '--month', '2025-13'], ['list', '--bogus']]) {
+      const result = await run(...args);
+      expect(result.status, args.join(' ')).to.equal(2);
+      expect(result.stderr).to.include('usage: npm run keys');
+    }
+    const missing = await run('revoke', 'nobody');
+    expect(missing.status).to.equal(1);
+    expect(missing.stderr).to.include('key "nobody" does not exist');
+    expect((await run('create', '--id', 'dup')).status).to.equal(0);
+    expect((await run('create', '--id', 'dup')).status).to.equal(1);
+  });
+
+  const durations: Array<[string, number]> = [['0', 0], ['1500ms', 1500], ['90s', 90_000], ['30m', 1_800_000], ['12h', 43_200_000], ['7d', 604_800_000], ['1.5h', 5_400_000]];
+  for (const [text, ms] of durations) {
+    it(`reads the grace period "${text}" as ${ms} ms`, () => expect(parseDuration(text)).to.equal(ms));
+  }
+});
