@@ -149,12 +149,23 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   await seedConfigKeys(store, config);
 
   let developmentKey: string | undefined;
-  if (options.developmentKey && config.keys.length === 0 && (await store.listKeys()).length === 0) {
-    developmentKey = generateSecret();
-    await store.createKey({
-      id: 'development', name: 'development key', secret: { sha256: hashSecret(developmentKey), expiresAt: null },
-      last4: lastFour(developmentKey), rateLimitPerMinute: config.defaults.rateLimitPerMinute, allowedModels: null, monthlyCreditCap: null,
-    });
+  if (options.developmentKey && config.keys.length === 0) {
+    const existing = await store.listKeys();
+    // A development key kept from an earlier run (state file) cannot be shown again: issue a fresh
+    // secret for it, so every start prints a usable key and the usage so far stays with it.
+    const onlyDevelopment = existing.length === 1 && existing[0].id === 'development';
+    if (existing.length === 0 || onlyDevelopment) {
+      developmentKey = generateSecret();
+      const secret = { sha256: hashSecret(developmentKey), expiresAt: null };
+      if (onlyDevelopment) {
+        await store.rotateKey('development', secret, lastFour(developmentKey), 0);
+      } else {
+        await store.createKey({
+          id: 'development', name: 'development key', secret, last4: lastFour(developmentKey),
+          rateLimitPerMinute: config.defaults.rateLimitPerMinute, allowedModels: null, monthlyCreditCap: null,
+        });
+      }
+    }
   }
 
   let simulated: SimulatedUpstream | undefined;

@@ -8,6 +8,7 @@ import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { parseConfig } from '../../lib/config';
 import { createCapturingLogger } from '../helpers/gateway';
 import { startGateway } from '../../lib/server';
+import { MemoryStore } from '../../lib/store/memory-store';
 
 const NATIVE = { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };
 const CHAT = { authorization: `Bearer ${KEYS.all}`, 'content-type': 'application/json' };
@@ -120,6 +121,34 @@ describe('integration: embedded default (no upstream configured)', () => {
       expect(health.upstream).to.deep.equal({ reachable: true, simulated: true });
     } finally {
       await gateway.close();
+    }
+  });
+
+  it('issues a fresh development key at every start, keeping the usage of the earlier ones', async () => {
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    const config = parseConfig(require('../../../config.json'), { PORT: '0' });
+    const store = new MemoryStore();
+    const ask = (url: string, key: string) =>
+      fetch(`${url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'haiku', max_tokens: 20, messages: [{ role: 'user', content: 'ping' }] }),
+      });
+    const first = await startGateway({ config, logger: createCapturingLogger().logger, store, host: '127.0.0.1' });
+    const firstKey = first.developmentKey!;
+    expect((await ask(first.url, firstKey)).status).to.equal(200);
+    await first.close();
+    const second = await startGateway({ config, logger: createCapturingLogger().logger, store, host: '127.0.0.1' });
+    try {
+      const secondKey = second.developmentKey!;
+      expect(secondKey).to.match(/^sk-cs4-/).and.not.equal(firstKey);
+      expect((await ask(second.url, secondKey)).status).to.equal(200);
+      expect((await ask(second.url, firstKey)).status).to.equal(401);
+      await new Promise((r) => setTimeout(r, 50));
+      const usage = await store.getUsage('development', new Date().toISOString().slice(0, 7));
+      expect(usage.reduce((n, u) => n + u.requests, 0)).to.equal(2);
+    } finally {
+      await second.close();
     }
   });
 });
