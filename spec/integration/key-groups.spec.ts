@@ -80,6 +80,7 @@ describe('second key group', () => {
     });
 
     it('passes a stream through record by record, hiding the usage chunk the client did not ask for', async () => {
+      const before = requestLineCount(gw);
       const client = new OpenAI({ apiKey: FAMILY_KEY, baseURL: `${gw.url}/v1`, maxRetries: 0 });
       const stream = await client.chat.completions.create({ model: 'fam-5', stream: true, messages: [{ role: 'user', content: 'Salut' }] });
       const chunks: any[] = [];
@@ -87,7 +88,7 @@ describe('second key group', () => {
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? null)).to.deep.equal(['', 'Bon', 'jour', null]);
       expect(chunks.every((c) => !('usage' in c) && c.model === 'fam-5')).to.equal(true);
       expect(chat.requests.at(-1)!.body.stream_options).to.deep.equal({ include_usage: true });
-      const line = await findRequestLine(gw);
+      const line = await nextRequestLine(gw, before, { model: 'fam-5', stream: true });
       expect(line).to.include({ model: 'fam-5', key_group: 'family', input_tokens: 11, output_tokens: 7, status: 200 });
     });
 
@@ -168,6 +169,7 @@ describe('second key group', () => {
     });
 
     it('streams a native reply translated from chunks, with usage settled', async () => {
+      const before = requestLineCount(gw);
       const client = new Anthropic({ apiKey: FAMILY_KEY, baseURL: gw.url, maxRetries: 0 });
       const stream = client.messages.stream({ model: 'fam-mini', max_tokens: 50, messages: [{ role: 'user', content: 'Salut' }] });
       const texts: string[] = [];
@@ -176,7 +178,7 @@ describe('second key group', () => {
       expect(texts).to.deep.equal(['Bon', 'jour']);
       expect(final.content).to.deep.equal([{ type: 'text', text: 'Bonjour' }]);
       expect(final.usage.output_tokens).to.equal(7);
-      const line = await findRequestLine(gw);
+      const line = await nextRequestLine(gw, before, { model: 'fam-mini', stream: true });
       expect(line).to.include({ model: 'fam-mini', key_group: 'family', input_tokens: 11, output_tokens: 7, stream: true });
     });
 
@@ -201,10 +203,18 @@ describe('second key group', () => {
   });
 });
 
-/** The log line of the latest request (written once its response closes). */
-async function findRequestLine(gw: LibraryGateway): Promise<Record<string, any>> {
-  const count = gw.logLines.length;
-  await eventually(() => gw.logLines.slice(count - 1).some((l) => l.message === 'request') || gw.logLines.some((l) => l.message === 'request'));
-  const lines = gw.logLines.filter((l) => l.message === 'request');
-  return lines[lines.length - 1];
+/** How many request log lines the gateway has written so far. */
+function requestLineCount(gw: LibraryGateway): number {
+  return gw.logLines.filter((l) => l.message === 'request').length;
+}
+
+/**
+ * The first request log line, among those written after the first `before`, whose fields include
+ * `match` (lines are written once a response closes, so an earlier test's line may still arrive).
+ */
+async function nextRequestLine(gw: LibraryGateway, before: number, match: Record<string, unknown>): Promise<Record<string, any>> {
+  const find = () => gw.logLines.filter((l) => l.message === 'request').slice(before)
+    .find((l) => Object.entries(match).every(([field, value]) => l[field] === value));
+  await eventually(() => find() !== undefined);
+  return find()!;
 }
