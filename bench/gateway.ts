@@ -1,0 +1,55 @@
+/**
+ * Bench child: the gateway with its whole pipeline on, in front of the fake upstream. The one bench
+ * key goes through auth, alias resolution (requests name `sonnet`), the model whitelist (the key lists
+ * the catalogue explicitly), the rate limit (set far above what a run sends, so it counts but never
+ * refuses) and credit reservation (a monthly cap far above what a run spends). Logging is at the default
+ * level (one JSON line per request) to the stdout the parent gives this process (a file).
+ *
+ * Usage: node dist/bench/gateway.js <upstream-url> <memory|redis>
+ *   env REDIS_URL (for `redis`), BENCH_KEY_PREFIX (the Redis key prefix of this run).
+ */
+import { loadConfig, parseConfig } from '../lib/config';
+import { startGateway } from '../lib/server';
+import { serveChild } from './ipc';
+import { BENCH_KEY } from './scenarios';
+
+/** The config.json of a bench gateway: the shipped catalogue, one key with every control on. */
+export function benchConfigObject(upstreamUrl: string): Record<string, unknown> {
+  const shipped = loadConfig(undefined, {});
+  return {
+    upstream: { url: upstreamUrl, apiKeyEnv: 'BENCH_UPSTREAM_KEY', timeoutMs: 60_000 },
+    models: shipped.models,
+    aliases: shipped.aliases,
+    keys: [{
+      id: 'bench',
+      key: BENCH_KEY,
+      rateLimitPerMinute: 1_000_000_000,
+      allowedModels: shipped.models.map((model) => model.id),
+      monthlyCreditCap: 1_000_000_000,
+    }],
+  };
+}
+
+async function main(): Promise<void> {
+  const [upstreamUrl, storeKind = 'memory'] = process.argv.slice(2);
+  if (!upstreamUrl) throw new Error('usage: gateway.js <upstream-url> <memory|redis>');
+  const config = parseConfig(benchConfigObject(upstreamUrl), {
+    PORT: '0',
+    REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' : undefined,
+    REDIS_KEY_PREFIX: process.env.BENCH_KEY_PREFIX,
+  });
+  const gateway = await startGateway({ config, host: '127.0.0.1' });
+  const port = Number(new URL(gateway.url).port);
+  serveChild(port, {
+    info: () => ({ store: gateway.store.kind }),
+    async close() {
+      await gateway.close();
+      return true;
+    },
+  });
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench gateway failed to start: ${(err as Error).stack}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,470 @@
+/**
+ * `npm run bench`: the gateway side by side with a bare http-proxy forwarder, both in front of the same
+ * local fake upstream, in one run. Each server is a child process; autocannon drives them from this one.
+ *
+ * Runs are interleaved (forwarder, gateway on the memory store, gateway on the Redis store, for one
+ * scenario, then the next scenario) and repeated; figures are medians over the repeats, and ratios are
+ * taken within one repeat, so a noisy moment of the shared machine hits both sides alike.
+ *
+ * Options: --smoke (about a second per scenario; checks numbers come out and nothing failed),
+ * --duration=S, --reps=N, --connections=N, --delay-ms=N (upstream answers after N ms), --streams=N,
+ * --hold=S, --no-redis, --only=REGEX (scenario ids), --profile (gateway with --cpu-prof into
+ * bench/profiles/), --out=FILE (default bench/RESULTS.md; `-` for none; smoke writes none).
+ * Exit status 1 when any request failed or a scenario produced no numbers.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startChild, type BenchChild, type ProcessStats } from './ipc';
+import { checkComplete, median, openStreams, probe, runLoad, type LoadResult, type ProbeResult } from './measure';
+import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatTextTable, writeResultsSection } from './report';
+import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
+
+const REPO_ROOT = path.resolve(__dirname, '..', '..');
+/** Gap between streamed deltas in the time-to-first-byte probe; an event held by a proxy shows as a lag of one gap or more. */
+const PACED_GAP_MS = 5;
+
+interface Options {
+  smoke: boolean;
+  durationSec: number;
+  warmupSec: number;
+  reps: number;
+  connections: number;
+  delayMs: number;
+  streams: number;
+  holdSec: number;
+  probeCount: number;
+  redis: boolean;
+  only: RegExp | null;
+  profile: boolean;
+  out: string | null;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      smoke: { type: 'boolean', default: false },
+      duration: { type: 'string' },
+      reps: { type: 'string' },
+      connections: { type: 'string', default: '32' },
+      'delay-ms': { type: 'string', default: '0' },
+      streams: { type: 'string' },
+      hold: { type: 'string' },
+      'no-redis': { type: 'boolean', default: false },
+      only: { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      out: { type: 'string' },
+    },
+  });
+  const smoke = values.smoke!;
+  const number = (value: string | undefined, fallback: number, name: string) => {
+    const n = value === undefined ? fallback : Number(value);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name}: "${value}" is not a number`);
+    return n;
+  };
+  const out = values.out ?? (smoke ? '-' : path.join(REPO_ROOT, 'bench', 'RESULTS.md'));
+  return {
+    smoke,
+    durationSec: number(values.duration, smoke ? 1 : 5, 'duration'),
+    warmupSec: smoke ? 0 : 2,
+    reps: Math.max(1, Math.round(number(values.reps, smoke ? 1 : 3, 'reps'))),
+    connections: Math.max(1, Math.round(number(values.connections, 32, 'connections'))),
+    delayMs: number(values['delay-ms'], 0, 'delay-ms'),
+    streams: Math.round(number(values.streams, smoke ? 200 : 2000, 'streams')),
+    holdSec: number(values.hold, smoke ? 1 : 3, 'hold'),
+    probeCount: smoke ? 5 : 30,
+    redis: !values['no-redis'],
+    only: values.only ? new RegExp(values.only) : null,
+    profile: values.profile!,
+    out: out === '-' ? null : path.resolve(out),
+  };
+}
+
+interface Target {
+  label: string;
+  kind: 'forwarder' | 'gateway';
+  child: BenchChild;
+}
+
+/** One measured (target, scenario) pair: one LoadResult per repeat, plus what the server spent. */
+interface Row {
+  target: Target;
+  scenario: string;
+  title: string;
+  floor: FloorId;
+  request: BenchRequest;
+  runs: LoadResult[];
+  /** Server CPU (user + system) per completed request, µs, per repeat. */
+  cpuPerRequest: number[];
+  /** Longest event-loop stall of the server during the run, ms, per repeat. */
+  loopMax: number[];
+  /** rps / floor rps within the same repeat. */
+  ratios: number[];
+  /** p50 - floor p50 within the same repeat, ms. */
+  addedP50: number[];
+  probe?: ProbeResult;
+}
+
+interface HeldResult {
+  label: string;
+  requested: number;
+  opened: number;
+  completed: number;
+  failures: string[];
+  openMs: number;
+  perStreamKiB: number;
+  perStreamHeapKiB: number;
+  loopMaxOpening: number;
+  loopMaxHeld: number;
+}
+
+/** Failures: requests that failed, scenarios without numbers. They make the exit status 1. */
+const problems: string[] = [];
+/** Scenarios that could not run as intended in this build (printed and written, exit status unaffected). */
+const warnings: string[] = [];
+
+function log(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+function cpuMicros(stats: ProcessStats): number {
+  return stats.cpuUserMicros + stats.cpuSystemMicros;
+}
+
+/** One load run of `row`, with the server's CPU time and loop stall over it. */
+async function measure(row: Row, options: Options, seconds: number): Promise<LoadResult> {
+  await row.target.child.call('resetLoop');
+  const before = await row.target.child.stats();
+  const result = await runLoad(row.target.child.url, row.request, options.connections, seconds);
+  const after = await row.target.child.stats();
+  const failed = result.non2xx + result.errors + result.timeouts;
+  if (failed > 0 || result.requests === 0) {
+    problems.push(`${row.target.label} ${row.scenario}: ${result.requests} ok, ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
+  }
+  return Object.assign(result, { cpu: (cpuMicros(after) - cpuMicros(before)) / Math.max(1, result.requests), loopMax: after.loopDelayMaxMs });
+}
+
+function redisReachable(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port || 6379), hostname);
+    socket.setTimeout(1000, () => socket.destroy());
+    socket.once('connect', () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('close', () => resolve(false));
+  });
+}
+
+const script = (name: string) => path.join(__dirname, `${name}.js`);
+
+async function startGatewayChild(label: string, upstream: BenchChild, store: 'memory' | 'redis', logFd: number, options: Options): Promise<Target> {
+  const execArgv = options.profile && store === 'memory' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(REPO_ROOT, 'bench', 'profiles')}`] : [];
+  const child = await startChild(label, script('gateway'), [upstream.url, store], {
+    stdout: logFd,
+    execArgv,
+    env: { BENCH_KEY_PREFIX: `bench-${process.pid}-${Date.now()}:` },
+  });
+  return { label, kind: 'gateway', child };
+}
+
+/** Open many streams on a fresh server and read what they cost it. */
+async function holdStreams(label: string, start: () => Promise<BenchChild>, upstream: BenchChild, request: BenchRequest, marker: string, options: Options): Promise<HeldResult> {
+  const child = await start();
+  try {
+    await upstream.call('mode', { name: 'hold' });
+    await checkComplete(child.url, FLOORS['native-json'].request, '"type":"message"');
+    await child.call('gc');
+    await new Promise((r) => setTimeout(r, 200));
+    await child.call('resetPeak');
+    const baseline = await child.stats();
+    await child.call('resetLoop');
+    const streams = await openStreams(child.url, request, marker, options.streams);
+    const opening = await child.stats();
+    await child.call('resetLoop');
+    await new Promise((r) => setTimeout(r, options.holdSec * 1000));
+    const held = await child.stats();
+    const released = await upstream.call<number>('release');
+    await streams.close();
+    const opened = streams.opened;
+    if (streams.completed !== options.streams) {
+      problems.push(`${label}: ${options.streams} streams asked, ${opened} opened, ${streams.completed} completed (upstream released ${released}); ${streams.failures.join('; ')}`);
+    }
+    const peakRss = Math.max(opening.peakRssBytes, held.peakRssBytes);
+    const peakHeap = Math.max(opening.peakHeapUsedBytes, held.peakHeapUsedBytes);
+    return {
+      label,
+      requested: options.streams,
+      opened,
+      completed: streams.completed,
+      failures: streams.failures,
+      openMs: streams.openMs,
+      perStreamKiB: (peakRss - baseline.rssBytes) / Math.max(1, opened) / 1024,
+      perStreamHeapKiB: (peakHeap - baseline.heapUsedBytes) / Math.max(1, opened) / 1024,
+      loopMaxOpening: opening.loopDelayMaxMs,
+      loopMaxHeld: held.loopDelayMaxMs,
+    };
+  } finally {
+    await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
+    await child.stop();
+  }
+}
+
+function buildRows(targets: Target[], options: Options): Row[] {
+  const rows: Row[] = [];
+  const floorsUsed = new Set<FloorId>();
+  const gatewayScenarios = SCENARIOS.filter((s) => !options.only || options.only.test(s.id));
+  for (const scenario of gatewayScenarios) floorsUsed.add(scenario.floor);
+  const empty = () => ({ runs: [], cpuPerRequest: [], loopMax: [], ratios: [], addedP50: [] });
+  // Order: each floor, then every gateway scenario compared with it, so comparisons are measured together.
+  for (const floor of floorsUsed) {
+    for (const target of targets.filter((t) => t.kind === 'forwarder')) {
+      rows.push({ target, scenario: floor, title: FLOORS[floor].title, floor, request: FLOORS[floor].request, ...empty() });
+    }
+    for (const scenario of gatewayScenarios.filter((s) => s.floor === floor)) {
+      for (const target of targets.filter((t) => t.kind === 'gateway')) {
+        rows.push({ target, scenario: scenario.id, title: scenario.title, floor, request: scenario.request, ...empty() });
+      }
+    }
+  }
+  return rows;
+}
+
+function markerOf(row: Row): string {
+  return row.target.kind === 'forwarder' ? FLOORS[row.floor].completeMarker : SCENARIOS.find((s) => s.id === row.scenario)!.completeMarker;
+}
+
+async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
+  for (const row of rows) {
+    const body = await checkComplete(row.target.child.url, row.request, markerOf(row));
+    if (row.scenario === 'chat-stream-tools' && !body.includes('"tool_calls"')) {
+      warnings.push(`${row.target.label} chat-stream-tools: the stream carries no tool_calls deltas (translator without tool support?)`);
+    }
+  }
+  if (options.warmupSec > 0) {
+    log(`warming up (${options.warmupSec} s per scenario)...`);
+    for (const row of rows) await runLoad(row.target.child.url, row.request, options.connections, options.warmupSec);
+  }
+  for (let rep = 0; rep < options.reps; rep++) {
+    log(`repeat ${rep + 1}/${options.reps}`);
+    const floorOfRep = new Map<FloorId, LoadResult>();
+    for (const row of rows) {
+      const result = (await measure(row, options, options.durationSec)) as LoadResult & { cpu: number; loopMax: number };
+      row.runs.push(result);
+      row.cpuPerRequest.push(result.cpu);
+      row.loopMax.push(result.loopMax);
+      if (row.target.kind === 'forwarder') floorOfRep.set(row.floor, result);
+      const floor = floorOfRep.get(row.floor);
+      if (floor) {
+        row.ratios.push(result.rps / floor.rps);
+        row.addedP50.push(result.p50 - floor.p50);
+      }
+      log(`  ${row.target.label.padEnd(18)} ${row.scenario.padEnd(20)} ${fixed(result.rps, 0).padStart(7)} req/s  p50 ${fixed(result.p50, 2)} ms  p99 ${fixed(result.p99, 2)} ms  cpu ${fixed(result.cpu, 0)} µs/req`);
+    }
+  }
+}
+
+async function runProbePhase(rows: Row[], upstream: BenchChild, options: Options): Promise<void> {
+  log(`probing time to first byte and event lag (${options.probeCount} requests each, one at a time, deltas ${PACED_GAP_MS} ms apart)...`);
+  await upstream.call('mode', { name: 'paced', gapMs: PACED_GAP_MS });
+  try {
+    for (const row of rows) {
+      if (row.scenario.includes('200')) continue; // 200 deltas x the gap: too slow to probe, same path as 5 deltas
+      const stream = row.target.kind === 'forwarder' ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
+      if (stream) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
+    }
+  } finally {
+    await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
+  }
+  for (const row of rows) {
+    if (!row.probe && !row.scenario.includes('stream')) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
+  }
+}
+
+interface Report {
+  text: string;
+  markdown: string;
+  targets: string[];
+}
+
+function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, number>, options: Options): Report {
+  const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
+  const table = [header];
+  for (const row of rows) {
+    const floor = row.target.kind === 'forwarder';
+    table.push([
+      row.target.label,
+      row.title,
+      fixed(median(row.runs.map((r) => r.rps)), 0),
+      floor ? '1.00' : fixed(median(row.ratios), 2),
+      fixed(median(row.runs.map((r) => r.p50)), 2),
+      fixed(median(row.runs.map((r) => r.p99)), 2),
+      floor ? '-' : fixed(median(row.addedP50), 2),
+      fixed(median(row.cpuPerRequest), 0),
+      fixed(median(row.loopMax), 1),
+      fixed(row.probe?.total, 2),
+      row.request.body.includes('"stream":true') ? fixed(row.probe?.ttfb, 2) : '-',
+      fixed(row.probe?.medianEventLag, 2),
+      fixed(row.probe?.maxEventLag, 2),
+    ]);
+  }
+  const heldTable = [['server, stream', 'streams open', 'completed', 'KiB / stream (RSS)', 'KiB / stream (heap)', 'open all ms', 'loop max opening ms', 'loop max held ms']];
+  for (const h of held) {
+    heldTable.push([h.label, `${h.opened}/${h.requested}`, String(h.completed), fixed(h.perStreamKiB, 1), fixed(h.perStreamHeapKiB, 1), fixed(h.openMs, 0), fixed(h.loopMaxOpening, 1), fixed(h.loopMaxHeld, 1)]);
+  }
+
+  const find = (label: RegExp, scenario: string) => rows.find((r) => label.test(r.target.label) && r.scenario === scenario);
+  const targets: string[] = [];
+  const check = (name: string, value: number | undefined, ok: (v: number) => boolean, shown: string) => {
+    if (value === undefined || !Number.isFinite(value)) return;
+    targets.push(`${ok(value) ? 'met   ' : 'MISSED'}  ${name}: ${shown}`);
+  };
+  const ratio = (row?: Row) => (row ? median(row.ratios) : undefined);
+  const nativeJson = find(/memory/, 'native-json');
+  check('native non-streaming (memory) >= 0.6 x forwarder req/s', ratio(nativeJson), (v) => v >= 0.6, `${fixed(ratio(nativeJson), 2)} x`);
+  const added = nativeJson ? median(nativeJson.addedP50) : undefined;
+  check('native non-streaming (memory) p50 added <= 1 ms', added, (v) => v <= 1, `${fixed(added, 2)} ms`);
+  const chatJson = find(/memory/, 'chat-json');
+  check('chat-completions non-streaming (memory) >= 0.5 x forwarder', ratio(chatJson), (v) => v >= 0.5, `${fixed(ratio(chatJson), 2)} x`);
+  for (const scenario of ['native-json', 'chat-json']) {
+    const redisRow = find(/redis/, scenario);
+    check(`${scenario} (Redis store) >= 0.5 x forwarder`, ratio(redisRow), (v) => v >= 0.5, `${fixed(ratio(redisRow), 2)} x`);
+  }
+  for (const label of ['gateway (memory)', 'gateway (redis)']) {
+    const chatStream = rows.find((r) => r.target.label === label && r.scenario === 'chat-stream-tools');
+    const nativeTtfb = nativeToolTtfb.get(label);
+    if (chatStream?.probe && nativeTtfb !== undefined) {
+      const difference = chatStream.probe.ttfb - nativeTtfb;
+      check(`${label}: chat stream TTFB within 1 ms of the native route's`, difference, (v) => v <= 1,
+        `${fixed(chatStream.probe.ttfb, 2)} ms vs ${fixed(nativeTtfb, 2)} ms native (${difference >= 0 ? '+' : ''}${fixed(difference, 2)})`);
+      // A held event waits for the next one, a gap later; the median is robust to a noisy moment on the machine.
+      check(`${label}: chat stream holds no event back (median event lag under the ${PACED_GAP_MS} ms gap between events)`,
+        chatStream.probe.medianEventLag, (v) => v < PACED_GAP_MS,
+        `median lag ${fixed(chatStream.probe.medianEventLag, 2)} ms, max ${fixed(chatStream.probe.maxEventLag, 2)} ms`);
+    }
+  }
+  for (const h of held.filter((x) => x.label.startsWith('gateway'))) {
+    check(`${h.label}: ${h.requested} open streams <= 64 KiB each`, h.opened === h.requested ? h.perStreamKiB : NaN, (v) => v <= 64, `${fixed(h.perStreamKiB, 1)} KiB`);
+    if (h.opened !== h.requested) targets.push(`MISSED  ${h.label}: only ${h.opened} of ${h.requested} streams opened`);
+    const stall = Math.max(h.loopMaxOpening, h.loopMaxHeld);
+    check(`${h.label}: no event-loop stall > 50 ms with the streams open`, h.loopMaxHeld, (v) => v <= 50,
+      `${fixed(h.loopMaxHeld, 1)} ms held, ${fixed(h.loopMaxOpening, 1)} ms while opening (max ${fixed(stall, 1)})`);
+  }
+
+  const notes = [
+    `Columns: req/s and latencies are medians over ${options.reps} interleaved repeat(s) of ${options.durationSec} s at ${options.connections} connections` +
+      `${options.delayMs ? ` (upstream delay ${options.delayMs} ms)` : ''}; "x forwarder" and "+p50" compare with the forwarder run of the same repeat, for the same upstream reply;` +
+      ` CPU is the server process's user+system time per request; "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;` +
+      ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart); "event lag max" the median and longest time a stamped delta took from the upstream's write to the client.`,
+  ];
+  const text = [formatTextTable(table), '', formatTextTable(heldTable), '', 'Targets:', ...targets.map((t) => `  ${t}`)].join('\n');
+  const markdown = [
+    '### Throughput and latency', '', formatMarkdownTable(table), '', ...notes, '',
+    `### ${options.streams} streams held open`, '', formatMarkdownTable(heldTable), '',
+    `Streams are opened 100 every 50 ms, held ${options.holdSec} s (the upstream sends one delta per stream per second), then ended by the upstream. KiB / stream = (peak RSS - RSS before, after a full GC) / streams.`, '',
+    '### Targets', '', ...targets.map((t) => `- ${t.replace(/^(met|MISSED)\s+/, '**$1** ')}`),
+  ].join('\n');
+  return { text, markdown, targets };
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  const machine = describeMachine(REPO_ROOT);
+  log(`model-gateway bench${options.smoke ? ' (smoke)' : ''}: ${machine.cpus} CPUs, ${machine.cpuModel}, Node ${machine.node}, load average ${machine.loadAverage}`);
+  const logFile = path.join(os.tmpdir(), `gateway-bench-${process.pid}.log`);
+  const logFd = fs.openSync(logFile, 'w');
+  const children: BenchChild[] = [];
+  const track = <T extends BenchChild | Target>(x: T): T => {
+    children.push('child' in x ? x.child : x);
+    return x;
+  };
+  try {
+    const upstream = track(await startChild('upstream', script('upstream'), []));
+    await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
+    const targets: Target[] = [
+      { label: 'forwarder', kind: 'forwarder', child: track(await startChild('forwarder', script('forwarder'), [upstream.url])) },
+      track(await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)),
+    ];
+    const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+    if (options.redis) {
+      if (!(await redisReachable(redisUrl))) {
+        warnings.push(`Redis scenarios not run: no Redis server at ${redisUrl} (run with --no-redis to leave them out)`);
+      } else {
+        const redisTarget = track(await startGatewayChild('gateway (redis)', upstream, 'redis', logFd, options));
+        const { store } = await redisTarget.child.call<{ store: string }>('info');
+        if (store === 'redis') targets.push(redisTarget);
+        else warnings.push(`Redis scenarios not run: with REDIS_URL set the gateway used the "${store}" store (no Redis store in this build)`);
+      }
+    }
+
+    const rows = buildRows(targets, options);
+    await runLoadPhase(rows, options);
+    await runProbePhase(rows, upstream, options);
+
+    // TTFB of the gateway's native route for the same tool stream the chat scenario gets.
+    const nativeToolTtfb = new Map<string, number>();
+    await upstream.call('mode', { name: 'paced', gapMs: PACED_GAP_MS });
+    for (const target of targets.filter((t) => t.kind === 'gateway')) {
+      nativeToolTtfb.set(target.label, (await probe(target.child.url, FLOORS['native-stream-tools'].request, options.probeCount)).ttfb);
+    }
+    await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
+
+    for (const target of targets) if (target.kind === 'gateway') await target.child.stop();
+    log(`holding ${options.streams} streams open on fresh servers...`);
+    const held: HeldResult[] = [];
+    const native = FLOORS['native-stream-5'];
+    const chat = SCENARIOS.find((s) => s.id === 'chat-stream-tools')!;
+    held.push(await holdStreams('forwarder, native', () => startChild('forwarder', script('forwarder'), [upstream.url]), upstream, native.request, native.completeMarker, options));
+    const freshGateway = async () => (await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)).child;
+    held.push(await holdStreams('gateway (memory), native', freshGateway, upstream, native.request, native.completeMarker, options));
+    held.push(await holdStreams('gateway (memory), chat', freshGateway, upstream, chat.request, chat.completeMarker, options));
+
+    const report = summarize(rows, held, nativeToolTtfb, options);
+    fs.closeSync(logFd);
+    const logLines = fs.readFileSync(logFile, 'utf8').split('\n').filter((line) => line.includes('"message":"request"')).length;
+    const served = rows.filter((r) => r.target.kind === 'gateway').reduce((sum, r) => sum + r.runs.reduce((s, x) => s + x.requests, 0), 0);
+    log('');
+    log(report.text);
+    log('');
+    log(`gateway request log lines written: ${logLines} (measured gateway requests: ${served}, plus warm-up, probes and held streams)`);
+    if (logLines < served) problems.push(`the gateway wrote ${logLines} request log lines for ${served} measured requests`);
+
+    if (options.out) {
+      const settings = `${options.reps} x ${options.durationSec} s per scenario, ${options.connections} connections, upstream delay ${options.delayMs} ms, ${options.streams} held streams`;
+      writeResultsSection(options.out, [
+        `## Latest run (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC)`, '',
+        describeMachineMarkdown(machine, settings, os.loadavg()[0]), '', report.markdown,
+        ...(warnings.length ? ['', '### Not measured as intended in this run', '', ...warnings.map((w) => `- ${w}`)] : []),
+        ...(problems.length ? ['', '### Problems in this run', '', ...problems.map((p) => `- ${p}`)] : []),
+      ].join('\n'));
+      log(`wrote ${path.relative(process.cwd(), options.out)}`);
+    }
+  } finally {
+    await Promise.allSettled(children.map((child) => child.stop()));
+    try {
+      fs.closeSync(logFd);
+    } catch {
+      // already closed
+    }
+    fs.rmSync(logFile, { force: true });
+  }
+  if (warnings.length) {
+    log('\nNot measured as intended:');
+    for (const warning of warnings) log(`  - ${warning}`);
+  }
+  if (problems.length) {
+    log('\nProblems:');
+    for (const problem of problems) log(`  - ${problem}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack}\n`);
+  process.exit(1);
+});

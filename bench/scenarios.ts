@@ -1,0 +1,78 @@
+/**
+ * What the benchmark sends. Each scenario is one request, sent to the gateway on its own route, and
+ * (as `floor`) the native request that makes the fake upstream produce the same reply, sent through the
+ * bare forwarder: a gateway figure is always compared with the forwarder moving the same upstream bytes.
+ */
+/** The key every bench request carries (the bench gateway's one configured key). */
+export const BENCH_KEY = 'sk-cs4-bench-0000000000000001';
+
+export type ScenarioId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'chat-json' | 'chat-stream-tools';
+export type FloorId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'native-stream-tools';
+
+export interface BenchRequest {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface Scenario {
+  id: ScenarioId;
+  title: string;
+  stream: boolean;
+  /** The request sent to the gateway. */
+  request: BenchRequest;
+  /** The forwarder scenario this one is compared with. */
+  floor: FloorId;
+  /** Text a complete reply contains (checked once before each run). */
+  completeMarker: string;
+}
+
+const MESSAGES = [{ role: 'user', content: 'Say hello in one short sentence.' }];
+const NATIVE_HEADERS = { 'content-type': 'application/json', 'x-api-key': BENCH_KEY, 'anthropic-version': '2023-06-01' };
+const CHAT_HEADERS = { 'content-type': 'application/json', authorization: `Bearer ${BENCH_KEY}` };
+/** Tool-call deltas in the tool stream scenario (the upstream sends one input_json_delta per max_token). */
+const TOOL_DELTAS = 20;
+
+const weatherParameters = { type: 'object', properties: { city: { type: 'string' }, note: { type: 'string' } }, required: ['city'] };
+
+/** A native messages request; `model` is the alias, so the gateway resolves it. */
+function nativeRequest(fields: Record<string, unknown>): BenchRequest {
+  return { path: '/v1/messages', headers: NATIVE_HEADERS, body: JSON.stringify({ model: 'sonnet', messages: MESSAGES, ...fields }) };
+}
+
+export const SCENARIOS: Scenario[] = [
+  { id: 'native-json', title: 'native, non-streaming', stream: false, floor: 'native-json', completeMarker: '"type":"message"',
+    request: nativeRequest({ max_tokens: 64 }) },
+  { id: 'native-stream-5', title: 'native, streaming, 5 deltas', stream: true, floor: 'native-stream-5', completeMarker: 'event: message_stop',
+    request: nativeRequest({ max_tokens: 5, stream: true }) },
+  { id: 'native-stream-200', title: 'native, streaming, 200 deltas', stream: true, floor: 'native-stream-200', completeMarker: 'event: message_stop',
+    request: nativeRequest({ max_tokens: 200, stream: true }) },
+  { id: 'chat-json', title: 'chat-completions, non-streaming', stream: false, floor: 'native-json', completeMarker: '"chat.completion"',
+    request: { path: '/v1/chat/completions', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', messages: MESSAGES, max_tokens: 64 }) } },
+  { id: 'chat-stream-tools', title: `chat-completions, streaming, tool-call deltas (${TOOL_DELTAS})`, stream: true, floor: 'native-stream-tools',
+    completeMarker: 'data: [DONE]',
+    request: {
+      path: '/v1/chat/completions',
+      headers: CHAT_HEADERS,
+      body: JSON.stringify({
+        model: 'sonnet', messages: MESSAGES, max_tokens: TOOL_DELTAS, stream: true,
+        tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: weatherParameters } }],
+      }),
+    } },
+];
+
+/** The forwarder's scenarios: native requests straight to the upstream (the forwarder reads no header). */
+export const FLOORS: Record<FloorId, { title: string; stream: boolean; request: BenchRequest; completeMarker: string }> = {
+  'native-json': { title: 'native, non-streaming', stream: false, request: nativeRequest({ max_tokens: 64 }), completeMarker: '"type":"message"' },
+  'native-stream-5': { title: 'native, streaming, 5 deltas', stream: true, request: nativeRequest({ max_tokens: 5, stream: true }), completeMarker: 'event: message_stop' },
+  'native-stream-200': { title: 'native, streaming, 200 deltas', stream: true, request: nativeRequest({ max_tokens: 200, stream: true }), completeMarker: 'event: message_stop' },
+  'native-stream-tools': {
+    title: `native, streaming, tool-call deltas (${TOOL_DELTAS})`,
+    stream: true,
+    completeMarker: 'event: message_stop',
+    request: nativeRequest({
+      max_tokens: TOOL_DELTAS, stream: true,
+      tools: [{ name: 'get_weather', description: 'Weather of a city', input_schema: weatherParameters }],
+    }),
+  },
+};
