@@ -15,7 +15,7 @@ export interface ProcessStats {
   cpuSystemMicros: number;
   rssBytes: number;
   heapUsedBytes: number;
-  /** Largest RSS seen since the last `resetPeak` (sampled every 20 ms). */
+  /** Largest RSS seen since the last `resetPeak` (sampled every 20 ms from then on). */
   peakRssBytes: number;
   /** Largest heap used seen since the last `resetPeak`. */
   peakHeapUsedBytes: number;
@@ -53,7 +53,8 @@ export function createProcessProbe(): Record<string, Handler> {
     if (memory.rss > peakRss) peakRss = memory.rss;
     if (memory.heapUsed > peakHeap) peakHeap = memory.heapUsed;
   };
-  setInterval(sample, 20).unref();
+  // Sampled only while the parent watches a peak (memoryUsage() reads /proc: not free under load).
+  let sampler: NodeJS.Timeout | undefined;
   return {
     stats(): ProcessStats {
       sample();
@@ -74,10 +75,12 @@ export function createProcessProbe(): Record<string, Handler> {
       loop.reset();
       return true;
     },
+    /** Start (or restart) watching the memory peak. */
     resetPeak() {
       peakRss = 0;
       peakHeap = 0;
       sample();
+      if (!sampler) sampler = setInterval(sample, 20).unref();
       return true;
     },
     gc() {

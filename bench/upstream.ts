@@ -189,6 +189,8 @@ function main(): void {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8')));
   });
+  let accepted = 0;
+  server.on('connection', () => accepted++);
   server.keepAliveTimeout = 120_000;
   server.maxRequestsPerSocket = 0;
   server.listen(0, '127.0.0.1', () => {
@@ -199,6 +201,8 @@ function main(): void {
       },
       release: releaseHeld,
       held: () => held.size,
+      /** Connections accepted so far: a proxy that reuses its upstream connections opens few. */
+      accepted: () => accepted,
     });
   });
 }

@@ -1,11 +1,13 @@
 /**
  * Entry point (`npm start`, the Procfile's web process): load the config, open the store, start the
  * simulated upstream when none is configured, listen on PORT, re-read the config on SIGHUP, shut down
- * gracefully on SIGTERM.
+ * gracefully on SIGTERM. With `WEB_CONCURRENCY=N` (N > 1) it runs N worker processes (node cluster)
+ * sharing the port, so one instance uses every core; the primary only supervises them.
  */
+import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { loadConfig, type GatewayConfig } from './config';
+import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
 import { createLogger, type Logger } from './logger';
 import type { Clock } from './store/month';
@@ -69,9 +71,78 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   };
 }
 
+/**
+ * Worker processes asked for by `WEB_CONCURRENCY`: unset or empty means 1 (no cluster).
+ * @throws ConfigError when the value is not a whole number from 1 to 256
+ */
+export function parseWebConcurrency(value: string | undefined): number {
+  if (value === undefined || value.trim() === '') return 1;
+  const workers = Number(value);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256) {
+    throw new ConfigError(`invalid configuration: WEB_CONCURRENCY: "${value}" must be a whole number of worker processes from 1 to 256`);
+  }
+  return workers;
+}
+
+/**
+ * What a cluster needs, checked before any worker starts.
+ * @throws ConfigError without the Redis store (each worker would count rate limits and credits in its
+ *   own memory, so a cap could be passed N times over) or without configured keys (each worker would
+ *   issue its own development key)
+ */
+export function checkClusterConfig(config: GatewayConfig): void {
+  if (!config.redisUrl) {
+    throw new ConfigError('invalid configuration: WEB_CONCURRENCY > 1 needs the Redis store (set REDIS_URL), so every worker shares the same limits and credits');
+  }
+  if (config.keys.length === 0) {
+    throw new ConfigError('invalid configuration: WEB_CONCURRENCY > 1 needs keys in the configuration (each worker would otherwise issue its own development key)');
+  }
+}
+
+/**
+ * The cluster primary: fork `workers` gateway processes and replace one that dies unexpectedly (at
+ * most once a second, so a worker that cannot start does not spin); SIGHUP is passed on to every
+ * worker; on SIGTERM/SIGINT each is asked to shut down gracefully, and the primary exits when all have.
+ */
+function runPrimary(workers: number, logger: Logger): void {
+  let stopping = false;
+  let lastFork = 0;
+  const forkWorker = () => {
+    lastFork = Date.now();
+    cluster.fork();
+  };
+  const running = () => Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+  for (let i = 0; i < workers; i++) forkWorker();
+  logger.info({ message: 'cluster primary started', workers, pid: process.pid });
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (running().length === 0) process.exit(0);
+      return;
+    }
+    logger.error({ message: 'worker exited; starting a new one', worker_pid: worker.process.pid, code, signal });
+    setTimeout(forkWorker, Math.max(0, lastFork + 1000 - Date.now()));
+  });
+  process.on('SIGHUP', () => {
+    for (const worker of running()) worker.process.kill('SIGHUP');
+  });
+  const shutdown = (signal: NodeJS.Signals) => {
+    stopping = true;
+    logger.info({ message: 'shutting down workers', signal });
+    for (const worker of running()) worker.process.kill('SIGTERM');
+    if (running().length === 0) process.exit(0);
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
+  const workers = parseWebConcurrency(process.env.WEB_CONCURRENCY);
+  if (workers > 1 && cluster.isPrimary) {
+    checkClusterConfig(config);
+    return runPrimary(workers, logger);
+  }
   const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig(), stateFile: config.stateFile });
   if (gateway.developmentKey) {
     // Shown once, on the terminal, so a fresh clone can be tried with curl; never written to the JSON log.

@@ -18,7 +18,10 @@ export interface UpstreamOptions {
   auth?: 'x-api-key' | 'bearer';
   /** Time allowed for the reply head, in ms. */
   timeoutMs: number;
-  /** Max sockets kept per host. Default 256. */
+  /**
+   * Max sockets open to the upstream at once. Default: no cap. Every open stream holds one socket for
+   * as long as the reply runs (minutes), so a cap makes request cap+1 wait behind streams, not load.
+   */
   maxSockets?: number;
 }
 
@@ -55,7 +58,7 @@ export interface UpstreamClient {
 export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   const url = new URL(options.url);
   const secure = url.protocol === 'https:';
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 256, maxFreeSockets: 64 };
+  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? Infinity, maxFreeSockets: 256 };
   const agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
   const transport = secure ? https : http;
   const basePath = url.pathname.replace(/\/+$/, '');
