@@ -9,7 +9,9 @@
  * Options: --smoke (about a second per scenario; checks numbers come out and nothing failed),
  * --duration=S, --reps=N, --connections=N, --delay-ms=N (upstream answers after N ms), --streams=N,
  * --hold=S, --no-redis, --only=REGEX (scenario ids), --profile (gateway with --cpu-prof into
- * bench/profiles/), --out=FILE (default bench/RESULTS.md; `-` for none; smoke writes none).
+ * bench/profiles/), --out=FILE (default bench/RESULTS.md; `-` for none; smoke writes none),
+ * --compare=DIR (also run the gateway built in DIR, a `dist` of another commit, as "gateway (before)",
+ * interleaved with this one: what a change buys, measured in one run).
  * Exit status 1 when any request failed or a scenario produced no numbers.
  */
 import fs from 'node:fs';
@@ -40,6 +42,8 @@ interface Options {
   only: RegExp | null;
   profile: boolean;
   out: string | null;
+  /** A `dist` directory of another build whose gateway runs side by side as "gateway (before)". */
+  compare: string | null;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -57,6 +61,7 @@ function parseOptions(argv: string[]): Options {
       only: { type: 'string' },
       profile: { type: 'boolean', default: false },
       out: { type: 'string' },
+      compare: { type: 'string' },
     },
   });
   const smoke = values.smoke!;
@@ -80,6 +85,7 @@ function parseOptions(argv: string[]): Options {
     only: values.only ? new RegExp(values.only) : null,
     profile: values.profile!,
     out: out === '-' ? null : path.resolve(out),
+    compare: values.compare ? path.resolve(values.compare) : null,
   };
 }
 
@@ -163,9 +169,10 @@ function redisReachable(url: string): Promise<boolean> {
 
 const script = (name: string) => path.join(__dirname, `${name}.js`);
 
-async function startGatewayChild(label: string, upstream: BenchChild, store: 'memory' | 'redis', logFd: number, options: Options): Promise<Target> {
+async function startGatewayChild(label: string, upstream: BenchChild, store: 'memory' | 'redis', logFd: number, options: Options, dist?: string): Promise<Target> {
   const execArgv = options.profile && store === 'memory' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(REPO_ROOT, 'bench', 'profiles')}`] : [];
-  const child = await startChild(label, script('gateway'), [upstream.url, store], {
+  const file = dist ? path.join(dist, 'bench', 'gateway.js') : script('gateway');
+  const child = await startChild(label, file, [upstream.url, store], {
     stdout: logFd,
     execArgv,
     env: { BENCH_KEY_PREFIX: `bench-${process.pid}-${Date.now()}:` },
@@ -348,7 +355,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
         `median lag ${fixed(chatStream.probe.medianEventLag, 2)} ms, max ${fixed(chatStream.probe.maxEventLag, 2)} ms`);
     }
   }
-  for (const h of held.filter((x) => x.label.startsWith('gateway'))) {
+  for (const h of held.filter((x) => x.label.startsWith('gateway') && !x.label.includes('before'))) {
     check(`${h.label}: ${h.requested} open streams <= 64 KiB each`, h.opened === h.requested ? h.perStreamKiB : NaN, (v) => v <= 64, `${fixed(h.perStreamKiB, 1)} KiB`);
     if (h.opened !== h.requested) targets.push(`MISSED  ${h.label}: only ${h.opened} of ${h.requested} streams opened`);
     const stall = Math.max(h.loopMaxOpening, h.loopMaxHeld);
@@ -390,6 +397,7 @@ async function main(): Promise<void> {
       { label: 'forwarder', kind: 'forwarder', child: track(await startChild('forwarder', script('forwarder'), [upstream.url])) },
       track(await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)),
     ];
+    if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, 'memory', logFd, options, options.compare)));
     const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
     if (options.redis) {
       if (!(await redisReachable(redisUrl))) {
@@ -423,6 +431,10 @@ async function main(): Promise<void> {
     const freshGateway = async () => (await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)).child;
     held.push(await holdStreams('gateway (memory), native', freshGateway, upstream, native.request, native.completeMarker, options));
     held.push(await holdStreams('gateway (memory), chat', freshGateway, upstream, chat.request, chat.completeMarker, options));
+    if (options.compare) {
+      const before = async () => (await startGatewayChild('gateway (before)', upstream, 'memory', logFd, options, options.compare!)).child;
+      held.push(await holdStreams('gateway (before), native', before, upstream, native.request, native.completeMarker, options));
+    }
 
     const report = summarize(rows, held, nativeToolTtfb, options);
     fs.closeSync(logFd);
