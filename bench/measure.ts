@@ -180,7 +180,7 @@ export interface HeldStreams {
 }
 
 /**
- * Open `count` streams, `batch` at a time every `batchGapMs` (clients do not all arrive in one ms),
+ * Open `count` streams, `batch` (20) at a time every `batchGapMs` (10 ms): clients do not all arrive in one ms,
  * and resolve once each had its first byte (or `timeoutMs` passed). The streams stay open until the
  * upstream ends them; `close()` then waits for their ends.
  */
@@ -188,8 +188,8 @@ export async function openStreams(
   baseUrl: string, request: BenchRequest, marker: string, count: number,
   options: { batch?: number; batchGapMs?: number; timeoutMs?: number } = {},
 ): Promise<HeldStreams> {
-  const batch = options.batch ?? 100;
-  const gap = options.batchGapMs ?? 50;
+  const batch = options.batch ?? 20;
+  const gap = options.batchGapMs ?? 10;
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const started = now();
   let opened = 0;

@@ -379,7 +379,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   const markdown = [
     '### Throughput and latency', '', formatMarkdownTable(table), '', ...notes, '',
     `### ${options.streams} streams held open`, '', formatMarkdownTable(heldTable), '',
-    `Streams are opened 100 every 50 ms, held ${options.holdSec} s (the upstream sends one delta per stream per second), then ended by the upstream. KiB / stream = (peak RSS or heap while the streams run - the figure before they opened, after a full GC) / streams; "heap after GC" is what they keep once garbage is collected. The loop stalls include the time the process waited for a core on this shared machine (compare the forwarder's).`, '',
+    `Streams are opened 20 every 10 ms, held ${options.holdSec} s (the upstream sends one delta per stream per second), then ended by the upstream. KiB / stream = (peak RSS or heap while the streams run - the figure before they opened, after a full GC) / streams; "heap after GC" is what they keep once garbage is collected. The loop stalls include the time the process waited for a core on this shared machine (compare the forwarder's).`, '',
     '### Targets', '', ...targets.map((t) => `- ${t.replace(/^(met|MISSED)\s+/, '**$1** ')}`),
   ].join('\n');
   return { text, markdown, targets };

@@ -10,7 +10,7 @@
  * - `paced`: one write per event, `gapMs` apart; each delta carries its send time as `t=<ms>;` so the
  *   client can tell how long the proxy held it (clocks: performance.timeOrigin + now(), shared by the host).
  * - `hold`: message_start, the block start and one delta, then one delta per held stream every second
- *   until `release`, which finishes them all. The open-streams memory test.
+ *   (spread over the second) until `release`, which finishes them all. The open-streams memory test.
  *
  * Usage: node dist/bench/upstream.js
  */
@@ -130,9 +130,13 @@ function startHeld(res: http.ServerResponse, events: SseEvent[], tools: boolean)
   held.add(stream);
   res.once('close', () => held.delete(stream));
   if (!holdTicker) {
+    // One delta per stream per second, spread over the second in 20 slices (real streams do not tick in step).
+    let slice = 0;
     holdTicker = setInterval(() => {
-      for (const each of held) each.res.write(stampedDelta(each.tools));
-    }, 1000);
+      let i = 0;
+      for (const each of held) if (i++ % 20 === slice) each.res.write(stampedDelta(each.tools));
+      slice = (slice + 1) % 20;
+    }, 50);
   }
 }
 
