@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const config = parseConfig(benchConfigObject(upstreamUrl), {
     PORT: '0',
     REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' : undefined,
-    REDIS_KEY_PREFIX: process.env.BENCH_KEY_PREFIX,
+    REDIS_PREFIX: process.env.BENCH_KEY_PREFIX,
   });
   const gateway = await startGateway({ config, host: '127.0.0.1' });
   const port = Number(new URL(gateway.url).port);

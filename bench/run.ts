@@ -171,13 +171,30 @@ function redisReachable(url: string): Promise<boolean> {
 
 const script = (name: string) => path.join(__dirname, `${name}.js`);
 
+/** Prefix of every Redis key this run's gateways write; removed at the end. */
+const REDIS_PREFIX = `bench-${process.pid}-${Date.now()}:`;
+
+/** Remove this run's Redis keys (other engineers share the server). */
+async function cleanRedis(url: string): Promise<void> {
+  const { createClient } = await import('redis');
+  const redis = createClient({ url });
+  await redis.connect();
+  try {
+    const keys: string[] = [];
+    for await (const batch of redis.scanIterator({ MATCH: `${REDIS_PREFIX}*`, COUNT: 1000 })) keys.push(...([] as string[]).concat(batch));
+    for (let i = 0; i < keys.length; i += 1000) await redis.del(keys.slice(i, i + 1000));
+  } finally {
+    await redis.quit();
+  }
+}
+
 async function startGatewayChild(label: string, upstream: BenchChild, store: 'memory' | 'redis', logFd: number, options: Options, dist?: string): Promise<Target> {
   const execArgv = options.profile && store === 'memory' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(REPO_ROOT, 'bench', 'profiles')}`] : [];
   const file = dist ? path.join(dist, 'bench', 'gateway.js') : script('gateway');
   const child = await startChild(label, file, [upstream.url, store], {
     stdout: logFd,
     execArgv,
-    env: { BENCH_KEY_PREFIX: `bench-${process.pid}-${Date.now()}:` },
+    env: { BENCH_KEY_PREFIX: REDIS_PREFIX },
   });
   return { label, kind: 'gateway', child };
 }
@@ -464,6 +481,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await Promise.allSettled(children.map((child) => child.stop()));
+    if (options.redis) await cleanRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379').catch(() => undefined);
     try {
       fs.closeSync(logFd);
     } catch {

@@ -104,10 +104,7 @@ async function sendJsonReply(proxyRes: http.IncomingMessage, res: Response, ctx:
     body.model = rename.to;
     text = Buffer.from(JSON.stringify(body));
   }
-  // The body is re-framed with its own length: the upstream's framing headers (a chunked reply) must not
-  // come along, or the client gets both content-length and transfer-encoding, which HTTP forbids.
-  const { 'transfer-encoding': _framing, connection: _connection, 'keep-alive': _keepAlive, ...headers } = proxyRes.headers;
-  res.writeHead(200, { ...headers, 'content-length': String(text.length) });
+  res.writeHead(200, { ...proxyRes.headers, 'content-length': String(text.length) });
   res.end(text);
 }
 
