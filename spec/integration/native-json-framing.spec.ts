@@ -6,8 +6,8 @@
  */
 import http from 'node:http';
 import { expect } from 'chai';
-import { nativeMessage } from './helpers/fake-upstream';
-import { KEYS, startTestGateway, type TestGateway } from './helpers/gateway';
+import { nativeMessage } from '../helpers/fake-upstream';
+import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 
 function post(url: string, body: unknown): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {

@@ -9,12 +9,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { ConfigError, parseConfig } from '../lib/config';
-import { checkClusterConfig, parseWebConcurrency } from '../lib/server';
-import { startFakeUpstream, type FakeUpstream } from './helpers/fake-upstream';
-import { KEYS, testConfigObject } from './helpers/gateway';
+import { ConfigError, parseConfig } from '../../lib/config';
+import { checkClusterConfig, parseWebConcurrency } from '../../lib/server';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+import { KEYS, testConfigObject } from '../helpers/gateway';
 
-const SERVER = path.resolve(__dirname, '..', 'lib', 'server.js');
+const SERVER = path.resolve(__dirname, '..', '..', 'lib', 'server.js');
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
