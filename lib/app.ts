@@ -9,9 +9,13 @@
  *
  * The rate limit counts only authenticated requests for a model the key may use; the credit
  * reservation comes last among the checks so nothing is held for a request a cheaper check refuses.
+ *
+ * Beside the public API: the admin API (`/admin/v1`) and dashboard (`/dashboard`), when ADMIN_TOKEN is set.
  */
 import express, { Router, type Express, type RequestHandler } from 'express';
 import { createLiveCatalogue, type Catalogue } from './catalogue';
+import { createAdminRouter } from './admin/admin-router';
+import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
 import { createFinisher, type FinishHook } from './finish';
@@ -154,6 +158,17 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), chatHandler);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
+  if (config.adminToken) {
+    router.use('/admin/v1', createAdminRouter({
+      store, catalogue, logger, adminToken: config.adminToken, now: clock,
+      aliases: () => source.config.aliases,
+      defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
+    }));
+    router.use('/dashboard', createDashboard());
+    logger.info({ message: 'admin API on at /admin/v1 and dashboard at /dashboard (bearer ADMIN_TOKEN)' });
+  } else {
+    logger.info({ message: 'admin API and dashboard are off: set ADMIN_TOKEN to enable /admin/v1 and /dashboard' });
+  }
   router.use(createNotFound({ routes: PUBLIC_ROUTES }));
   router.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));
   return router;

@@ -107,6 +107,8 @@ export interface GatewayConfig {
   logLevel: string;
   /** From env METRICS_TOKEN: when set, `GET /metrics` needs `Authorization: Bearer <token>`. */
   metricsToken: string | null;
+  /** From env ADMIN_TOKEN: the bearer token of the admin API and dashboard; null turns both off (404). */
+  adminToken: string | null;
 }
 
 export { ConfigError };
@@ -225,6 +227,7 @@ export interface ConfigEnv {
   GATEWAY_STATE_FILE?: string;
   LOG_LEVEL?: string;
   METRICS_TOKEN?: string;
+  ADMIN_TOKEN?: string;
   [name: string]: string | undefined;
 }
 
@@ -233,7 +236,7 @@ export interface ConfigEnv {
  * (aliases and `allowedModels` must name catalogue IDs; ids must be unique).
  *
  * @param raw the parsed config.json
- * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, REDIS_PREFIX, GATEWAY_STATE_FILE, LOG_LEVEL override the file)
+ * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, REDIS_PREFIX, GATEWAY_STATE_FILE, LOG_LEVEL override the file; METRICS_TOKEN, ADMIN_TOKEN)
  * @returns a frozen `GatewayConfig`
  * @throws ConfigError naming the first offending fields
  */
@@ -309,8 +312,27 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     stateFile: env.GATEWAY_STATE_FILE || '.gateway-usage.json',
     logLevel: env.LOG_LEVEL || 'info',
     metricsToken: env.METRICS_TOKEN || null,
+    adminToken: parseAdminToken(env.ADMIN_TOKEN),
   };
   return deepFreeze(config);
+}
+
+/** Shortest ADMIN_TOKEN accepted: it guards every key, so it must not be guessable. */
+export const ADMIN_TOKEN_MIN_LENGTH = 16;
+
+/**
+ * The admin token from env ADMIN_TOKEN: unset or empty turns the admin surface off (null).
+ * @throws ConfigError when it is shorter than 16 characters, has whitespace, or looks like an API key
+ */
+function parseAdminToken(token: string | undefined): string | null {
+  if (!token) return null;
+  if (token.length < ADMIN_TOKEN_MIN_LENGTH || /\s/.test(token)) {
+    throw new ConfigError(`invalid configuration: ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces (try: openssl rand -hex 32)`);
+  }
+  if (token.startsWith('sk-cs4-')) {
+    throw new ConfigError('invalid configuration: ADMIN_TOKEN must not look like an API key (sk-cs4-...); the admin surface has its own token');
+  }
+  return token;
 }
 
 /**

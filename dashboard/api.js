@@ -1,0 +1,71 @@
+// Admin API client of the dashboard. The admin token lives in sessionStorage (this tab only, gone
+// when it closes) and travels only in the Authorization header, never in a URL.
+
+const TOKEN_STORAGE_KEY = 'model-gateway.adminToken';
+const API_BASE = '/admin/v1';
+
+/** An error answered by the admin API: `status` is the HTTP status, `message` the API's own words. */
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+  }
+}
+
+export function readToken() {
+  return sessionStorage.getItem(TOKEN_STORAGE_KEY);
+}
+
+export function storeToken(token) {
+  sessionStorage.setItem(TOKEN_STORAGE_KEY, token);
+}
+
+export function forgetToken() {
+  sessionStorage.removeItem(TOKEN_STORAGE_KEY);
+}
+
+/**
+ * Call the admin API. Resolves with the parsed JSON reply; rejects with ApiError carrying the
+ * message of the gateway's error body (`{"type":"error","error":{"type","message"}}`), or a
+ * description of the network failure.
+ */
+export async function callApi(method, path, body, token = readToken()) {
+  const headers = { authorization: `Bearer ${token ?? ''}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let response;
+  try {
+    response = await fetch(API_BASE + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: 'no-store',
+      credentials: 'omit',
+    });
+  } catch (err) {
+    throw new ApiError(0, `The gateway could not be reached (${err.message}).`);
+  }
+  const text = await response.text();
+  let payload = null;
+  try {
+    payload = text ? JSON.parse(text) : null;
+  } catch {
+    payload = null;
+  }
+  if (!response.ok) {
+    const message = payload?.error?.message ?? `The gateway answered ${response.status} ${response.statusText}.`;
+    throw new ApiError(response.status, message);
+  }
+  return payload;
+}
+
+export const api = {
+  listKeys: () => callApi('GET', '/keys'),
+  getKey: (id) => callApi('GET', `/keys/${encodeURIComponent(id)}`),
+  createKey: (fields) => callApi('POST', '/keys', fields),
+  updateKey: (id, patch) => callApi('PATCH', `/keys/${encodeURIComponent(id)}`, patch),
+  rotateKey: (id, gracePeriodSeconds) => callApi('POST', `/keys/${encodeURIComponent(id)}/rotate`, { gracePeriodSeconds }),
+  revokeKey: (id) => callApi('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+  usage: (id, month) => callApi('GET', `/keys/${encodeURIComponent(id)}/usage?month=${encodeURIComponent(month)}`),
+  models: () => callApi('GET', '/models'),
+};

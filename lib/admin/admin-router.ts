@@ -1,0 +1,180 @@
+/**
+ * The admin API, mounted at `/admin/v1` when ADMIN_TOKEN is set: list, create, read, change, rotate
+ * and revoke keys, read a key's usage, read the catalogue. Every change is one store call, so it holds
+ * on the next API request of every instance sharing the store, and writes one audit log line
+ * (who "admin", what, key id; never a secret).
+ *
+ * Errors are GatewayErrors, rendered by the gateway's error handler in its native shape:
+ * `{"type":"error","error":{"type","message"},"request_id"}`.
+ */
+import express, { Router, type Request, type RequestHandler } from 'express';
+import type { Catalogue } from '../catalogue';
+import { getContext } from '../context';
+import { errors, GatewayError } from '../errors';
+import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys';
+import type { Logger } from '../logger';
+import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
+import { mapBodyParserError } from '../../middleware/json-body';
+import { createAdminAuth } from './admin-auth';
+import { createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
+import { formatKeyView, formatUtcMonth, isUtcMonth, monthResetsAt, summariseUsage } from './key-view';
+
+export interface AdminRouterOptions {
+  store: GatewayStore;
+  catalogue: Catalogue;
+  /** Alias -> canonical catalogue ID, shown next to each model (read per request: the config may be reloaded). */
+  aliases: () => Readonly<Record<string, string>>;
+  logger: Logger;
+  /** The ADMIN_TOKEN every request must carry as a bearer token. */
+  adminToken: string;
+  /** Rate limit of a key created without one, requests per minute (read per request). */
+  defaultRateLimitPerMinute: () => number;
+  /** Clock, epoch ms (the current UTC month and rotation expiries). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Largest admin request body, in bytes. */
+const BODY_LIMIT_BYTES = 64 * 1024;
+
+const conflict = (message: string) => new GatewayError(409, 'invalid_request_error', message, { chatCode: 'conflict' });
+
+/** Admin bodies: JSON when present (415 otherwise); no body at all is read as absent. */
+function createAdminJsonBody(): RequestHandler {
+  const parse = express.json({ limit: BODY_LIMIT_BYTES, strict: false, type: () => true });
+  return (req, res, next) => {
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (!hasBody) return next();
+    if (!/^\s*application\/json\s*(;|$)/i.test(req.headers['content-type'] ?? '')) {
+      return next(errors.unsupportedMediaType('admin request bodies must have content-type: application/json'));
+    }
+    parse(req, res, (err?: unknown) => next(err ? mapBodyParserError(err as { type?: string }, BODY_LIMIT_BYTES) : undefined));
+  };
+}
+
+/** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
+export function createAdminRouter(options: AdminRouterOptions): Router {
+  const { store, catalogue, logger } = options;
+  const now = options.now ?? Date.now;
+  const validators = createAdminValidators(catalogue.models.map((model) => model.id));
+  const router = Router({ strict: false });
+
+  /** One audit line per change. `changes` holds settings only, never a secret. */
+  const audit = (req: Request, action: string, keyId: string, changes: Record<string, unknown> = {}) => {
+    logger.info({ message: 'admin audit', who: 'admin', action, key_id: keyId, changes, request_id: getContext(req.res!)?.requestId });
+  };
+
+  const requireKey = async (id: string): Promise<KeyRecord> => {
+    const key = await store.getKey(id);
+    if (!key) throw errors.notFound(`no key with id "${id.slice(0, 100)}"`);
+    return key;
+  };
+
+  const viewOf = async (key: KeyRecord) => {
+    const month = formatUtcMonth(now());
+    return formatKeyView(key, month, await store.getMonthSpend(key.id, month));
+  };
+
+  router.use((_req, res, next) => {
+    // Replies may hold a secret shown once: no cache may keep them.
+    res.setHeader('cache-control', 'no-store');
+    next();
+  });
+  router.use(createAdminAuth({ token: options.adminToken }));
+  router.use(createAdminJsonBody());
+
+  router.get('/keys', async (_req, res) => {
+    const month = formatUtcMonth(now());
+    const keys = await store.listKeys();
+    keys.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    const data = await Promise.all(keys.map(async (key) => formatKeyView(key, month, await store.getMonthSpend(key.id, month))));
+    res.json({ data, month, monthResetsAt: monthResetsAt(month) });
+  });
+
+  router.post('/keys', async (req, res) => {
+    const body = validators.createKey(req.body);
+    const id = body.id ?? `key_${randomBase62(16)}`;
+    if (await store.getKey(id)) throw conflict(`a key with id "${id}" already exists`);
+    const secret = generateSecret();
+    const key = await store.createKey({
+      id,
+      name: body.name,
+      secret: { sha256: hashSecret(secret), expiresAt: null },
+      last4: lastFour(secret),
+      rateLimitPerMinute: body.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
+      allowedModels: body.allowedModels ?? null,
+      monthlyCreditCap: body.monthlyCreditCap ?? null,
+      createdAt: new Date(now()).toISOString(),
+    });
+    audit(req, 'key.create', key.id, {
+      name: key.name, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels, monthlyCreditCap: key.monthlyCreditCap,
+    });
+    res.status(201).json({ key: await viewOf(key), secret });
+  });
+
+  router.get('/keys/:id', async (req, res) => {
+    res.json(await viewOf(await requireKey(String(req.params.id))));
+  });
+
+  router.patch('/keys/:id', async (req, res) => {
+    const id = String(req.params.id);
+    await requireKey(id);
+    const patch: KeyPatch = validators.patchKey(req.body);
+    const key = await store.updateKey(id, patch);
+    audit(req, 'key.update', id, { ...patch });
+    res.json(await viewOf(key));
+  });
+
+  router.post('/keys/:id/rotate', async (req, res) => {
+    const id = String(req.params.id);
+    const current = await requireKey(id);
+    if (current.revoked) throw conflict(`key "${id}" is revoked; a revoked key cannot be rotated`);
+    const { gracePeriodSeconds = DEFAULT_GRACE_PERIOD_SECONDS } = validators.rotateKey(req.body ?? {});
+    const secret = generateSecret();
+    const at = now();
+    const key = await store.rotateKey(id, { sha256: hashSecret(secret), expiresAt: null }, lastFour(secret), gracePeriodSeconds * 1000, at);
+    audit(req, 'key.rotate', id, { gracePeriodSeconds });
+    res.json({
+      key: await viewOf(key),
+      secret,
+      previousSecretExpiresAt: new Date(at + gracePeriodSeconds * 1000).toISOString(),
+    });
+  });
+
+  router.post('/keys/:id/revoke', async (req, res) => {
+    const id = String(req.params.id);
+    const current = await requireKey(id);
+    validators.revokeKey(req.body ?? {});
+    const key = current.revoked ? current : await store.updateKey(id, { revoked: true });
+    if (!current.revoked) audit(req, 'key.revoke', id);
+    res.json(await viewOf(key));
+  });
+
+  router.get('/keys/:id/usage', async (req, res) => {
+    const id = String(req.params.id);
+    const key = await requireKey(id);
+    const monthParam = req.query.month;
+    if (monthParam !== undefined && (typeof monthParam !== 'string' || !isUtcMonth(monthParam))) {
+      throw errors.invalidRequest('month: must be a UTC calendar month written YYYY-MM, e.g. 2025-07');
+    }
+    const month = (monthParam as string | undefined) ?? formatUtcMonth(now());
+    const { models, totals } = summariseUsage(await store.getUsage(id, month));
+    res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals });
+  });
+
+  router.get('/models', (_req, res) => {
+    const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);
+    res.json({
+      data: catalogue.models.map((model) => ({
+        id: model.id,
+        displayName: model.displayName ?? model.id,
+        aliases: aliasesOf(model.id),
+        pricing: model.pricing,
+      })),
+    });
+  });
+
+  router.use((req, _res, next) => {
+    next(errors.notFound(`no admin route for ${req.method} ${req.baseUrl}${req.path.slice(0, 200)}; see the README, "Dashboard and admin API"`));
+  });
+  return router;
+}

@@ -1,0 +1,96 @@
+/**
+ * Request bodies of the admin API, as JSON schemas compiled once with ajv. A failure is a 400 whose
+ * message names the field and says what is allowed.
+ */
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { errors } from '../errors';
+import { describeValidationError } from '../../middleware/validate-body';
+
+/** Longest grace period a rotation may give the old secret: 30 days, in seconds. */
+export const MAX_GRACE_PERIOD_SECONDS = 30 * 24 * 3600;
+/** Grace period of a rotation that names none: 24 hours, in seconds. */
+export const DEFAULT_GRACE_PERIOD_SECONDS = 24 * 3600;
+
+/** `POST /admin/v1/keys`. */
+export interface CreateKeyBody {
+  id?: string;
+  name: string;
+  rateLimitPerMinute?: number;
+  allowedModels?: string[] | null;
+  monthlyCreditCap?: number | null;
+}
+
+/** `PATCH /admin/v1/keys/:id`: at least one field. */
+export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id'>>;
+
+/** `POST /admin/v1/keys/:id/rotate`. */
+export interface RotateKeyBody {
+  /** Seconds the old secret keeps working. Default 86400 (24 h); 0 ends it at once. */
+  gracePeriodSeconds?: number;
+}
+
+export interface AdminValidators {
+  createKey(body: unknown): CreateKeyBody;
+  patchKey(body: unknown): PatchKeyBody;
+  rotateKey(body: unknown): RotateKeyBody;
+  /** Revocation takes no fields; an empty object (or no body) is accepted. */
+  revokeKey(body: unknown): Record<string, never>;
+}
+
+/** The editable fields of a key; `modelIds` are the catalogue IDs `allowedModels` may name. */
+function keyFieldSchemas(modelIds: readonly string[]): Record<string, object> {
+  return {
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    rateLimitPerMinute: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+    allowedModels: { type: ['array', 'null'], minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...modelIds] } },
+    monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
+  };
+}
+
+/** One readable sentence for an ajv error of an admin body. */
+export function describeAdminValidationError(error: ErrorObject, schema: { properties?: Record<string, unknown> }): string {
+  const allowed = Object.keys(schema.properties ?? {}).join(', ') || 'none';
+  if (error.keyword === 'additionalProperties') {
+    const where = error.instancePath ? `${error.instancePath.slice(1).replace(/\//g, '.')}: ` : '';
+    return `${where}unknown field "${String(error.params.additionalProperty)}" (fields: ${allowed})`;
+  }
+  if (error.keyword === 'minProperties') return `give at least one field to change (fields: ${allowed})`;
+  if (error.keyword === 'uniqueItems') return `${error.instancePath.slice(1)}: lists a model twice`;
+  if (error.keyword === 'enum' && /^\/allowedModels\/\d+$/.test(error.instancePath)) {
+    return `allowedModels: not a catalogue model id; use ids from GET /admin/v1/models (${(error.params.allowedValues as string[]).join(', ')})`;
+  }
+  return describeValidationError(error).message;
+}
+
+/** Compile the admin body validators for a catalogue. Each returns the body or throws a 400 GatewayError. */
+export function createAdminValidators(modelIds: readonly string[]): AdminValidators {
+  const ajv = new Ajv({ allErrors: false, strict: true });
+  const fields = keyFieldSchemas(modelIds);
+  const schemas = {
+    createKey: {
+      type: 'object', additionalProperties: false, required: ['name'],
+      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, ...fields },
+    },
+    patchKey: { type: 'object', additionalProperties: false, minProperties: 1, properties: fields },
+    rotateKey: {
+      type: 'object', additionalProperties: false,
+      properties: { gracePeriodSeconds: { type: 'integer', minimum: 0, maximum: MAX_GRACE_PERIOD_SECONDS } },
+    },
+    revokeKey: { type: 'object', additionalProperties: false, properties: {} },
+  };
+  const compile = <T>(schema: { properties?: Record<string, unknown> }) => {
+    const validate: ValidateFunction = ajv.compile(schema);
+    return (body: unknown): T => {
+      if (validate(body)) return body as T;
+      const error = validate.errors![0];
+      if (error.instancePath === '' && error.keyword === 'type') throw errors.invalidRequest('request body must be a JSON object');
+      throw errors.invalidRequest(describeAdminValidationError(error, schema));
+    };
+  };
+  return {
+    createKey: compile<CreateKeyBody>(schemas.createKey),
+    patchKey: compile<PatchKeyBody>(schemas.patchKey),
+    rotateKey: compile<RotateKeyBody>(schemas.rotateKey),
+    revokeKey: compile<Record<string, never>>(schemas.revokeKey),
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * What the admin API shows of a key and its month: never a secret, only the last 4 characters.
+ */
+import type { KeyRecord, UsageTotals } from '../store/types';
+
+/** A key as `GET /admin/v1/keys` lists it. */
+export interface KeyView {
+  id: string;
+  name: string;
+  /** Last 4 characters of the current secret. */
+  last4: string;
+  /** ISO 8601. */
+  createdAt: string;
+  status: 'active' | 'revoked';
+  keyGroup: string;
+  /** Requests per minute. */
+  rateLimitPerMinute: number;
+  /** Catalogue IDs; null means every model. */
+  allowedModels: string[] | null;
+  /** Credits per UTC calendar month; null means no cap. */
+  monthlyCreditCap: number | null;
+  /** Settled credits of the current UTC month. */
+  spend: { month: string; credits: number };
+}
+
+/** `YYYY-MM` of the UTC calendar month holding `epochMs`. */
+export function formatUtcMonth(epochMs: number): string {
+  return new Date(epochMs).toISOString().slice(0, 7);
+}
+
+/** ISO time of 00:00 UTC on the 1st of the month after `month` (`YYYY-MM`), when its cap resets. */
+export function monthResetsAt(month: string): string {
+  const [year, monthNumber] = month.split('-').map(Number);
+  return new Date(Date.UTC(year, monthNumber, 1)).toISOString();
+}
+
+/** Whether `text` is a `YYYY-MM` month (01-12). */
+export function isUtcMonth(text: string): boolean {
+  return /^\d{4}-(0[1-9]|1[0-2])$/.test(text);
+}
+
+/** The admin view of a key, with its spend in `month`. */
+export function formatKeyView(key: KeyRecord, month: string, credits: number): KeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    last4: key.last4,
+    createdAt: key.createdAt,
+    status: key.revoked ? 'revoked' : 'active',
+    keyGroup: key.keyGroup,
+    rateLimitPerMinute: key.rateLimitPerMinute,
+    allowedModels: key.allowedModels,
+    monthlyCreditCap: key.monthlyCreditCap,
+    spend: { month, credits },
+  };
+}
+
+/** Usage totals of a key for one month: per model (sorted by credits, highest first) and summed. */
+export function summariseUsage(rows: UsageTotals[]): { models: UsageTotals[]; totals: Omit<UsageTotals, 'model'> } {
+  const models = [...rows].sort((a, b) => b.credits - a.credits || a.model.localeCompare(b.model));
+  const totals = { requests: 0, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0 };
+  for (const row of models) {
+    totals.requests += row.requests;
+    totals.inputTokens += row.inputTokens;
+    totals.outputTokens += row.outputTokens;
+    totals.cacheCreationInputTokens += row.cacheCreationInputTokens;
+    totals.cacheReadInputTokens += row.cacheReadInputTokens;
+    totals.credits += row.credits;
+  }
+  return { models, totals };
+}
