@@ -1,0 +1,298 @@
+import { expect } from 'chai';
+import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** Call the admin API of `gateway` (as the admin unless `token` says otherwise). */
+export async function admin(gateway: TestGateway, method: string, path: string, body?: unknown, token: string | null = ADMIN_TOKEN) {
+  const headers: Record<string, string> = {};
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${gateway.url}/admin/v1${path}`, {
+    method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as any };
+}
+
+/** A native request with `secret`; resolves with the status. */
+export async function sendMessage(gateway: TestGateway, secret: string, model = 'model-sonnet-4.6'): Promise<number> {
+  const response = await fetch(`${gateway.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'x-api-key': secret, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+    body: JSON.stringify({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] }),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+function expectAdminError(reply: { status: number; body: any }, status: number, type: string, message: RegExp) {
+  expect(reply.status, JSON.stringify(reply.body)).to.equal(status);
+  expect(reply.body.type).to.equal('error');
+  expect(reply.body.error.type).to.equal(type);
+  expect(reply.body.error.message).to.match(message);
+  expect(reply.body.request_id).to.match(/^req_/);
+}
+
+describe('admin API', () => {
+  let gateway: TestGateway;
+  beforeEach(async () => {
+    gateway = await startTestGateway({ env: { ADMIN_TOKEN } });
+  });
+  afterEach(async () => {
+    await gateway.close();
+  });
+
+  describe('auth', () => {
+    it('refuses a missing, wrong, or API-key token with 401 on every route', async () => {
+      const routes: Array<[string, string, unknown?]> = [
+        ['GET', '/keys'], ['POST', '/keys', { name: 'x' }], ['GET', '/keys/team-all'], ['PATCH', '/keys/team-all', { name: 'x' }],
+        ['POST', '/keys/team-all/rotate', {}], ['POST', '/keys/team-all/revoke', {}], ['GET', '/keys/team-all/usage'], ['GET', '/models'],
+        ['GET', '/no-such-route'],
+      ];
+      for (const [method, path, body] of routes) {
+        expectAdminError(await admin(gateway, method, path, body, null), 401, 'authentication_error', /missing admin token/);
+        expectAdminError(await admin(gateway, method, path, body, `${ADMIN_TOKEN}x`), 401, 'authentication_error', /invalid admin token/);
+        expectAdminError(await admin(gateway, method, path, body, KEYS.all), 401, 'authentication_error', /invalid admin token/);
+      }
+      // Nothing was changed by the refused calls.
+      expect((await admin(gateway, 'GET', '/keys/team-all')).body).to.include({ name: 'team-all', status: 'active' });
+      expect((await admin(gateway, 'GET', '/keys')).body.data).to.have.length(3);
+    });
+
+    it('does not read x-api-key, even with the admin token in it', async () => {
+      const response = await fetch(`${gateway.url}/admin/v1/keys`, { headers: { 'x-api-key': ADMIN_TOKEN } });
+      expect(response.status).to.equal(401);
+    });
+
+    it('sends no-store on every admin reply', async () => {
+      expect((await admin(gateway, 'GET', '/keys')).headers.get('cache-control')).to.equal('no-store');
+      expect((await admin(gateway, 'GET', '/keys', undefined, null)).headers.get('cache-control')).to.equal('no-store');
+    });
+  });
+
+  it('GET /keys lists every key with status, limits and this month\'s spend, never a secret', async () => {
+    const reply = await admin(gateway, 'GET', '/keys');
+    expect(reply.status).to.equal(200);
+    expect(reply.body.month).to.match(/^\d{4}-\d{2}$/);
+    expect(reply.body.monthResetsAt).to.match(/-01T00:00:00.000Z$/);
+    const byId = Object.fromEntries(reply.body.data.map((key: any) => [key.id, key]));
+    expect(byId['team-haiku']).to.deep.include({
+      name: 'team-haiku', last4: KEYS.haikuOnly.slice(-4), status: 'active', rateLimitPerMinute: 100000,
+      allowedModels: ['model-haiku-4.5'], monthlyCreditCap: null, spend: { month: reply.body.month, credits: 0 },
+    });
+    expect(byId['team-revoked'].status).to.equal('revoked');
+    const text = JSON.stringify(reply.body);
+    for (const secret of Object.values(KEYS)) expect(text).not.to.include(secret);
+    expect(text).not.to.match(/sha256|[0-9a-f]{64}/);
+  });
+
+  it('POST /keys creates a key whose secret is returned once and works at once', async () => {
+    const created = await admin(gateway, 'POST', '/keys', { name: 'Search team', rateLimitPerMinute: 20, monthlyCreditCap: 50, allowedModels: ['model-haiku-4.5'] });
+    expect(created.status).to.equal(201);
+    const { key, secret } = created.body;
+    expect(secret).to.match(/^sk-cs4-[A-Za-z0-9]{40}$/);
+    expect(key).to.deep.include({ name: 'Search team', last4: secret.slice(-4), status: 'active', rateLimitPerMinute: 20, monthlyCreditCap: 50, allowedModels: ['model-haiku-4.5'] });
+    expect(key.id).to.match(/^key_[A-Za-z0-9]{16}$/);
+    expect(await sendMessage(gateway, secret, 'model-haiku-4.5')).to.equal(200);
+    expect(await sendMessage(gateway, secret, 'model-sonnet-4.6')).to.equal(403);
+    // Shown once: reading the key again never returns the secret.
+    expect(JSON.stringify((await admin(gateway, 'GET', `/keys/${key.id}`)).body)).not.to.include(secret);
+    expect(JSON.stringify((await admin(gateway, 'GET', '/keys')).body)).not.to.include(secret);
+  });
+
+  it('POST /keys takes a chosen id and defaults the rate limit; a taken id is 409', async () => {
+    const created = await admin(gateway, 'POST', '/keys', { id: 'ops.batch-1', name: 'Batch' });
+    expect(created.status).to.equal(201);
+    expect(created.body.key).to.deep.include({ id: 'ops.batch-1', rateLimitPerMinute: 60, allowedModels: null, monthlyCreditCap: null });
+    expectAdminError(await admin(gateway, 'POST', '/keys', { id: 'ops.batch-1', name: 'Again' }), 409, 'invalid_request_error', /already exists/);
+    expectAdminError(await admin(gateway, 'POST', '/keys', { id: 'team-all', name: 'Again' }), 409, 'invalid_request_error', /already exists/);
+  });
+
+  describe('bad bodies', () => {
+    it('are 400 (or 415) in the one error shape, naming the problem', async () => {
+      expectAdminError(await admin(gateway, 'POST', '/keys', '{"name": '), 400, 'invalid_request_error', /not valid JSON/);
+      expectAdminError(await admin(gateway, 'POST', '/keys', '[]'), 400, 'invalid_request_error', /must be a JSON object/);
+      expectAdminError(await admin(gateway, 'POST', '/keys'), 400, 'invalid_request_error', /must be a JSON object/);
+      expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', allowedModels: ['opus'] }), 400, 'invalid_request_error', /allowedModels: not a catalogue model id/);
+      expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', rateLimitPerMinute: 'fast' }), 400, 'invalid_request_error', /rateLimitPerMinute: must be integer/);
+      expectAdminError(await admin(gateway, 'PATCH', '/keys/team-all', {}), 400, 'invalid_request_error', /at least one field/);
+      expectAdminError(await admin(gateway, 'PATCH', '/keys/team-all', { revoked: false }), 400, 'invalid_request_error', /unknown field "revoked"/);
+      expectAdminError(await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 'a day' }), 400, 'invalid_request_error', /gracePeriodSeconds: must be integer/);
+      expectAdminError(await admin(gateway, 'POST', '/keys/team-all/revoke', { now: true }), 400, 'invalid_request_error', /unknown field "now"/);
+      const wrongType = await fetch(`${gateway.url}/admin/v1/keys`, {
+        method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: 'name=x',
+      });
+      expectAdminError({ status: wrongType.status, body: await wrongType.json() }, 415, 'invalid_request_error', /content-type: application\/json/);
+      const tooLarge = await admin(gateway, 'POST', '/keys', { name: 'x'.repeat(70 * 1024) });
+      expectAdminError(tooLarge, 413, 'request_too_large', /larger than the limit of 65536 bytes/);
+      // Nothing was created or changed.
+      expect((await admin(gateway, 'GET', '/keys')).body.data).to.have.length(3);
+      expect((await admin(gateway, 'GET', '/keys/team-all')).body.status).to.equal('active');
+    });
+
+    it('unknown keys and routes are 404; a bad month is 400', async () => {
+      for (const [method, path, body] of [['GET', '/keys/nope'], ['PATCH', '/keys/nope', { name: 'x' }], ['POST', '/keys/nope/rotate'], ['POST', '/keys/nope/revoke'], ['GET', '/keys/nope/usage']] as const) {
+        expectAdminError(await admin(gateway, method, path, body), 404, 'not_found_error', /no key with id "nope"/);
+      }
+      expectAdminError(await admin(gateway, 'DELETE', '/keys/team-all'), 404, 'not_found_error', /no admin route for DELETE \/admin\/v1\/keys\/team-all/);
+      expectAdminError(await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-13'), 400, 'invalid_request_error', /month: must be a UTC calendar month written YYYY-MM/);
+      expectAdminError(await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-01&month=2025-02'), 400, 'invalid_request_error', /month:/);
+    });
+  });
+
+  it('PATCH /keys/:id changes limits, effective on the next API request', async () => {
+    expect(await sendMessage(gateway, KEYS.all, 'model-sonnet-4.6')).to.equal(200);
+    const patched = await admin(gateway, 'PATCH', '/keys/team-all', { name: 'Everything team', allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 7, monthlyCreditCap: 3 });
+    expect(patched.status).to.equal(200);
+    expect(patched.body).to.deep.include({ id: 'team-all', name: 'Everything team', allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 7, monthlyCreditCap: 3 });
+    expect(await sendMessage(gateway, KEYS.all, 'model-sonnet-4.6')).to.equal(403);
+    expect(await sendMessage(gateway, KEYS.all, 'haiku')).to.equal(200);
+    const cleared = await admin(gateway, 'PATCH', '/keys/team-all', { allowedModels: null, monthlyCreditCap: null });
+    expect(cleared.body).to.deep.include({ allowedModels: null, monthlyCreditCap: null, rateLimitPerMinute: 7, name: 'Everything team' });
+    expect(await sendMessage(gateway, KEYS.all, 'model-sonnet-4.6')).to.equal(200);
+  });
+
+  it('POST /keys/:id/rotate issues a new secret; the old one works for the grace period only', async () => {
+    const rotated = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 3600 });
+    expect(rotated.status).to.equal(200);
+    const { secret, key, previousSecretExpiresAt } = rotated.body;
+    expect(secret).to.match(/^sk-cs4-/).and.not.equal(KEYS.all);
+    expect(key).to.deep.include({ id: 'team-all', last4: secret.slice(-4), rateLimitPerMinute: 100000 });
+    const graceEnds = Date.parse(previousSecretExpiresAt) - Date.now();
+    expect(graceEnds).to.be.greaterThan(3500_000).and.at.most(3600_000);
+    expect(await sendMessage(gateway, secret)).to.equal(200);
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+
+    // No grace: the previous secret (the one just issued) stops at once; the default is 24 h.
+    const again = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 0 });
+    expect(await sendMessage(gateway, secret)).to.equal(401);
+    expect(await sendMessage(gateway, again.body.secret)).to.equal(200);
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    const byDefault = await admin(gateway, 'POST', '/keys/team-haiku/rotate');
+    expect(Date.parse(byDefault.body.previousSecretExpiresAt) - Date.now()).to.be.greaterThan(23 * 3600_000);
+    expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(200);
+  });
+
+  it('POST /keys/:id/revoke refuses the key on its next request, leaves others alone, and is idempotent', async () => {
+    const rotated = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 3600 });
+    const revoked = await admin(gateway, 'POST', '/keys/team-all/revoke');
+    expect(revoked.status).to.equal(200);
+    expect(revoked.body).to.deep.include({ id: 'team-all', status: 'revoked' });
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(401);
+    expect(await sendMessage(gateway, rotated.body.secret)).to.equal(401);
+    expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(200);
+    expect((await admin(gateway, 'POST', '/keys/team-all/revoke', {})).body.status).to.equal('revoked');
+    expectAdminError(await admin(gateway, 'POST', '/keys/team-all/rotate'), 409, 'invalid_request_error', /revoked; a revoked key cannot be rotated/);
+  });
+
+  it('GET /keys/:id/usage reports requests, tokens and credits per model for a month', async () => {
+    const store = gateway.gateway.store;
+    const settle = async (month: string, model: string, inputTokens: number, outputTokens: number, credits: number) => {
+      const held = await store.reserveCredits('team-all', month, 1, null, 60_000);
+      if (!held.ok) throw new Error('reservation refused');
+      await store.settleCredits(held.reservation, { model, inputTokens, outputTokens, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits });
+    };
+    await settle('2025-03', 'model-sonnet-4.6', 100, 50, 0.00105);
+    await settle('2025-03', 'model-sonnet-4.6', 200, 10, 0.00075);
+    await settle('2025-03', 'model-haiku-4.5', 1000, 1000, 0.006);
+    await settle('2025-04', 'model-haiku-4.5', 1, 1, 0.000006);
+
+    const march = await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-03');
+    expect(march.status).to.equal(200);
+    expect(march.body).to.deep.include({ keyId: 'team-all', month: '2025-03', monthResetsAt: '2025-04-01T00:00:00.000Z', monthlyCreditCap: null });
+    expect(march.body.models.map((row: any) => [row.model, row.requests, row.inputTokens, row.outputTokens])).to.deep.equal([
+      ['model-haiku-4.5', 1, 1000, 1000],
+      ['model-sonnet-4.6', 2, 300, 60],
+    ]);
+    expect(march.body.models[1].credits).to.be.closeTo(0.0018, 1e-12);
+    expect(march.body.totals).to.deep.include({ requests: 3, inputTokens: 1300, outputTokens: 1060 });
+    expect((await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-05')).body.models).to.deep.equal([]);
+    const current = await admin(gateway, 'GET', '/keys/team-all/usage');
+    expect(current.body.month).to.equal(new Date().toISOString().slice(0, 7));
+  });
+
+  it('GET /models lists the catalogue with pricing and aliases', async () => {
+    const reply = await admin(gateway, 'GET', '/models');
+    expect(reply.status).to.equal(200);
+    expect(reply.body.data).to.have.length(gateway.config.models.length);
+    expect(reply.body.data.find((model: any) => model.id === 'model-haiku-4.5')).to.deep.equal({
+      id: 'model-haiku-4.5', displayName: 'model-haiku-4.5', aliases: ['haiku'],
+      pricing: { inputPerMillion: 1, outputPerMillion: 5, cacheWritePerMillion: 1.25, cacheReadPerMillion: 0.1 },
+    });
+  });
+
+  it('writes one audit line per change (who, what, key id) and never a secret', async () => {
+    const created = await admin(gateway, 'POST', '/keys', { name: 'Audited', monthlyCreditCap: 9 });
+    const id = created.body.key.id;
+    await admin(gateway, 'PATCH', `/keys/${id}`, { rateLimitPerMinute: 3 });
+    const rotated = await admin(gateway, 'POST', `/keys/${id}/rotate`, { gracePeriodSeconds: 60 });
+    await admin(gateway, 'POST', `/keys/${id}/revoke`);
+    await admin(gateway, 'POST', `/keys/${id}/revoke`);
+    await admin(gateway, 'GET', '/keys');
+    await admin(gateway, 'PATCH', `/keys/${id}`, { rateLimitPerMinute: 'x' });
+    const audit = gateway.logLines.filter((line) => line.message === 'admin audit');
+    expect(audit.map((line) => [line.who, line.action, line.key_id])).to.deep.equal([
+      ['admin', 'key.create', id], ['admin', 'key.update', id], ['admin', 'key.rotate', id], ['admin', 'key.revoke', id],
+    ]);
+    expect(audit[0].changes).to.deep.include({ name: 'Audited', monthlyCreditCap: 9 });
+    expect(audit[1].changes).to.deep.equal({ rateLimitPerMinute: 3 });
+    expect(audit[2].changes).to.deep.equal({ gracePeriodSeconds: 60 });
+    const everything = JSON.stringify(gateway.logLines);
+    expect(everything).not.to.include(created.body.secret);
+    expect(everything).not.to.include(rotated.body.secret);
+    expect(everything).not.to.include(ADMIN_TOKEN);
+  });
+});
+
+describe('admin API off', () => {
+  it('answers 404 on /admin/v1 and /dashboard when ADMIN_TOKEN is unset, and says so at start', async () => {
+    const gateway = await startTestGateway();
+    try {
+      for (const path of ['/admin/v1/keys', '/admin/v1/models', '/dashboard', '/dashboard/', '/dashboard/app.js']) {
+        const response = await fetch(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        expect(response.status, path).to.equal(404);
+        expect(((await response.json()) as any).error.type).to.equal('not_found_error');
+      }
+      expect(gateway.logLines.some((line) => /admin API and dashboard are off: set ADMIN_TOKEN/.test(line.message))).to.equal(true);
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('says at start that it is on when ADMIN_TOKEN is set', async () => {
+    const gateway = await startTestGateway({ env: { ADMIN_TOKEN } });
+    try {
+      expect(gateway.logLines.some((line) => /admin API on at \/admin\/v1/.test(line.message))).to.equal(true);
+      expect(JSON.stringify(gateway.logLines)).not.to.include(ADMIN_TOKEN);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe('dashboard files', () => {
+  let gateway: TestGateway;
+  before(async () => {
+    gateway = await startTestGateway({ env: { ADMIN_TOKEN } });
+  });
+  after(async () => {
+    await gateway.close();
+  });
+
+  it('serves the page and its scripts with a strict content policy and no token in them', async () => {
+    const page = await fetch(`${gateway.url}/dashboard/`);
+    expect(page.status).to.equal(200);
+    expect(page.headers.get('content-type')).to.match(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).to.match(/script-src 'self'.*frame-ancestors 'none'/);
+    expect(page.headers.get('x-frame-options')).to.equal('DENY');
+    expect(await page.text()).to.include('<title>Model Gateway · Keys</title>');
+    for (const asset of ['app.js', 'api.js', 'chart.js', 'style.css']) {
+      const response = await fetch(`${gateway.url}/dashboard/${asset}`);
+      expect(response.status, asset).to.equal(200);
+      expect(await response.text()).not.to.include(ADMIN_TOKEN);
+    }
+    const bare = await fetch(`${gateway.url}/dashboard`, { redirect: 'manual' });
+    expect(bare.status).to.equal(301);
+    expect(bare.headers.get('location')).to.equal('/dashboard/');
+  });
+});
