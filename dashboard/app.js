@@ -108,7 +108,7 @@ function keyRow(key) {
   }
   const models = key.allowedModels === null ? 'all' : key.allowedModels.join(', ');
   return el('tr', { 'data-key-id': key.id },
-    el('th', { scope: 'row', 'data-label': 'Name' }, el('div', {}, el('span', { class: 'key-name' }, key.name), el('span', { class: 'subtle key-id' }, key.id))),
+    el('th', { scope: 'row', 'data-label': 'Name' }, el('div', {}, el('span', { class: 'key-name' }, key.name), key.id === key.name ? '' : el('span', { class: 'subtle key-id' }, key.id))),
     el('td', { 'data-label': 'Key' }, el('code', {}, `sk-cs4-…${key.last4}`)),
     el('td', { 'data-label': 'Status' }, el('span', { class: `badge ${key.status}` }, key.status)),
     el('td', { 'data-label': 'Rate limit' }, `${formatCount(key.rateLimitPerMinute)}/min`),

@@ -1,0 +1,203 @@
+/**
+ * The dashboard end to end in a real browser: Debian's chromium, driven by playwright-core, against a
+ * test gateway (fake upstream on 127.0.0.1). Sign in, create a key, use it, see its usage, rotate it,
+ * revoke it, see it refused. Saves a screenshot (env DASHBOARD_SCREENSHOT, default
+ * dist/dashboard.png; `npm run screenshot:dashboard` refreshes docs/dashboard.png).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { ADMIN_TOKEN, sendMessage } from '../integration/admin-api.spec';
+
+/** Debian's chromium; `.ci/run` installs it when missing (the suite fails, not skips, without it). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SCREENSHOT = path.resolve(process.env.DASHBOARD_SCREENSHOT ?? path.join(__dirname, '..', '..', 'dashboard.png'));
+
+const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync',
+];
+
+/** Resolves when `check` passes, retrying while the gateway settles the usage of the last reply. */
+async function eventually(check: () => Promise<void>, attempts = 40): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await check();
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+describe('dashboard in a real browser', function () {
+  this.timeout(180_000);
+  let gateway: TestGateway;
+  let context: BrowserContext;
+  let page: Page;
+  let userDataDir: string;
+  const consoleErrors: string[] = [];
+
+  before(async () => {
+    expect(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`).to.equal(true);
+    gateway = await startTestGateway({ env: { ADMIN_TOKEN } });
+    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-dashboard-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+    });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gateway.url });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', (message) => {
+      // The refused calls this test makes on purpose (401, 400) are logged by the browser too.
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (error) => consoleErrors.push(error.message));
+  });
+
+  after(async () => {
+    await context?.close();
+    await gateway?.close();
+    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  it('signs in, creates, uses, rotates and revokes a key', async () => {
+    await page.goto(`${gateway.url}/dashboard/`);
+
+    // A wrong token is refused in place; the right one (typed, then Enter) signs in.
+    await page.getByLabel('Admin token').fill('not-the-admin-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('#sign-in [role="alert"]').filter({ hasText: 'That admin token was refused.' }).waitFor();
+    await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
+    await page.getByLabel('Admin token').press('Enter');
+    const table = page.locator('#keys-table');
+    await table.locator('tr', { hasText: 'team-all' }).waitFor();
+    expect(await table.locator('tbody tr').count()).to.equal(3);
+    expect(await table.locator('tr', { hasText: 'team-revoked' }).locator('.badge').textContent()).to.equal('revoked');
+    expect(page.url()).not.to.include(ADMIN_TOKEN);
+    expect(await page.evaluate("sessionStorage.getItem('model-gateway.adminToken')")).to.equal(ADMIN_TOKEN);
+    expect(await page.evaluate('localStorage.length')).to.equal(0);
+
+    // Create: name, cap, two allowed models from the catalogue.
+    await page.getByRole('button', { name: 'New key' }).click();
+    const keyDialog = page.locator('#key-dialog');
+    await keyDialog.getByLabel('Name').fill('Browser team');
+    await keyDialog.getByLabel('Rate limit (requests per minute)').fill('120');
+    await keyDialog.getByLabel('Monthly credit cap').fill('2');
+    await keyDialog.getByLabel('model-sonnet-4.6').check();
+    await keyDialog.getByLabel('model-haiku-4.5').check();
+    await keyDialog.getByRole('button', { name: 'Create key' }).click();
+
+    // The secret, once, with a warning and a copy button.
+    const secretDialog = page.locator('#secret-dialog');
+    await secretDialog.waitFor({ state: 'visible' });
+    expect(await secretDialog.textContent()).to.include('it will not be shown again');
+    const secret = await secretDialog.getByLabel(/Secret for Browser team/).inputValue();
+    expect(secret).to.match(/^sk-cs4-[A-Za-z0-9]{40}$/);
+    await secretDialog.getByRole('button', { name: 'Copy' }).click();
+    await secretDialog.getByText('Copied to the clipboard.').waitFor();
+    expect(await page.evaluate('navigator.clipboard.readText()')).to.equal(secret);
+    await secretDialog.getByRole('button', { name: 'I have stored it' }).click();
+    await secretDialog.waitFor({ state: 'hidden' });
+    expect(await page.locator('#secret-value').inputValue()).to.equal('');
+    const row = table.locator('tr', { hasText: 'Browser team' });
+    expect(await row.textContent()).to.include(`…${secret.slice(-4)}`);
+    expect(await row.textContent()).to.include('120/min');
+    expect(await row.textContent()).to.include('model-sonnet-4.6, model-haiku-4.5');
+    expect(await page.content()).not.to.include(secret);
+
+    // An API error is shown in place, in the dialog that caused it.
+    await row.getByRole('button', { name: 'Edit Browser team' }).click();
+    await keyDialog.getByLabel('Rate limit (requests per minute)').fill('0');
+    await keyDialog.getByRole('button', { name: 'Save changes' }).click();
+    await keyDialog.locator('[role="alert"]').filter({ hasText: 'rateLimitPerMinute: must be >= 1' }).waitFor();
+    await keyDialog.getByLabel('Rate limit (requests per minute)').fill('90');
+    await keyDialog.getByRole('button', { name: 'Save changes' }).click();
+    await keyDialog.waitFor({ state: 'hidden' });
+    await row.filter({ hasText: '90/min' }).waitFor();
+
+    // Use the key; its usage appears by model, and the spend bar moves.
+    expect(await sendMessage(gateway, secret, 'sonnet')).to.equal(200);
+    expect(await sendMessage(gateway, secret, 'model-sonnet-4.6')).to.equal(200);
+    expect(await sendMessage(gateway, secret, 'model-opus-4.8')).to.equal(403);
+    await eventually(async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      const spent = Number(await row.getByRole('meter').getAttribute('aria-valuenow'));
+      expect(spent).to.be.greaterThan(0);
+    });
+    await row.getByRole('button', { name: 'Usage Browser team' }).click();
+    const usage = page.locator('#usage-result');
+    await usage.locator('svg[role="img"]').waitFor();
+    const usageRow = usage.locator('table tbody tr', { hasText: 'model-sonnet-4.6' });
+    expect(await usageRow.locator('td').first().textContent()).to.equal('2');
+    expect(await usage.locator('svg title').first().textContent()).to.equal(`Credits by model for Browser team in ${new Date().toISOString().slice(0, 7)}`);
+    expect(await usage.locator('svg .chart-bar').count()).to.equal(1);
+    fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    // Rotate with a one-hour grace period: both secrets work.
+    await row.getByRole('button', { name: 'Rotate Browser team' }).click();
+    const rotateDialog = page.locator('#rotate-dialog');
+    await rotateDialog.getByLabel('Grace period (hours)').fill('1');
+    await rotateDialog.getByRole('button', { name: 'Rotate' }).click();
+    await secretDialog.waitFor({ state: 'visible' });
+    const rotated = await page.locator('#secret-value').inputValue();
+    expect(rotated).to.match(/^sk-cs4-/).and.not.equal(secret);
+    expect(await secretDialog.textContent()).to.include('The previous secret keeps working until');
+    await page.keyboard.press('Escape');
+    await secretDialog.waitFor({ state: 'hidden' });
+    await row.filter({ hasText: `…${rotated.slice(-4)}` }).waitFor();
+    expect(await sendMessage(gateway, rotated)).to.equal(200);
+    expect(await sendMessage(gateway, secret)).to.equal(200);
+
+    // Revoke, confirmed from the keyboard: Cancel has the focus, Tab reaches "Revoke key".
+    await row.getByRole('button', { name: 'Revoke Browser team' }).click();
+    const revokeDialog = page.locator('#revoke-dialog');
+    await revokeDialog.waitFor({ state: 'visible' });
+    expect(await revokeDialog.textContent()).to.include('This cannot be undone');
+    expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Cancel');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Revoke key');
+    await page.keyboard.press('Enter');
+    await revokeDialog.waitFor({ state: 'hidden' });
+    await row.locator('.badge', { hasText: 'revoked' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Revoked Browser team.' }).waitFor();
+    expect(await row.getByRole('button', { name: 'Rotate Browser team' }).count()).to.equal(0);
+    expect(await sendMessage(gateway, rotated)).to.equal(401);
+    expect(await sendMessage(gateway, secret)).to.equal(401);
+    expect(await sendMessage(gateway, 'sk-cs4-test-all-models-0001')).to.equal(200);
+
+    expect(consoleErrors).to.deep.equal([]);
+  });
+
+  it('is legible on a narrow screen: no sideways scrolling, rows become cards', async () => {
+    await page.setViewportSize({ width: 360, height: 800 });
+    await page.reload();
+    await page.locator('#keys-table tbody tr').first().waitFor();
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+    expect(overflow).to.be.at.most(0);
+    expect(await page.locator('#keys-table thead').evaluate((head) => head.getBoundingClientRect().height)).to.be.at.most(1);
+    await page.getByRole('button', { name: 'New key' }).click();
+    const box = await page.locator('#key-dialog').boundingBox();
+    expect(box!.x).to.be.at.least(0);
+    expect(box!.x + box!.width).to.be.at.most(360);
+    await page.keyboard.press('Escape');
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
+
+  it('signs out, forgetting the token, and a refused token sends the operator back to sign-in', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').waitFor();
+    expect(await page.evaluate("sessionStorage.getItem('model-gateway.adminToken')")).to.equal(null);
+    // A token stored earlier that the gateway no longer accepts (ADMIN_TOKEN changed).
+    await page.evaluate("sessionStorage.setItem('model-gateway.adminToken', 'an-old-admin-token-value')");
+    await page.reload();
+    await page.locator('#sign-in [role="alert"]').filter({ hasText: 'The admin token was refused' }).waitFor();
+    expect(await page.evaluate("sessionStorage.getItem('model-gateway.adminToken')")).to.equal(null);
+  });
+});
