@@ -324,10 +324,11 @@ async function showUsage(event) {
   }
   const capText = usage.monthlyCreditCap === null ? 'no cap' : `cap ${formatCredits(usage.monthlyCreditCap)} credits`;
   result.replaceChildren(
-    el('p', { class: 'usage-summary' }, `${key?.name ?? id}: ${formatCredits(usage.totals.credits)} credits in ${usage.month} (${capText}), ${formatCount(usage.totals.requests)} requests.`),
+    el('p', { class: 'usage-summary' }, `${key?.name ?? id}: ${formatCredits(usage.totals.credits)} credits in ${usage.month} (${capText}), ${formatCount(usage.totals.requests)} ${usage.totals.requests === 1 ? 'request' : 'requests'}.`),
     drawBarChart(usage.models.map((row) => ({ label: row.model, value: row.credits })), {
       title: `Credits by model for ${key?.name ?? id} in ${usage.month}`,
       format: (value) => `${formatCredits(value)} cr`,
+      width: result.clientWidth,
     }),
     usageTable(usage),
   );

@@ -23,13 +23,14 @@ function svgElement(name, attributes, text) {
 }
 
 /**
- * A horizontal bar chart of `rows` (`{label, value}`), values formatted with `format`. The chart
- * scales to its container's width (viewBox); `title` names it for screen readers.
+ * A horizontal bar chart of `rows` (`{label, value}`), values formatted with `format`, drawn for
+ * `width` CSS pixels (it still scales with its container); `title` names it for screen readers.
  */
-export function drawBarChart(rows, { title, format }) {
-  const width = 640;
-  const labelWidth = 170;
-  const valueWidth = 90;
+export function drawBarChart(rows, { title, format, width: available = 640 }) {
+  // Drawn at the width it is shown at (at most 720), so its text stays legible on a narrow screen.
+  const width = Math.max(280, Math.min(720, Math.round(available)));
+  const labelWidth = Math.min(170, Math.round(width * 0.42));
+  const valueWidth = 80;
   const barHeight = 26;
   const gap = 10;
   const height = rows.length * (barHeight + gap) + gap;
