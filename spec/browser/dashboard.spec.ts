@@ -10,7 +10,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
-import { ADMIN_TOKEN, sendMessage } from '../integration/admin-api.spec';
+import { ADMIN_TOKEN, sendMessage } from '../helpers/admin';
 
 /** Debian's chromium; `.ci/run` installs it when missing (the suite fails, not skips, without it). */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
