@@ -15,7 +15,7 @@ import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys';
 import type { Logger } from '../logger';
 import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
 import { mapBodyParserError } from '../../middleware/json-body';
-import { createAdminAuth } from './admin-auth';
+import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
 import { createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
 import { formatKeyView, formatUtcMonth, isUtcMonth, monthResetsAt, summariseUsage } from './key-view';
 
@@ -79,7 +79,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.setHeader('cache-control', 'no-store');
     next();
   });
-  router.use(createAdminAuth({ token: options.adminToken }));
+  router.use(createAdminAuthLimit(), createAdminAuth({ token: options.adminToken }));
   router.use(createAdminJsonBody());
 
   router.get('/keys', async (_req, res) => {

@@ -36,6 +36,18 @@ describe('admin API', () => {
       expect((await admin(gateway, 'GET', '/keys')).body.data).to.have.length(3);
     });
 
+    it('answers 429 with retry-after after 50 refused requests in a minute from one address', async () => {
+      for (let i = 0; i < 50; i++) expect((await admin(gateway, 'GET', '/keys', undefined, `guess-${i}-0123456789abcdef`)).status).to.equal(401);
+      const limited = await admin(gateway, 'GET', '/keys', undefined, 'one-more-guess-0123456789');
+      expectAdminError(limited, 429, 'rate_limit_error', /too many refused admin requests from this address; retry in \d+ s/);
+      expect(Number(limited.headers.get('retry-after'))).to.be.within(1, 60);
+    });
+
+    it('does not count accepted admin requests towards the refused-request limit', async () => {
+      for (let i = 0; i < 60; i++) expect((await admin(gateway, 'GET', '/models')).status).to.equal(200);
+      expect((await admin(gateway, 'GET', '/keys', undefined, 'a-wrong-token-0123456789')).status).to.equal(401);
+    });
+
     it('does not read x-api-key, even with the admin token in it', async () => {
       const response = await fetch(`${gateway.url}/admin/v1/keys`, { headers: { 'x-api-key': ADMIN_TOKEN } });
       expect(response.status).to.equal(401);
