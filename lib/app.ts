@@ -160,7 +160,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   if (config.adminToken) {
     router.use('/admin/v1', createAdminRouter({
-      store, catalogue, logger, adminToken: config.adminToken, now: clock,
+      store, catalogue, logger, adminToken: config.adminToken, clock,
       aliases: () => source.config.aliases,
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
     }));

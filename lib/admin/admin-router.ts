@@ -11,13 +11,14 @@ import express, { Router, type Request, type RequestHandler } from 'express';
 import type { Catalogue } from '../catalogue';
 import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
-import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys';
 import type { Logger } from '../logger';
+import { createApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
+import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
 import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
-import { createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
-import { formatKeyView, formatUtcMonth, isUtcMonth, monthResetsAt, summariseUsage } from './key-view';
+import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
+import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
 
 export interface AdminRouterOptions {
   store: GatewayStore;
@@ -29,8 +30,8 @@ export interface AdminRouterOptions {
   adminToken: string;
   /** Rate limit of a key created without one, requests per minute (read per request). */
   defaultRateLimitPerMinute: () => number;
-  /** Clock, epoch ms (the current UTC month and rotation expiries). Default `Date.now`. */
-  now?: () => number;
+  /** Clock, epoch ms (the current UTC month and rotation expiries). Default: the real clock. */
+  clock?: Clock;
 }
 
 /** Largest admin request body, in bytes. */
@@ -54,8 +55,10 @@ function createAdminJsonBody(): RequestHandler {
 /** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
 export function createAdminRouter(options: AdminRouterOptions): Router {
   const { store, catalogue, logger } = options;
-  const now = options.now ?? Date.now;
-  const validators = createAdminValidators(catalogue.models.map((model) => model.id));
+  const now = options.clock ?? systemClock;
+  const validators = createAdminValidators();
+  /** Catalogue IDs now (the catalogue is live: a config reload changes it). */
+  const modelIds = () => catalogue.models.map((model) => model.id);
   const router = Router({ strict: false });
 
   /** One audit line per change. `changes` holds settings only, never a secret. */
@@ -70,7 +73,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   };
 
   const viewOf = async (key: KeyRecord) => {
-    const month = formatUtcMonth(now());
+    const month = utcMonth(now());
     return formatKeyView(key, month, await store.getMonthSpend(key.id, month));
   };
 
@@ -83,7 +86,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   router.use(createAdminJsonBody());
 
   router.get('/keys', async (_req, res) => {
-    const month = formatUtcMonth(now());
+    const month = utcMonth(now());
     const keys = await store.listKeys();
     keys.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
     const data = await Promise.all(keys.map(async (key) => formatKeyView(key, month, await store.getMonthSpend(key.id, month))));
@@ -92,18 +95,11 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
 
   router.post('/keys', async (req, res) => {
     const body = validators.createKey(req.body);
-    const id = body.id ?? `key_${randomBase62(16)}`;
-    if (await store.getKey(id)) throw conflict(`a key with id "${id}" already exists`);
-    const secret = generateSecret();
-    const key = await store.createKey({
-      id,
-      name: body.name,
-      secret: { sha256: hashSecret(secret), expiresAt: null },
-      last4: lastFour(secret),
+    checkAllowedModels(body.allowedModels, modelIds());
+    if (body.id !== undefined && (await store.getKey(body.id))) throw conflict(`a key with id "${body.id}" already exists`);
+    const { key, secret } = await createApiKey(store, {
+      ...body,
       rateLimitPerMinute: body.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
-      allowedModels: body.allowedModels ?? null,
-      monthlyCreditCap: body.monthlyCreditCap ?? null,
-      createdAt: new Date(now()).toISOString(),
     });
     audit(req, 'key.create', key.id, {
       name: key.name, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels, monthlyCreditCap: key.monthlyCreditCap,
@@ -119,7 +115,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const id = String(req.params.id);
     await requireKey(id);
     const patch: KeyPatch = validators.patchKey(req.body);
-    const key = await store.updateKey(id, patch);
+    checkAllowedModels(patch.allowedModels, modelIds());
+    const key = await setKeyLimits(store, id, patch);
     audit(req, 'key.update', id, { ...patch });
     res.json(await viewOf(key));
   });
@@ -129,9 +126,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const current = await requireKey(id);
     if (current.revoked) throw conflict(`key "${id}" is revoked; a revoked key cannot be rotated`);
     const { gracePeriodSeconds = DEFAULT_GRACE_PERIOD_SECONDS } = validators.rotateKey(req.body ?? {});
-    const secret = generateSecret();
     const at = now();
-    const key = await store.rotateKey(id, { sha256: hashSecret(secret), expiresAt: null }, lastFour(secret), gracePeriodSeconds * 1000, at);
+    const { key, secret } = await rotateApiKey(store, id, gracePeriodSeconds * 1000, at);
     audit(req, 'key.rotate', id, { gracePeriodSeconds });
     res.json({
       key: await viewOf(key),
@@ -144,7 +140,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const id = String(req.params.id);
     const current = await requireKey(id);
     validators.revokeKey(req.body ?? {});
-    const key = current.revoked ? current : await store.updateKey(id, { revoked: true });
+    const key = current.revoked ? current : await revokeApiKey(store, id);
     if (!current.revoked) audit(req, 'key.revoke', id);
     res.json(await viewOf(key));
   });
@@ -156,7 +152,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     if (monthParam !== undefined && (typeof monthParam !== 'string' || !isUtcMonth(monthParam))) {
       throw errors.invalidRequest('month: must be a UTC calendar month written YYYY-MM, e.g. 2025-07');
     }
-    const month = (monthParam as string | undefined) ?? formatUtcMonth(now());
+    const month = (monthParam as string | undefined) ?? utcMonth(now());
     const { models, totals } = summariseUsage(await store.getUsage(id, month));
     res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals });
   });

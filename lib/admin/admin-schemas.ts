@@ -37,12 +37,12 @@ export interface AdminValidators {
   revokeKey(body: unknown): Record<string, never>;
 }
 
-/** The editable fields of a key; `modelIds` are the catalogue IDs `allowedModels` may name. */
-function keyFieldSchemas(modelIds: readonly string[]): Record<string, object> {
+/** The editable fields of a key. Whether `allowedModels` names catalogue IDs is checked per request (see `checkAllowedModels`). */
+function keyFieldSchemas(): Record<string, object> {
   return {
     name: { type: 'string', minLength: 1, maxLength: 100 },
     rateLimitPerMinute: { type: 'integer', minimum: 1, maximum: 1_000_000 },
-    allowedModels: { type: ['array', 'null'], minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...modelIds] } },
+    allowedModels: { type: ['array', 'null'], minItems: 1, uniqueItems: true, items: { type: 'string', minLength: 1 } },
     monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
   };
 }
@@ -56,16 +56,24 @@ export function describeAdminValidationError(error: ErrorObject, schema: { prope
   }
   if (error.keyword === 'minProperties') return `give at least one field to change (fields: ${allowed})`;
   if (error.keyword === 'uniqueItems') return `${error.instancePath.slice(1)}: lists a model twice`;
-  if (error.keyword === 'enum' && /^\/allowedModels\/\d+$/.test(error.instancePath)) {
-    return `allowedModels: not a catalogue model id; use ids from GET /admin/v1/models (${(error.params.allowedValues as string[]).join(', ')})`;
-  }
   return describeValidationError(error).message;
 }
 
-/** Compile the admin body validators for a catalogue. Each returns the body or throws a 400 GatewayError. */
-export function createAdminValidators(modelIds: readonly string[]): AdminValidators {
+/**
+ * 400 unless every entry of `allowedModels` is a catalogue ID (aliases are not: a whitelist names
+ * canonical models, so it does not move when an alias is repointed).
+ */
+export function checkAllowedModels(allowedModels: string[] | null | undefined, modelIds: readonly string[]): void {
+  const unknown = (allowedModels ?? []).find((model) => !modelIds.includes(model));
+  if (unknown !== undefined) {
+    throw errors.invalidRequest(`allowedModels: "${unknown.slice(0, 100)}" is not a catalogue model id; use ids from GET /admin/v1/models (${modelIds.join(', ')})`);
+  }
+}
+
+/** Compile the admin body validators. Each returns the body or throws a 400 GatewayError. */
+export function createAdminValidators(): AdminValidators {
   const ajv = new Ajv({ allErrors: false, strict: true });
-  const fields = keyFieldSchemas(modelIds);
+  const fields = keyFieldSchemas();
   const schemas = {
     createKey: {
       type: 'object', additionalProperties: false, required: ['name'],

@@ -1,6 +1,7 @@
 /**
  * What the admin API shows of a key and its month: never a secret, only the last 4 characters.
  */
+import { nextUtcMonthStart } from '../store/month';
 import type { KeyRecord, UsageTotals } from '../store/types';
 
 /** A key as `GET /admin/v1/keys` lists it. */
@@ -23,20 +24,9 @@ export interface KeyView {
   spend: { month: string; credits: number };
 }
 
-/** `YYYY-MM` of the UTC calendar month holding `epochMs`. */
-export function formatUtcMonth(epochMs: number): string {
-  return new Date(epochMs).toISOString().slice(0, 7);
-}
-
 /** ISO time of 00:00 UTC on the 1st of the month after `month` (`YYYY-MM`), when its cap resets. */
 export function monthResetsAt(month: string): string {
-  const [year, monthNumber] = month.split('-').map(Number);
-  return new Date(Date.UTC(year, monthNumber, 1)).toISOString();
-}
-
-/** Whether `text` is a `YYYY-MM` month (01-12). */
-export function isUtcMonth(text: string): boolean {
-  return /^\d{4}-(0[1-9]|1[0-2])$/.test(text);
+  return new Date(nextUtcMonthStart(Date.parse(`${month}-01T00:00:00.000Z`))).toISOString();
 }
 
 /** The admin view of a key, with its spend in `month`. */

@@ -81,7 +81,7 @@ describe('admin API', () => {
     const { key, secret } = created.body;
     expect(secret).to.match(/^sk-cs4-[A-Za-z0-9]{40}$/);
     expect(key).to.deep.include({ name: 'Search team', last4: secret.slice(-4), status: 'active', rateLimitPerMinute: 20, monthlyCreditCap: 50, allowedModels: ['model-haiku-4.5'] });
-    expect(key.id).to.match(/^key_[A-Za-z0-9]{16}$/);
+    expect(key.id).to.match(/^key_[A-Za-z0-9]{12}$/);
     expect(await sendMessage(gateway, secret, 'model-haiku-4.5')).to.equal(200);
     expect(await sendMessage(gateway, secret, 'model-sonnet-4.6')).to.equal(403);
     // Shown once: reading the key again never returns the secret.
@@ -102,7 +102,7 @@ describe('admin API', () => {
       expectAdminError(await admin(gateway, 'POST', '/keys', '{"name": '), 400, 'invalid_request_error', /not valid JSON/);
       expectAdminError(await admin(gateway, 'POST', '/keys', '[]'), 400, 'invalid_request_error', /must be a JSON object/);
       expectAdminError(await admin(gateway, 'POST', '/keys'), 400, 'invalid_request_error', /must be a JSON object/);
-      expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', allowedModels: ['opus'] }), 400, 'invalid_request_error', /allowedModels: not a catalogue model id/);
+      expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', allowedModels: ['opus'] }), 400, 'invalid_request_error', /allowedModels: "opus" is not a catalogue model id/);
       expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', rateLimitPerMinute: 'fast' }), 400, 'invalid_request_error', /rateLimitPerMinute: must be integer/);
       expectAdminError(await admin(gateway, 'PATCH', '/keys/team-all', {}), 400, 'invalid_request_error', /at least one field/);
       expectAdminError(await admin(gateway, 'PATCH', '/keys/team-all', { revoked: false }), 400, 'invalid_request_error', /unknown field "revoked"/);
@@ -283,5 +283,42 @@ describe('dashboard files', () => {
     const bare = await fetch(`${gateway.url}/dashboard`, { redirect: 'manual' });
     expect(bare.status).to.equal(301);
     expect(bare.headers.get('location')).to.equal('/dashboard/');
+  });
+});
+
+describe('admin API with a controlled clock', () => {
+  let now = Date.UTC(2025, 0, 31, 23, 0, 0);
+  let gateway: TestGateway;
+  before(async () => {
+    gateway = await startTestGateway({ env: { ADMIN_TOKEN }, clock: () => now });
+  });
+  after(async () => {
+    await gateway.close();
+  });
+
+  it('ends the old secret when the rotation grace period ends, and reports spend per UTC month', async () => {
+    const rotated = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 60 });
+    expect(rotated.body.previousSecretExpiresAt).to.equal('2025-01-31T23:01:00.000Z');
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    now += 59_000;
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    now += 1_000;
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(401);
+    expect(await sendMessage(gateway, rotated.body.secret)).to.equal(200);
+
+    const january = await admin(gateway, 'GET', '/keys');
+    expect(january.body).to.deep.include({ month: '2025-01', monthResetsAt: '2025-02-01T00:00:00.000Z' });
+    now = Date.UTC(2025, 1, 1, 0, 0, 1);
+    const february = await admin(gateway, 'GET', '/keys');
+    expect(february.body.month).to.equal('2025-02');
+    expect(february.body.data.find((key: any) => key.id === 'team-all').spend).to.deep.equal({ month: '2025-02', credits: 0 });
+    // Settlement runs when each reply has closed: poll briefly for the last one.
+    let usage = await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-01');
+    for (let attempt = 0; attempt < 40 && usage.body.totals.requests < 3; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      usage = await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-01');
+    }
+    expect(usage.body.totals.requests).to.equal(3);
+    expect(usage.body.models.map((row: any) => row.model)).to.deep.equal(['model-sonnet-4.6']);
   });
 });
