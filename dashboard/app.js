@@ -5,7 +5,7 @@ import { drawBarChart, formatCount, formatCredits } from './chart.js';
 
 const $ = (selector, root = document) => root.querySelector(selector);
 
-const state = { keys: [], models: [], month: '' };
+const state = { keys: [], models: [], keyGroups: [], month: '' };
 
 /** Create an element with text and attributes (text is never parsed as markup). */
 function el(tag, attributes = {}, ...children) {
@@ -55,7 +55,10 @@ async function enter() {
   $('#signed-in').hidden = false;
   $('#sign-out').hidden = false;
   const models = await attempt($('#keys-error'), () => api.models());
-  if (models) state.models = models.data;
+  if (models) {
+    state.models = models.data;
+    state.keyGroups = models.keyGroups ?? [];
+  }
   await loadKeys();
 }
 
@@ -109,7 +112,7 @@ function keyRow(key) {
   const models = key.allowedModels === null ? 'all' : key.allowedModels.join(', ');
   return el('tr', { 'data-key-id': key.id },
     el('th', { scope: 'row', 'data-label': 'Name' }, el('div', {}, el('span', { class: 'key-name' }, key.name), key.id === key.name ? '' : el('span', { class: 'subtle key-id' }, key.id))),
-    el('td', { 'data-label': 'Key' }, el('code', {}, `sk-cs4-…${key.last4}`)),
+    el('td', { 'data-label': 'Key' }, el('code', {}, `${prefixOf(key.keyGroup)}…${key.last4}`)),
     el('td', { 'data-label': 'Status' }, el('span', { class: `badge ${key.status}` }, key.status)),
     el('td', { 'data-label': 'Rate limit' }, `${formatCount(key.rateLimitPerMinute)}/min`),
     el('td', { 'data-label': 'Models', class: 'models-cell' }, models),
@@ -131,6 +134,11 @@ async function loadKeys() {
   select.replaceChildren(...state.keys.map((key) => el('option', { value: key.id }, `${key.name} (…${key.last4})`)));
   if (chosen && state.keys.some((key) => key.id === chosen)) select.value = chosen;
   if (!$('#usage-month').value) $('#usage-month').value = list.month;
+}
+
+/** The secret prefix of a key group (`sk-cs4-` for the basic group). */
+function prefixOf(keyGroup) {
+  return state.keyGroups.find((group) => group.id === keyGroup)?.keyPrefix ?? 'sk-cs4-';
 }
 
 function keyById(id) {
@@ -156,9 +164,11 @@ function restoreFocus() {
   else $('#new-key').focus();
 }
 
-function renderModelChoices(selected) {
+/** The model checkboxes for a key of `keyGroup` (only its model family can be allowed). */
+function renderModelChoices(selected, keyGroup = 'default') {
   const list = $('#key-models');
-  list.replaceChildren(...state.models.map((model) => {
+  const family = state.models.filter((model) => (model.keyGroup ?? 'default') === keyGroup);
+  list.replaceChildren(...family.map((model) => {
     const id = `model-choice-${model.id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
     const aliases = model.aliases.length ? ` (${model.aliases.join(', ')})` : '';
     return el('div', { class: 'check' },
@@ -178,6 +188,7 @@ function readKeyForm(original) {
   const models = [...form.querySelectorAll('input[name="allowedModels"]:checked')].map((box) => box.value);
   body.name = name;
   if (rate !== '') body.rateLimitPerMinute = Number(rate);
+  if (!original && state.keyGroups.length > 1) body.keyGroup = form.elements.keyGroup.value;
   body.monthlyCreditCap = cap === '' ? null : Number(cap);
   body.allowedModels = models.length ? models : null;
   if (!original) return body;
@@ -196,7 +207,11 @@ function openKeyDialog(key, opener) {
   form.elements.name.value = key?.name ?? '';
   form.elements.rateLimitPerMinute.value = key ? String(key.rateLimitPerMinute) : '';
   form.elements.monthlyCreditCap.value = key?.monthlyCreditCap ?? '';
-  renderModelChoices(key?.allowedModels ?? null);
+  // The key group is chosen at creation only (it decides the secret's prefix).
+  const groupSelect = $('#key-group');
+  groupSelect.replaceChildren(...state.keyGroups.map((group) => el('option', { value: group.id }, `${group.id} (${group.keyPrefix}…)`)));
+  $('#key-group-field').hidden = Boolean(key) || state.keyGroups.length < 2;
+  renderModelChoices(key?.allowedModels ?? null, key?.keyGroup ?? (groupSelect.value || 'default'));
   openDialog($('#key-dialog'), opener);
 }
 
@@ -365,6 +380,7 @@ function wire() {
   $('#new-key').addEventListener('click', (event) => openKeyDialog(undefined, event.currentTarget));
   $('#keys-table').addEventListener('click', onTableClick);
   $('#key-form').addEventListener('submit', submitKeyForm);
+  $('#key-group').addEventListener('change', (event) => renderModelChoices(null, event.currentTarget.value));
   $('#rotate-form').addEventListener('submit', submitRotate);
   $('#revoke-form').addEventListener('submit', submitRevoke);
   $('#usage-form').addEventListener('submit', showUsage);

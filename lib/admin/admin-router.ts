@@ -12,7 +12,9 @@ import type { Catalogue } from '../catalogue';
 import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
 import type { Logger } from '../logger';
-import { createApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
+import { generateSecret, hashSecret, KEY_PREFIX, lastFour, randomBase62 } from '../keys';
+import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
+import { revokeApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
 import { mapBodyParserError } from '../../middleware/json-body';
@@ -57,8 +59,19 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   const { store, catalogue, logger } = options;
   const now = options.clock ?? systemClock;
   const validators = createAdminValidators();
-  /** Catalogue IDs now (the catalogue is live: a config reload changes it). */
-  const modelIds = () => catalogue.models.map((model) => model.id);
+  /**
+   * The key group a new key joins (default: the basic one), read from the live catalogue.
+   * @throws GatewayError 400 naming the key groups when there is no such group
+   */
+  const requireKeyGroup = (id = DEFAULT_KEY_GROUP): KeyGroupConfig => {
+    const group = catalogue.keyGroup(id);
+    if (!group) throw errors.invalidRequest(`keyGroup: "${id.slice(0, 64)}" is not a key group (key groups: ${catalogue.keyGroups.map((g) => g.id).join(', ')})`);
+    return group;
+  };
+  /** Catalogue IDs a key of `keyGroup` may be allowed (its model family), now. */
+  const modelIdsOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.models ?? catalogue.models.map((model) => model.id);
+  /** Prefix of new secrets of a key of `keyGroup`. */
+  const prefixOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.keyPrefix ?? KEY_PREFIX;
   const router = Router({ strict: false });
 
   /** One audit line per change. `changes` holds settings only, never a secret. */
@@ -95,14 +108,24 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
 
   router.post('/keys', async (req, res) => {
     const body = validators.createKey(req.body);
-    checkAllowedModels(body.allowedModels, modelIds());
-    if (body.id !== undefined && (await store.getKey(body.id))) throw conflict(`a key with id "${body.id}" already exists`);
-    const { key, secret } = await createApiKey(store, {
-      ...body,
+    const group = requireKeyGroup(body.keyGroup);
+    checkAllowedModels(body.allowedModels, group.models, group.id);
+    const id = body.id ?? `key_${randomBase62(12)}`;
+    if (await store.getKey(id)) throw conflict(`a key with id "${id}" already exists`);
+    const secret = generateSecret(group.keyPrefix);
+    const key = await store.createKey({
+      id,
+      name: body.name,
+      secret: { sha256: hashSecret(secret), expiresAt: null },
+      last4: lastFour(secret),
       rateLimitPerMinute: body.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
+      allowedModels: body.allowedModels ?? null,
+      monthlyCreditCap: body.monthlyCreditCap ?? null,
+      keyGroup: group.id,
     });
     audit(req, 'key.create', key.id, {
-      name: key.name, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels, monthlyCreditCap: key.monthlyCreditCap,
+      name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
+      monthlyCreditCap: key.monthlyCreditCap,
     });
     res.status(201).json({ key: await viewOf(key), secret });
   });
@@ -113,9 +136,9 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
 
   router.patch('/keys/:id', async (req, res) => {
     const id = String(req.params.id);
-    await requireKey(id);
+    const current = await requireKey(id);
     const patch: KeyPatch = validators.patchKey(req.body);
-    checkAllowedModels(patch.allowedModels, modelIds());
+    checkAllowedModels(patch.allowedModels, modelIdsOf(current.keyGroup), current.keyGroup);
     const key = await setKeyLimits(store, id, patch);
     audit(req, 'key.update', id, { ...patch });
     res.json(await viewOf(key));
@@ -127,7 +150,9 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     if (current.revoked) throw conflict(`key "${id}" is revoked; a revoked key cannot be rotated`);
     const { gracePeriodSeconds = DEFAULT_GRACE_PERIOD_SECONDS } = validators.rotateKey(req.body ?? {});
     const at = now();
-    const { key, secret } = await rotateApiKey(store, id, gracePeriodSeconds * 1000, at);
+    // A new secret in the key's own group prefix; the current ones expire after the grace period.
+    const secret = generateSecret(prefixOf(current.keyGroup));
+    const key = await store.rotateKey(id, { sha256: hashSecret(secret), expiresAt: null }, lastFour(secret), gracePeriodSeconds * 1000, at);
     audit(req, 'key.rotate', id, { gracePeriodSeconds });
     res.json({
       key: await viewOf(key),
@@ -164,8 +189,10 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
         id: model.id,
         displayName: model.displayName ?? model.id,
         aliases: aliasesOf(model.id),
+        keyGroup: catalogue.groupOfModel(model.id)?.id ?? DEFAULT_KEY_GROUP,
         pricing: model.pricing,
       })),
+      keyGroups: catalogue.keyGroups.map((group) => ({ id: group.id, keyPrefix: group.keyPrefix, models: group.models })),
     });
   });
 

@@ -14,6 +14,8 @@ export const DEFAULT_GRACE_PERIOD_SECONDS = 24 * 3600;
 /** `POST /admin/v1/keys`. */
 export interface CreateKeyBody {
   id?: string;
+  /** Key group (prefix family) of the new key. Default: the basic group `default`. */
+  keyGroup?: string;
   name: string;
   rateLimitPerMinute?: number;
   allowedModels?: string[] | null;
@@ -21,7 +23,7 @@ export interface CreateKeyBody {
 }
 
 /** `PATCH /admin/v1/keys/:id`: at least one field. */
-export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id'>>;
+export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup'>>;
 
 /** `POST /admin/v1/keys/:id/rotate`. */
 export interface RotateKeyBody {
@@ -60,13 +62,15 @@ export function describeAdminValidationError(error: ErrorObject, schema: { prope
 }
 
 /**
- * 400 unless every entry of `allowedModels` is a catalogue ID (aliases are not: a whitelist names
- * canonical models, so it does not move when an alias is repointed).
+ * 400 unless every entry of `allowedModels` is a catalogue ID of the key's group, `modelIds` (aliases
+ * are not: a whitelist names canonical models, so it does not move when an alias is repointed).
  */
-export function checkAllowedModels(allowedModels: string[] | null | undefined, modelIds: readonly string[]): void {
+export function checkAllowedModels(allowedModels: string[] | null | undefined, modelIds: readonly string[], keyGroup = 'default'): void {
   const unknown = (allowedModels ?? []).find((model) => !modelIds.includes(model));
   if (unknown !== undefined) {
-    throw errors.invalidRequest(`allowedModels: "${unknown.slice(0, 100)}" is not a catalogue model id; use ids from GET /admin/v1/models (${modelIds.join(', ')})`);
+    throw errors.invalidRequest(
+      `allowedModels: "${unknown.slice(0, 100)}" is not a catalogue model id of key group "${keyGroup}"; choose from ${modelIds.join(', ')} (GET /admin/v1/models)`,
+    );
   }
 }
 
@@ -77,7 +81,7 @@ export function createAdminValidators(): AdminValidators {
   const schemas = {
     createKey: {
       type: 'object', additionalProperties: false, required: ['name'],
-      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, ...fields },
+      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, keyGroup: { type: 'string', minLength: 1, maxLength: 64 }, ...fields },
     },
     patchKey: { type: 'object', additionalProperties: false, minProperties: 1, properties: fields },
     rotateKey: {

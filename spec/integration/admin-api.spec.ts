@@ -205,7 +205,7 @@ describe('admin API', () => {
     expect(reply.status).to.equal(200);
     expect(reply.body.data).to.have.length(gateway.config.models.length);
     expect(reply.body.data.find((model: any) => model.id === 'model-haiku-4.5')).to.deep.equal({
-      id: 'model-haiku-4.5', displayName: 'model-haiku-4.5', aliases: ['haiku'],
+      id: 'model-haiku-4.5', displayName: 'model-haiku-4.5', aliases: ['haiku'], keyGroup: 'default',
       pricing: { inputPerMillion: 1, outputPerMillion: 5, cacheWritePerMillion: 1.25, cacheReadPerMillion: 0.1 },
     });
   });
@@ -230,6 +230,47 @@ describe('admin API', () => {
     expect(everything).not.to.include(created.body.secret);
     expect(everything).not.to.include(rotated.body.secret);
     expect(everything).not.to.include(ADMIN_TOKEN);
+  });
+});
+
+describe('admin API with a second key group', () => {
+  let gateway: TestGateway;
+  before(async () => {
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    const shipped = require('../../../config.json');
+    gateway = await startTestGateway({
+      env: { ADMIN_TOKEN },
+      overrides: {
+        models: [...shipped.models, { id: 'fam-5', upstreamModel: 'fam-5', pricing: { inputPerMillion: 2, outputPerMillion: 8 } }],
+        keyGroups: [{ id: 'family', keyPrefix: 'sk-fam-', models: ['fam-5'], upstream: { kind: 'chat-completions', url: 'http://127.0.0.1:9', apiKeyEnv: 'TEST_FAMILY_API_KEY' } }],
+      },
+    });
+  });
+  after(async () => {
+    await gateway.close();
+  });
+
+  it('creates and rotates a key in its group\'s prefix, with models of its family only', async () => {
+    const models = await admin(gateway, 'GET', '/models');
+    expect(models.body.keyGroups.map((group: any) => [group.id, group.keyPrefix])).to.deep.equal([['default', 'sk-cs4-'], ['family', 'sk-fam-']]);
+    expect(models.body.data.find((model: any) => model.id === 'fam-5').keyGroup).to.equal('family');
+
+    expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', keyGroup: 'nope' }), 400, 'invalid_request_error', /keyGroup: "nope" is not a key group \(key groups: default, family\)/);
+    expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', keyGroup: 'family', allowedModels: ['model-haiku-4.5'] }), 400, 'invalid_request_error', /allowedModels: "model-haiku-4.5" is not a catalogue model id of key group "family"; choose from fam-5/);
+    expectAdminError(await admin(gateway, 'POST', '/keys', { name: 'x', allowedModels: ['fam-5'] }), 400, 'invalid_request_error', /allowedModels: "fam-5"/);
+
+    const created = await admin(gateway, 'POST', '/keys', { name: 'Family team', keyGroup: 'family', allowedModels: ['fam-5'] });
+    expect(created.status).to.equal(201);
+    expect(created.body.secret).to.match(/^sk-fam-[A-Za-z0-9]{40}$/);
+    expect(created.body.key).to.deep.include({ keyGroup: 'family', allowedModels: ['fam-5'] });
+    const listed = await fetch(`${gateway.url}/v1/models`, { headers: { 'x-api-key': created.body.secret } });
+    expect(((await listed.json()) as any).data.map((model: any) => model.id)).to.deep.equal(['fam-5']);
+
+    const rotated = await admin(gateway, 'POST', `/keys/${created.body.key.id}/rotate`, { gracePeriodSeconds: 0 });
+    expect(rotated.body.secret).to.match(/^sk-fam-/);
+    expect((await fetch(`${gateway.url}/v1/models`, { headers: { 'x-api-key': rotated.body.secret } })).status).to.equal(200);
+    expect((await fetch(`${gateway.url}/v1/models`, { headers: { 'x-api-key': created.body.secret } })).status).to.equal(401);
+    expectAdminError(await admin(gateway, 'PATCH', `/keys/${created.body.key.id}`, { allowedModels: ['model-haiku-4.5'] }), 400, 'invalid_request_error', /"model-haiku-4.5" is not a catalogue model id of key group "family"/);
   });
 });
 

@@ -33,7 +33,7 @@ describe('admin body validation', () => {
     ['empty name', { name: '' }, /^name: /],
     ['body not an object', ['name'], /request body must be a JSON object/],
     ['body null', null, /request body must be a JSON object/],
-    ['unknown field', { name: 'a', secret: 'sk-cs4-x' }, /unknown field "secret" \(fields: id, name, rateLimitPerMinute, allowedModels, monthlyCreditCap\)/],
+    ['unknown field', { name: 'a', secret: 'sk-cs4-x' }, /unknown field "secret" \(fields: id, keyGroup, name, rateLimitPerMinute, allowedModels, monthlyCreditCap\)/],
     ['fractional rate limit', { name: 'a', rateLimitPerMinute: 1.5 }, /^rateLimitPerMinute: must be integer/],
     ['zero rate limit', { name: 'a', rateLimitPerMinute: 0 }, /^rateLimitPerMinute: must be >= 1/],
     ['negative cap', { name: 'a', monthlyCreditCap: -1 }, /^monthlyCreditCap: must be >= 0/],
@@ -58,7 +58,7 @@ describe('admin body validation', () => {
     for (const bad of ['haiku', 'model-haiku-9']) {
       const error = rejection(() => checkAllowedModels(['model-sonnet-4.6', bad], MODELS));
       expect(error.status).to.equal(400);
-      expect(error.message).to.equal(`allowedModels: "${bad}" is not a catalogue model id; use ids from GET /admin/v1/models (model-sonnet-4.6, model-haiku-4.5)`);
+      expect(error.message).to.equal(`allowedModels: "${bad}" is not a catalogue model id of key group "default"; choose from model-sonnet-4.6, model-haiku-4.5 (GET /admin/v1/models)`);
     }
   });
 
