@@ -83,6 +83,34 @@ export const PUBLIC_ROUTES = [
   'GET /metrics',
 ];
 
+/**
+ * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
+ * must take, in this order, before its upstream step. A test walks the route table against it.
+ */
+export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'quota'];
+
+/** Routes that reach the upstream without being billed (so without the credit step `quota`). */
+export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
+
+/** Names of the steps that send a request upstream (one per route, dispatching by key group). */
+export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat'];
+
+/** Finish-step trackers of the routers built here (see `waitForFinishSteps`). */
+const finishTrackers = new WeakMap<object, () => Promise<void>>();
+
+/**
+ * Resolves once the finish steps (settlement, log line) of every request of this router that has
+ * closed are done (graceful shutdown waits for it before closing the store).
+ */
+export function waitForFinishSteps(router: Router): Promise<void> {
+  return finishTrackers.get(router)?.() ?? Promise.resolve();
+}
+
+/** Give a handler the step name the route table shows. */
+function named<T extends RequestHandler>(name: string, handler: T): T {
+  return Object.defineProperty(handler, 'name', { value: name });
+}
+
 /** Build the gateway's routes as a Router, mountable anywhere (`parent.use('/llm', router)`). */
 export function createGatewayRouter(deps: AppDependencies): Router {
   const { store, upstream } = deps;
@@ -104,30 +132,36 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
   const finishHooks: FinishHook[] = [createSettlement(store), ...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
   if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
-  const requestContext = createRequestContext({ onFinish: createFinisher({ logger, hooks: finishHooks }) });
+  const finisher = createFinisher({ logger, hooks: finishHooks });
+  finishTrackers.set(router, finisher.settled);
+  const requestContext = createRequestContext({ onFinish: finisher });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
-  const jsonBody = createJsonBody({ limitBytes: config.limits.bodyBytes });
+  const jsonBody = createJsonBody({
+    limitBytes: config.limits.bodyBytes,
+    bodyTimeoutMs: config.limits.bodyTimeoutMs,
+    minBytesPerSecond: config.limits.bodyMinBytesPerSecond,
+  });
   const prefixes = () => catalogue.keyGroups.map((group) => group.keyPrefix);
   const afterAuth = hooks.afterAuth.length > 0 ? [createHookStep(hooks.afterAuth)] : [];
-  const auth = (accept: AuthHeaders) => [createAuth({ store, accept, prefixes, now: clock }), ...afterAuth];
-  const resolveAlias = createResolveAlias({ catalogue });
-  const keyGroupCheck = createKeyGroupCheck({ catalogue });
-  const modelWhitelist = createModelWhitelist();
-  const rateLimit = createRateLimit({ store: store.createRateLimitStore() });
-  const quota = (format: 'native' | 'chat') => [createQuota({
+  const auth = (accept: AuthHeaders) => [named('auth', createAuth({ store, accept, prefixes, now: clock })), ...afterAuth];
+  const resolveAlias = named('resolveAlias', createResolveAlias({ catalogue }));
+  const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
+  const modelWhitelist = named('modelWhitelist', createModelWhitelist());
+  const rateLimit = named('rateLimit', createRateLimit({ store: store.createRateLimitStore() }));
+  const quota = (format: 'native' | 'chat') => [named('quota', createQuota({
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     holdTtlMs: () => source.config.upstream.timeoutMs,
-  })];
+  }))];
   /** count_tokens is not billed: nothing to reserve. */
   const notBilled: RequestHandler[] = [];
   const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams];
 
-  /** The shared steps every route that reaches the upstream takes, in order. */
+  /** The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS). */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [
-    jsonBody, ...auth(accept), ...version, validate, resolveAlias, keyGroupCheck, modelWhitelist, rateLimit, ...billing, ...beforeUpstream,
+    jsonBody, ...auth(accept), ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, rateLimit, ...billing, ...beforeUpstream,
   ];
-  const versionHeader = [createVersionHeader()];
+  const versionHeader = [named('versionHeader', createVersionHeader())];
 
   /** Per key group, which handler serves each route (the fork). */
   const byKeyGroup = (handlerFor: (group: KeyGroupConfig, client: UpstreamClient) => RequestHandler) =>
@@ -152,11 +186,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
-    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, quota('native')), messagesHandler);
+    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, quota('native')), named('upstreamMessages', messagesHandler));
   router.post('/v1/messages/count_tokens',
-    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), countTokensHandler);
+    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
-    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), chatHandler);
+    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), named('upstreamChat', chatHandler));
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   if (config.adminToken) {
     router.use('/admin/v1', createAdminRouter({

@@ -56,10 +56,26 @@ export interface KeyConfig {
 export interface UpstreamConfig {
   /** Base URL of a native-format upstream. null: the embedded simulated upstream. */
   url: string | null;
-  /** Name of the env variable that holds the upstream credential. */
+  /** Name of the env variable that holds the upstream credential (the first of `apiKeyEnvs`). */
   apiKeyEnv: string;
+  /**
+   * Names of the env variables that hold upstream credentials (config.json's `apiKeyEnv` takes one name
+   * or a list). Several credentials are used in turn; one that gets a 401 or 429 rests for
+   * `credentialRestMs`. Default `["UPSTREAM_API_KEY"]`.
+   */
+  apiKeyEnvs: string[];
   /** Time allowed for the upstream's reply head, in ms. Default 600000. */
   timeoutMs: number;
+  /** Longest gap between two chunks of an upstream reply body before it is ended with an error, in ms. Default 120000. */
+  streamIdleTimeoutMs: number;
+  /** Retries of a 429/500/502/503/529 or a refused connection, only before the first byte to the client. Default 2. */
+  maxRetries: number;
+  /** First backoff delay in ms; doubles per retry (capped at 8000), with jitter. Default 500. */
+  retryBaseDelayMs: number;
+  /** A `retry-after` longer than this (ms) is not waited for: the reply goes to the client. Default 20000. */
+  maxRetryAfterMs: number;
+  /** How long a credential that got a 401 or 429 is left out of the rotation, in ms. Default 60000. */
+  credentialRestMs: number;
 }
 
 export interface GatewayConfig {
@@ -81,6 +97,13 @@ export interface GatewayConfig {
   limits: {
     /** Largest accepted request body, in bytes. Default 33554432 (32 MiB, as the upstream). */
     bodyBytes: number;
+    /**
+     * Slow-client guard: while a request body is incomplete, every window of `bodyTimeoutMs` must bring
+     * at least `bodyMinBytesPerSecond` × window bytes, else the request is cut off with 408.
+     * Defaults 10000 ms and 1024 bytes/s.
+     */
+    bodyTimeoutMs: number;
+    bodyMinBytesPerSecond: number;
   };
   /**
    * How a request's worst case is bounded when credits are reserved against the monthly cap: input
@@ -92,6 +115,8 @@ export interface GatewayConfig {
     /** Input tokens the upstream adds that are not in the body (tool-use system prompt, turn markers). Default 1024. */
     overheadInputTokens: number;
   };
+  /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
+  shutdownGraceMs: number;
   /** The listening port. From env PORT, default 8080. */
   port: number;
   /** From env REDIS_URL; null means the in-memory store. */
@@ -138,8 +163,18 @@ export const configSchema = {
       additionalProperties: false,
       properties: {
         url: { type: ['string', 'null'], pattern: '^https?://' },
-        apiKeyEnv: { type: 'string', minLength: 1 },
+        apiKeyEnv: {
+          anyOf: [
+            { type: 'string', minLength: 1 },
+            { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+          ],
+        },
         timeoutMs: { type: 'integer', minimum: 1 },
+        streamIdleTimeoutMs: { type: 'integer', minimum: 1 },
+        maxRetries: { type: 'integer', minimum: 0, maximum: 10 },
+        retryBaseDelayMs: { type: 'integer', minimum: 0 },
+        maxRetryAfterMs: { type: 'integer', minimum: 0 },
+        credentialRestMs: { type: 'integer', minimum: 0 },
       },
     },
     models: {
@@ -191,7 +226,11 @@ export const configSchema = {
     limits: {
       type: 'object',
       additionalProperties: false,
-      properties: { bodyBytes: { type: 'integer', minimum: 1024 } },
+      properties: {
+        bodyBytes: { type: 'integer', minimum: 1024 },
+        bodyTimeoutMs: { type: 'integer', minimum: 1 },
+        bodyMinBytesPerSecond: { type: 'integer', minimum: 0 },
+      },
     },
     reservation: {
       type: 'object',
@@ -201,6 +240,7 @@ export const configSchema = {
         overheadInputTokens: { type: 'integer', minimum: 0 },
       },
     },
+    shutdownGraceMs: { type: 'integer', minimum: 0 },
   },
 } as const;
 
@@ -263,10 +303,17 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
   if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
     throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
   }
+  const apiKeyEnvs: string[] = [file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
   const upstream: UpstreamConfig = {
     url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
-    apiKeyEnv: file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY',
+    apiKeyEnv: apiKeyEnvs[0],
+    apiKeyEnvs,
     timeoutMs: file.upstream.timeoutMs ?? 600_000,
+    streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? 120_000,
+    maxRetries: file.upstream.maxRetries ?? 2,
+    retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? 500,
+    maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? 20_000,
+    credentialRestMs: file.upstream.credentialRestMs ?? 60_000,
   };
   const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
   const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));
@@ -306,6 +353,12 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
       overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
     },
+    limits: {
+      bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024,
+      bodyTimeoutMs: file.limits?.bodyTimeoutMs ?? 10_000,
+      bodyMinBytesPerSecond: file.limits?.bodyMinBytesPerSecond ?? 1024,
+    },
+    shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
     port,
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || 'gateway:',

@@ -14,12 +14,20 @@ export interface FinisherOptions {
   hooks?: FinishHook[];
 }
 
+/** The `onFinish` callback, and a way to wait for the finish steps still running (graceful shutdown). */
+export interface Finisher {
+  (ctx: RequestContext, req: Request, res: Response): void;
+  /** Resolves once every finish step started so far (settlement, log line) is done. */
+  settled(): Promise<void>;
+}
+
 /** Build the `onFinish` callback of the request-context middleware. */
-export function createFinisher(options: FinisherOptions): (ctx: RequestContext, req: Request, res: Response) => void {
+export function createFinisher(options: FinisherOptions): Finisher {
   const { logger } = options;
   const hooks = options.hooks ?? [];
-  return (ctx, _req, res) => {
-    void (async () => {
+  const running = new Set<Promise<void>>();
+  const finish = (ctx: RequestContext, _req: Request, res: Response) => {
+    const done = (async () => {
       for (const hook of hooks) {
         try {
           await hook(ctx, res);
@@ -50,5 +58,12 @@ export function createFinisher(options: FinisherOptions): (ctx: RequestContext, 
       if (!res.writableFinished) line.aborted = true;
       logger.info(line);
     })();
+    running.add(done);
+    void done.finally(() => running.delete(done));
   };
+  return Object.assign(finish, {
+    async settled() {
+      while (running.size > 0) await Promise.allSettled([...running]);
+    },
+  });
 }

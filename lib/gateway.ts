@@ -18,7 +18,7 @@ import { createStore, MemoryStore, seedConfigKeys } from './store';
 import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
-import { createUpstreamClient } from './upstream';
+import { createUpstreamClient, faultOptionsOf } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
 
 /** Options of `createGateway`. Every field is optional. */
@@ -175,8 +175,14 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     upstreamUrl = simulated.url;
     logger.warn({ message: 'no upstream configured (upstream.url / UPSTREAM_URL): replies are SIMULATED by the embedded upstream' });
   }
-  const upstream = createUpstreamClient({ url: upstreamUrl, apiKey: process.env[config.upstream.apiKeyEnv], timeoutMs: config.upstream.timeoutMs });
-  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url });
+  const faults = faultOptionsOf(config.upstream);
+  const upstream = createUpstreamClient({
+    url: upstreamUrl,
+    apiKeys: config.upstream.apiKeyEnvs.map((name) => process.env[name] ?? ''),
+    timeoutMs: config.upstream.timeoutMs,
+    ...faults,
+  });
+  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url, faults });
   const source = createConfigSource(config);
   const metrics = createMetrics();
   const router = createGatewayRouter({

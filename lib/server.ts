@@ -7,6 +7,7 @@
 import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitForFinishSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
 import { createLogger, type Logger } from './logger';
@@ -22,7 +23,12 @@ export interface RunningGateway {
   gateway: Gateway;
   /** The development key created when no key is configured (shown once at start), else undefined. */
   developmentKey?: string;
-  close(): Promise<void>;
+  /**
+   * Graceful stop: stop accepting connections, let requests and streams in flight finish for up to
+   * `graceMs` (default `shutdownGraceMs`), then cut what is left; wait for every finish step (credit
+   * settlement, log line) and close the store (which flushes it).
+   */
+  close(graceMs?: number): Promise<void>;
 }
 
 export interface StartOptions {
@@ -51,6 +57,12 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   });
   const server = http.createServer(gateway.app);
   server.keepAliveTimeout = 65_000;
+  /** Responses not yet closed; a graceful shutdown waits for them (and their finish steps). */
+  const inFlight = new Set<http.ServerResponse>();
+  server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    inFlight.add(res);
+    res.once('close', () => inFlight.delete(res));
+  });
   await new Promise<void>((resolve) => server.listen(config.port, options.host, resolve));
   const { port } = server.address() as AddressInfo;
   logger.info({ message: 'gateway listening', port, store: gateway.store.kind, models: config.models.length });
@@ -61,14 +73,32 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     store: gateway.store,
     gateway,
     developmentKey: gateway.developmentKey,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
-      await gateway.close();
-    },
+    close: (graceMs = config.shutdownGraceMs) => shutdown(graceMs),
   };
+
+  async function shutdown(graceMs: number): Promise<void> {
+    const allClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Replies still to come close their connection, and idle kept-alive connections are let go as
+    // soon as they fall idle, so nothing new can start on them.
+    server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+    server.closeIdleConnections();
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    let graceTimer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'grace over'>((resolve) => (graceTimer = setTimeout(() => resolve('grace over'), graceMs)));
+    const outcome = await Promise.race([allClosed.then(() => 'drained' as const), graceOver]);
+    clearInterval(sweep);
+    clearTimeout(graceTimer);
+    if (outcome === 'grace over') {
+      logger.warn({ message: 'shutdown grace period over: cutting the requests still in flight', grace_ms: graceMs });
+      server.closeAllConnections();
+      await allClosed;
+    }
+    // A cut socket closes its response a tick later; then each closed response settles in its finish
+    // steps, and the store must stay open until they are done.
+    while (inFlight.size > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitForFinishSteps(gateway.router);
+    await gateway.close();
+  }
 }
 
 /**
@@ -153,10 +183,16 @@ async function main(): Promise<void> {
     );
   }
   const shutdown = (signal: string) => {
-    logger.info({ message: 'shutting down', signal });
+    logger.info({ message: 'shutting down: no new connections; requests in flight may finish', signal, grace_ms: config.shutdownGraceMs });
     gateway.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
+      () => {
+        logger.info({ message: 'shutdown complete' });
+        setImmediate(() => process.exit(0));
+      },
+      (err) => {
+        logger.error({ message: 'shutdown failed', error: (err as Error).message });
+        setImmediate(() => process.exit(1));
+      },
     );
   };
   // The catalogue changes over time (spec, Versioning 4): SIGHUP re-reads and re-validates the config

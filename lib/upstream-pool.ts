@@ -4,7 +4,7 @@
  * the warm keep-alive agent).
  */
 import type { KeyGroupConfig } from './key-groups';
-import { createUpstreamClient, type UpstreamClient } from './upstream';
+import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './upstream';
 
 export interface UpstreamPool {
   /** The client of a group's upstream. A native group without a URL uses the default client. */
@@ -20,6 +20,8 @@ export interface UpstreamPoolOptions {
   defaultClient: UpstreamClient;
   /** URL the default client was created for (`upstream.url`), null for the simulated upstream. */
   defaultUrl: string | null;
+  /** Idle limit, retries and credential rest of every client created here. Default: the client defaults. */
+  faults?: UpstreamFaultOptions;
   /** Reads an upstream credential by env variable name. Default: `process.env`. */
   env?: Record<string, string | undefined>;
 }
@@ -40,7 +42,7 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
       const key = keyOf(group);
       let client = clients.get(key);
       if (!client) {
-        client = createUpstreamClient({ url: url!, apiKey: env[apiKeyEnv], timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer' });
+        client = createUpstreamClient({ url: url!, apiKey: env[apiKeyEnv], timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer', ...options.faults });
         clients.set(key, client);
       }
       return client;

@@ -42,8 +42,12 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
   return async (req, res, next) => {
     const ctx = getContext(res);
     let reply: UpstreamReply | undefined;
+    // Cancels the attempt under way and any retry wait when the client goes away.
+    const clientGone = new AbortController();
     res.once('close', () => {
-      if (!res.writableFinished) reply?.abort();
+      if (res.writableFinished) return;
+      clientGone.abort();
+      reply?.abort();
     });
     try {
       const body = req.body as ChatCompletionRequest;
@@ -58,12 +62,13 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
         path: '/v1/messages',
         headers: { 'anthropic-version': UPSTREAM_VERSION, accept: ctx.stream ? 'text/event-stream' : 'application/json' },
         body: Buffer.from(JSON.stringify(request)),
+        signal: clientGone.signal,
       });
       if (res.destroyed) return reply.abort();
       const { response } = reply;
       ctx.upstreamStatus = response.statusCode;
       const created = Math.floor(Date.now() / 1000);
-      if (response.statusCode !== 200) return await sendUpstreamError(response, res);
+      if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream.redact);
       if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason);
       const message = tryParseJson((await readBody(response)).toString('utf8')) as NativeMessage | undefined;
       if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
@@ -84,8 +89,9 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
 }
 
 /** An upstream error before any byte was sent: the same status, in the chat error shape. */
-async function sendUpstreamError(response: http.IncomingMessage, res: Response): Promise<void> {
-  const raw = (await readBody(response, 1024 * 1024)).toString('utf8');
+async function sendUpstreamError(response: http.IncomingMessage, res: Response, redact: (text: string) => string): Promise<void> {
+  // The upstream may quote the gateway's own credential back (a 401 naming the key): never relay it.
+  const raw = redact((await readBody(response, 1024 * 1024)).toString('utf8'));
   const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(raw));
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
@@ -132,10 +138,19 @@ function streamReply(
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
     }
     let out = '';
-    for (const record of records) out += formatSse(record);
+    for (const record of records) {
+      out += formatSse(record);
+      streamedCharacters += countStreamedCharacters(record);
+    }
+    // Until message_delta brings the final count, usage is at least what the client has received,
+    // so a stream cut short settles what was streamed rather than message_start's provisional count.
+    if (transform.stopReason === null) {
+      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, Math.ceil(streamedCharacters / 4));
+    }
     res.write(out);
     if (transform.closed) res.end();
   };
+  let streamedCharacters = 0;
 
   const decoder = createSseDecoder((event) => {
     write(transform.push(event));
@@ -149,6 +164,21 @@ function streamReply(
   // A reset socket emits `error` then `close` without `end`; after a normal end the transform is
   // already closed and `fail` adds nothing.
   const lost = () => write(transform.fail('the upstream connection was lost mid-stream'));
-  response.once('error', lost);
+  response.once('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'UPSTREAM_IDLE') write(transform.fail(err.message));
+    else lost();
+  });
   response.once('close', lost);
+}
+
+/** Characters of generated text (content and tool-call arguments) in one outgoing record. */
+function countStreamedCharacters(record: ChatStreamRecord): number {
+  if (typeof record !== 'object' || !('choices' in record)) return 0;
+  let count = 0;
+  for (const choice of record.choices) {
+    const delta = choice.delta as { content?: unknown; tool_calls?: Array<{ function?: { arguments?: unknown } }> };
+    if (typeof delta.content === 'string') count += delta.content.length;
+    for (const call of delta.tool_calls ?? []) if (typeof call.function?.arguments === 'string') count += call.function.arguments.length;
+  }
+  return count;
 }

@@ -3,11 +3,16 @@
  * bodies that are not JSON get 400. Parsed once, by express.json.
  */
 import express, { type RequestHandler } from 'express';
+import { watchBodyRate } from '../lib/body-rate';
 import { errors, GatewayError } from '../lib/errors';
 
 export interface JsonBodyOptions {
   /** Largest accepted body, in bytes. */
   limitBytes: number;
+  /** Slow-client guard window, in ms. Default 10000. */
+  bodyTimeoutMs?: number;
+  /** Bytes per second a body must average per window while incomplete (else 408); 0 turns it off. Default 1024. */
+  minBytesPerSecond?: number;
 }
 
 /** Map a body-parser failure to the gateway error the client sees. */
@@ -31,12 +36,25 @@ const JSON_TYPE = /^\s*application\/json\s*(;|$)/i;
 
 export function createJsonBody(options: JsonBodyOptions): RequestHandler {
   const parse = express.json({ limit: options.limitBytes, strict: false, type: () => true });
-  return (req, res, next) => {
+  const rate = { windowMs: options.bodyTimeoutMs ?? 10_000, minBytesPerSecond: options.minBytesPerSecond ?? 1024 };
+  return function jsonBody(req, res, next) {
     if (req.method !== 'POST') return next();
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       return next(errors.unsupportedMediaType('POST requests must have content-type: application/json'));
     }
+    // The guard and the parser race; whichever settles first answers, the other is ignored.
+    let settled = false;
+    const stopWatch = watchBodyRate(req, rate, () => {
+      if (settled) return;
+      settled = true;
+      next(new GatewayError(408, 'invalid_request_error',
+        `request body arrived slower than ${rate.minBytesPerSecond} bytes per second; send it at once`,
+        { chatCode: 'request_timeout', headers: { connection: 'close' } }));
+    });
     parse(req, res, (err?: unknown) => {
+      stopWatch();
+      if (settled) return;
+      settled = true;
       if (err) return next(mapBodyParserError(err as { type?: string }, options.limitBytes));
       if (req.body === undefined) return next(errors.invalidRequest('request body is empty; a JSON object is required'));
       next();

@@ -3,16 +3,20 @@
  * model rewritten to the upstream's name; client credentials are dropped and the upstream's injected.
  * Replies pass through byte for byte as they arrive; a side parser reads usage from the passing stream
  * (or from a copy of a JSON body) without holding anything back.
+ *
+ * Faults: a refused connection or a 429/500/502/503/529 before any byte went to the client is tried
+ * again as the upstream client's retry policy says; a stream that breaks, stalls past the idle limit
+ * or ends without `message_stop` is ended with a native `event: error`, never silently.
  */
 import type { Stream } from 'node:stream';
 import type http from 'node:http';
-import type { RequestHandler, Request, Response } from 'express';
+import type { NextFunction, RequestHandler, Request, Response } from 'express';
 import httpProxy from 'http-proxy';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
-import { mapUpstreamSocketError } from '../lib/errors';
+import { mapUpstreamSocketError, errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
-import { createSseDecoder } from '../lib/sse';
-import type { UpstreamClient } from '../lib/upstream';
+import { createSseDecoder, formatSse } from '../lib/sse';
+import { watchIdle, type UpstreamClient, type UpstreamCredential } from '../lib/upstream';
 import { mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
@@ -34,31 +38,88 @@ const DROPPED_REQUEST_HEADERS = [
  */
 const DROPPED_REPLY_HEADER = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|request-id|x-request-id|anthropic-ratelimit-.*|anthropic-organization-id|set-cookie|x-api-key|authorization|cf-.*|server|via|x-envoy-.*)$/i;
 
+/** Largest upstream error body relayed (they are small JSON objects). */
+const ERROR_BODY_LIMIT = 1024 * 1024;
+
 interface ProxyState {
-  /** Headers set on the upstream request after the client's credentials are dropped. */
-  headers: Record<string, string>;
-  /** The request body sent upstream (the validated body, model renamed). */
+  next: NextFunction;
+  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
   body: Buffer;
   proxyReq?: http.ClientRequest;
+  credential: UpstreamCredential;
+  /** Retries made so far. */
+  retriesDone: number;
+  /** Reply-head timer of the attempt under way. */
   timer?: NodeJS.Timeout;
   timedOut: boolean;
+  /** Backoff wait before the next attempt. */
+  retryTimer?: NodeJS.Timeout;
+  /** A reply head was accepted (no more retries); socket errors are now the reply handler's. */
+  replying: boolean;
+}
+
+interface ModelRename {
+  from: string;
+  to: string;
+}
+
+/** Rough token count of streamed text, for a stream cut before its final usage: 4 characters a token. */
+function estimateStreamedTokens(characters: number): number {
+  return Math.ceil(characters / 4);
+}
+
+/** Text carried by a content_block_delta, whatever its kind. */
+function deltaText(delta: any): string {
+  const text = delta?.text ?? delta?.partial_json ?? delta?.thinking ?? '';
+  return typeof text === 'string' ? text : '';
 }
 
 /**
  * Pass a native SSE reply to the client as it arrives, reading usage and stop reason on the side.
  * When the upstream names the model differently from the catalogue, the first event (message_start)
  * is rewritten to name the canonical ID; every later byte passes unchanged.
+ *
+ * `ctx.usage` always holds what was streamed so far: the upstream's figures, and until its final
+ * `message_delta` usage arrives, at least an estimate of the output tokens already passed on (so a
+ * stream cut short settles what the client received, not the provisional count of message_start).
  */
-function pipeStream(proxyRes: http.IncomingMessage, res: Response, ctx: RequestContext, rename: ModelRename | null): void {
+function pipeStream(proxyRes: http.IncomingMessage, res: Response, ctx: RequestContext, rename: ModelRename | null, idleMs: number, abort: () => void): void {
   const usage = (ctx.usage = emptyUsage());
+  let streamedCharacters = 0;
+  let finalUsageSeen = false;
+  let complete = false;
   const decoder = createSseDecoder((event) => {
-    if (event.event !== 'message_start' && event.event !== 'message_delta') return;
+    if (event.event === 'message_stop') complete = true;
+    if (event.event !== 'message_start' && event.event !== 'message_delta' && event.event !== 'content_block_delta') return;
     const data = tryParseJson(event.data) as any;
-    mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
-    if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) ctx.stopReason = data.delta.stop_reason;
+    if (event.event === 'content_block_delta') {
+      streamedCharacters += deltaText(data?.delta).length;
+    } else {
+      mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
+      if (event.event === 'message_delta' && typeof data?.usage?.output_tokens === 'number') finalUsageSeen = true;
+      if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) ctx.stopReason = data.delta.stop_reason;
+    }
+    if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateStreamedTokens(streamedCharacters));
   });
   let head: Buffer | null = rename ? Buffer.alloc(0) : null;
+  const flushHead = () => {
+    if (head !== null && head.length > 0) res.write(head);
+    head = null;
+  };
+  /** End the client's stream with a native error event (wire-formats.md §3: `error` after the 200). */
+  const fail = (type: string, message: string) => {
+    stopIdle();
+    if (res.writableEnded || res.destroyed) return;
+    flushHead();
+    res.end(formatSse({ type: 'error', error: { type, message } }, 'error'));
+  };
+  const stopIdle = watchIdle(proxyRes, idleMs, () => {
+    abort();
+    fail('timeout_error', `the upstream stream was idle for more than ${idleMs} ms`);
+  });
+
   proxyRes.on('data', (chunk: Buffer) => {
+    if (res.writableEnded || res.destroyed) return;
     decoder.write(chunk);
     if (head === null) {
       res.write(chunk);
@@ -73,14 +134,17 @@ function pipeStream(proxyRes: http.IncomingMessage, res: Response, ctx: RequestC
   });
   proxyRes.once('end', () => {
     decoder.end();
-    if (head !== null) res.write(head);
+    if (!complete) return fail('api_error', 'the upstream stream ended before the reply was complete');
+    stopIdle();
+    flushHead();
     res.end();
   });
-}
-
-interface ModelRename {
-  from: string;
-  to: string;
+  const lost = () => fail('api_error', 'the upstream connection was lost mid-stream');
+  proxyRes.once('error', lost);
+  proxyRes.once('aborted', lost);
+  proxyRes.once('close', () => {
+    if (!proxyRes.complete) lost();
+  });
 }
 
 /** Rewrite `message.model` in a message_start event's data line; any other text is returned as is. */
@@ -108,11 +172,20 @@ async function sendJsonReply(proxyRes: http.IncomingMessage, res: Response, ctx:
   res.end(text);
 }
 
+/** Relay an upstream error reply (status and body), with any upstream credential in it redacted. */
+async function sendErrorReply(proxyRes: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
+  const text = Buffer.from(upstream.redact((await readBody(proxyRes, ERROR_BODY_LIMIT)).toString('utf8')));
+  res.writeHead(proxyRes.statusCode ?? 502, { ...proxyRes.headers, 'content-length': String(text.length) });
+  res.end(text);
+}
+  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
+  body: Buffer;
+
 /**
  * What http-proxy pipes into the upstream request: nothing. The `proxyReq` handler ends that request
  * with the whole body once its headers are final, so head and body leave in one write; a piped stream
  * cost a stream object and a second socket write per request (socket writes were the largest single
- * cost in the benchmark's profile).
+ * cost in the benchmark's profile). Each attempt (retries included) writes the body again.
  */
 const BODY_WRITTEN_BY_PROXY_REQ = { pipe: (destination: NodeJS.WritableStream) => destination } as unknown as Stream;
 
@@ -131,19 +204,34 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     for (const name of DROPPED_REQUEST_HEADERS) proxyReq.removeHeader(name);
     const state = states.get(req as Request);
     if (!state) return;
-    for (const [name, value] of Object.entries(state.headers)) proxyReq.setHeader(name, value);
     state.proxyReq = proxyReq;
+    // Set after the drop list, which names the client's `x-api-key`.
+    for (const [name, value] of Object.entries(state.credential.headers)) proxyReq.setHeader(name, value);
     proxyReq.end(state.body);
+  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
+  body: Buffer;
   });
 
   proxy.on('proxyRes', (proxyRes, req, res) => {
-    const state = states.get(req as Request);
-    if (state?.timer) clearTimeout(state.timer);
-    const ctx = getContext(res as Response);
-    ctx.upstreamStatus = proxyRes.statusCode;
+    const state = states.get(req as Request)!;
+    clearTimeout(state.timer);
+    const reply = res as Response;
+    const status = proxyRes.statusCode ?? 502;
+    if (status !== 200 && !reply.headersSent && !reply.destroyed) {
+      const delay = upstream.planRetry(state.credential, { status, headers: proxyRes.headers }, state.retriesDone);
+      if (delay !== null) {
+        proxyRes.resume();
+        state.retriesDone += 1;
+        state.retryTimer = setTimeout(() => attempts.get(req as Request)?.(), delay);
+        return;
+      }
+    }
+    state.replying = true;
+    const ctx = getContext(reply);
+    ctx.upstreamStatus = status;
     const upstreamRequestId = proxyRes.headers['request-id'];
-    for (const name of Object.keys(proxyRes.headers)) {
-      if (DROPPED_REPLY_HEADER.test(name)) delete proxyRes.headers[name];
+    for (const [name, value] of Object.entries(proxyRes.headers)) {
+      if (DROPPED_REPLY_HEADER.test(name) || upstream.redact(String(value)) !== String(value)) delete proxyRes.headers[name];
     }
     if (upstreamRequestId) proxyRes.headers['upstream-request-id'] = upstreamRequestId;
     proxyRes.once('data', () => {
@@ -151,63 +239,88 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     });
     const model = ctx.model!;
     const rename = model.upstreamModel === model.id ? null : { from: model.upstreamModel, to: model.id };
-    const reply = res as Response;
     const stream = String(proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream');
     if (stream) {
       proxyRes.headers['cache-control'] = 'no-cache';
       proxyRes.headers['x-accel-buffering'] = 'no';
       delete proxyRes.headers['content-length'];
     }
-    if (proxyRes.statusCode === 200 && !stream) {
-      sendJsonReply(proxyRes, reply, ctx, rename).catch(() => reply.destroy());
+    if (stream && status === 200) {
+      reply.writeHead(200, proxyRes.headers);
+      pipeStream(proxyRes, reply, ctx, rename, upstream.streamIdleTimeoutMs, () => state.proxyReq?.destroy());
       return;
     }
-    reply.writeHead(proxyRes.statusCode ?? 502, proxyRes.headers);
-    if (stream && proxyRes.statusCode === 200) pipeStream(proxyRes, reply, ctx, rename);
-    else proxyRes.pipe(reply);
+    // A buffered reply (JSON or error) whose body stalls or breaks before any byte went out is a 504/502.
+    watchIdle(proxyRes, upstream.streamIdleTimeoutMs, () => {
+      state.timedOut = true;
+      state.proxyReq?.destroy();
+    });
+    const send = status === 200 ? sendJsonReply(proxyRes, reply, ctx, rename) : sendErrorReply(proxyRes, reply, upstream);
+    send.catch(() => {
+      if (reply.headersSent || reply.destroyed) return reply.destroy();
+      state.next(state.timedOut ? errors.upstreamTimeout('the upstream reply stalled') : errors.upstreamUnreachable('the upstream reply broke off'));
+    });
   });
 
-  return (req, res, next) => {
+  /** The function that starts the next attempt of each request in flight. */
+  const attempts = new WeakMap<Request, () => void>();
+
+  return function nativeProxy(req, res, next) {
     const ctx = getContext(res);
     const body = Buffer.from(JSON.stringify({ ...req.body, model: ctx.model!.upstreamModel }));
     const version = (req.headers['anthropic-version'] ?? req.headers['vendor-version']) as string;
-    const state: ProxyState = {
-      timedOut: false,
-      body,
-      headers: {
-        ...upstream.credentialHeaders(),
-        'anthropic-version': version,
-        'content-length': String(body.length),
-        'accept-encoding': 'identity',
-      },
-    };
+    const state: ProxyState = { next, body, credential: upstream.pickCredential(), retriesDone: 0, timedOut: false, replying: false };
+  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
+  body: Buffer;
     states.set(req, state);
-    state.timer = setTimeout(() => {
-      state.timedOut = true;
-      state.proxyReq?.destroy();
-    }, upstream.timeoutMs);
     // A client that goes away mid-reply must not keep the upstream request (and its bill) running.
     res.once('close', () => {
       clearTimeout(state.timer);
+      clearTimeout(state.retryTimer);
       if (!res.writableFinished) state.proxyReq?.destroy();
     });
     const search = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
-    proxy.web(
-      req,
-      res,
-      {
-        target: `${upstream.url.origin}${upstream.url.pathname.replace(/\/+$/, '')}${options.path}${search}`,
-        buffer: BODY_WRITTEN_BY_PROXY_REQ,
-      },
-      (err: NodeJS.ErrnoException) => {
-        clearTimeout(state.timer);
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        if (res.destroyed) return;
-        next(mapUpstreamSocketError(err, state.timedOut));
-      },
-    );
+    const target = `${upstream.url.origin}${upstream.url.pathname.replace(/\/+$/, '')}${options.path}${search}`;
+
+    const attempt = () => {
+      if (res.destroyed) return;
+      if (state.retriesDone > 0) state.credential = upstream.pickCredential();
+      state.timedOut = false;
+      state.proxyReq = undefined;
+      state.timer = setTimeout(() => {
+        state.timedOut = true;
+        state.proxyReq?.destroy();
+      }, upstream.timeoutMs);
+      proxy.web(
+        req,
+        res,
+        {
+          target,
+          buffer: BODY_WRITTEN_BY_PROXY_REQ,
+          headers: {
+            'anthropic-version': version,
+            'content-length': String(body.length),
+            'accept-encoding': 'identity',
+          },
+        },
+        (err: NodeJS.ErrnoException) => {
+          clearTimeout(state.timer);
+          // After the head went out, the stream handler ends the reply with an error event.
+          if (state.replying || res.headersSent || res.destroyed) return;
+          const outcome = { error: err, timedOut: state.timedOut, reusedSocket: state.proxyReq?.reusedSocket ?? false };
+          const delay = upstream.planRetry(state.credential, outcome, state.retriesDone);
+          if (delay !== null) {
+            state.retriesDone += 1;
+            state.retryTimer = setTimeout(attempt, delay);
+            return;
+          }
+          next(mapUpstreamSocketError(err, state.timedOut));
+        },
+      );
+    };
+    attempts.set(req, attempt);
+    attempt();
+  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
+  body: Buffer;
   };
 }

@@ -20,12 +20,16 @@ export const KEYS = {
 export const UPSTREAM_SECRET = 'upstream-secret-never-shown';
 
 /** The shipped catalogue, with the test keys. */
-export function testConfigObject(upstreamUrl: string, overrides: Record<string, unknown> = {}, upstreamTimeoutMs = 5000): Record<string, unknown> {
+export function testConfigObject(
+  upstreamUrl: string,
+  overrides: Record<string, unknown> = {},
+  upstream: Record<string, unknown> = {},
+): Record<string, unknown> {
   // eslint-disable-next-line @typescript-eslint/no-var-requires
   const shipped = require('../../../config.json');
   return {
     ...shipped,
-    upstream: { url: upstreamUrl, apiKeyEnv: 'TEST_UPSTREAM_API_KEY', timeoutMs: upstreamTimeoutMs },
+    upstream: { url: upstreamUrl, apiKeyEnv: 'TEST_UPSTREAM_API_KEY', timeoutMs: 5000, ...upstream },
     keys: [
       { id: 'team-all', key: KEYS.all, rateLimitPerMinute: 100000 },
       { id: 'team-haiku', key: KEYS.haikuOnly, allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 100000 },
@@ -64,6 +68,8 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   handler?: FakeHandler;
   overrides?: Record<string, unknown>;
+  /** Fields merged into the `upstream` section (its `url` is the fake upstream's unless given). */
+  upstream?: Record<string, unknown>;
   store?: GatewayStore;
   env?: Record<string, string>;
   /** upstream.timeoutMs of the test config. Default 5000. */
@@ -75,7 +81,8 @@ export interface TestGatewayOptions {
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
   const upstream = await startFakeUpstream(options.handler);
   process.env.TEST_UPSTREAM_API_KEY = UPSTREAM_SECRET;
-  const config = parseConfig(testConfigObject(upstream.url, options.overrides, options.upstreamTimeoutMs), { PORT: '0', ...options.env });
+  const upstreamSection = { ...(options.upstreamTimeoutMs ? { timeoutMs: options.upstreamTimeoutMs } : {}), ...options.upstream };
+  const config = parseConfig(testConfigObject(upstream.url, options.overrides, upstreamSection), { PORT: '0', ...options.env });
   const { logger, lines } = createCapturingLogger();
   const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1', clock: options.clock });
   return {

@@ -32,10 +32,13 @@ describe('upstream client', () => {
   });
 
   it('rejects with 502 when the upstream cannot be reached', async () => {
-    nock('http://upstream.test').post('/v1/messages').replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
-    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 1000 });
+    // A refused connection is tried again (maxRetries 2: three attempts in all) before the 502.
+    const scope = nock('http://upstream.test').post('/v1/messages').times(3)
+      .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 1000, retryBaseDelayMs: 1 });
     const error = await client.send({ path: '/v1/messages', headers: {}, body: Buffer.from('{}') }).catch((e) => e);
     expect(error).to.include({ status: 502, chatCode: 'upstream_error' });
     expect(error.message).to.include('ECONNREFUSED');
+    scope.done();
   });
 });

@@ -1,0 +1,79 @@
+/** The upstream client's retry policy and credential rotation, with a fixed clock and random source. */
+import { expect } from 'chai';
+import { createUpstreamClient, parseRetryAfter, type AttemptOutcome } from '../../lib/upstream';
+
+function client(extra: Record<string, unknown> = {}, clock = { now: 1_000_000 }, random = 0) {
+  return createUpstreamClient({
+    url: 'http://127.0.0.1:9', timeoutMs: 1000, apiKeys: ['key-a', 'key-b'], retryBaseDelayMs: 500,
+    credentialRestMs: 60_000, maxRetryAfterMs: 20_000, now: () => clock.now, random: () => random, ...extra,
+  });
+}
+
+const status = (code: number, headers: Record<string, string> = {}): AttemptOutcome => ({ status: code, headers });
+const socketError = (code: string, reusedSocket = false, timedOut = false): AttemptOutcome => ({
+  error: Object.assign(new Error(code), { code }), timedOut, reusedSocket,
+});
+
+describe('upstream retry policy', () => {
+  it('reads retry-after-ms, retry-after seconds and HTTP dates', () => {
+    expect(parseRetryAfter({ 'retry-after-ms': '250' })).to.equal(250);
+    expect(parseRetryAfter({ 'retry-after': '3' })).to.equal(3000);
+    expect(parseRetryAfter({ 'retry-after': new Date(61_000).toUTCString() }, 1_000)).to.equal(60_000);
+    expect(parseRetryAfter({ 'retry-after': 'soon' })).to.equal(undefined);
+    expect(parseRetryAfter({})).to.equal(undefined);
+  });
+
+  it('backs off exponentially, capped at 8 s, with up to 25% jitter', () => {
+    const exact = client({ apiKeys: [], maxRetries: 10 }, undefined, 0);
+    expect([0, 1, 2, 3, 4, 5].map((n) => exact.planRetry(exact.pickCredential(), status(503), n))).to.deep.equal([500, 1000, 2000, 4000, 8000, 8000]);
+    const jittered = client({ apiKeys: [], maxRetries: 10 }, undefined, 0.999);
+    expect(jittered.planRetry(jittered.pickCredential(), status(503), 1)).to.equal(Math.round(1000 * (1 - 0.25 * 0.999)));
+  });
+
+  it('retries only 429/500/502/503/529 and refused connections, up to maxRetries', () => {
+    const c = client({ apiKeys: [] });
+    const none = c.pickCredential();
+    for (const code of [429, 500, 502, 503, 529]) expect(c.planRetry(none, status(code), 0)).to.be.a('number');
+    for (const code of [400, 401, 403, 404, 413, 504]) expect(c.planRetry(none, status(code), 0)).to.equal(null);
+    expect(c.planRetry(none, status(503), 2)).to.equal(null);
+    expect(c.planRetry(none, socketError('ECONNREFUSED'), 0)).to.be.a('number');
+    expect(c.planRetry(none, socketError('ECONNRESET', true), 0)).to.equal(0);
+    expect(c.planRetry(none, socketError('ECONNRESET', false), 0)).to.equal(null);
+    expect(c.planRetry(none, socketError('ECONNRESET', false, true), 0)).to.equal(null);
+  });
+
+  it('honours retry-after up to maxRetryAfterMs and x-should-retry: false', () => {
+    const c = client({ apiKeys: [] });
+    const none = c.pickCredential();
+    expect(c.planRetry(none, status(503, { 'retry-after': '2' }), 0)).to.equal(2000);
+    expect(c.planRetry(none, status(503, { 'retry-after': '60' }), 0)).to.equal(null);
+    expect(c.planRetry(none, status(503, { 'x-should-retry': 'false' }), 0)).to.equal(null);
+  });
+
+  it('rests a credential after a 401 or 429 and hands out the other meanwhile', () => {
+    const clock = { now: 1_000_000 };
+    const c = client({}, clock);
+    const a = c.pickCredential();
+    expect(a.headers).to.deep.equal({ 'x-api-key': 'key-a' });
+    // The other credential is awake: switch at once.
+    expect(c.planRetry(a, status(429, { 'retry-after': '90' }), 0)).to.equal(0);
+    expect([1, 2, 3].map(() => c.pickCredential().index)).to.deep.equal([1, 1, 1]);
+    clock.now += 89_000;
+    expect(c.pickCredential().index).to.equal(1);
+    clock.now += 2_000;
+    expect([1, 2].map(() => c.pickCredential().index)).to.deep.equal([0, 1]);
+  });
+
+  it('when every credential rests, uses the one that wakes first', () => {
+    const clock = { now: 0 };
+    const c = client({}, clock);
+    c.planRetry(c.pickCredential(), status(401), 0); // key-a rests 60 s
+    clock.now += 10_000;
+    c.planRetry(c.pickCredential(), status(401), 0); // key-b rests until 70 s
+    expect(c.pickCredential().index).to.equal(0);
+  });
+
+  it('redacts every credential from a text', () => {
+    expect(client().redact('bad key key-a, also key-b')).to.equal('bad key [redacted], also [redacted]');
+  });
+});
