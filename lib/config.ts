@@ -348,7 +348,6 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       maxTokens: file.defaults?.maxTokens ?? 4096,
       rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,
     },
-    limits: { bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024 },
     reservation: {
       bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
       overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
