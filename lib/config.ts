@@ -117,6 +117,13 @@ export interface GatewayConfig {
   };
   /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
   shutdownGraceMs: number;
+  /** What to do while the store (Redis) cannot be reached (lib/store/guard.ts). */
+  store: {
+    /** Serve requests unmetered (logged at every request) instead of 503. Default false. */
+    failOpen: boolean;
+    /** Longest wait for one store call, in ms. Default 2000. */
+    timeoutMs: number;
+  };
   /** The listening port. From env PORT, default 8080. */
   port: number;
   /** From env REDIS_URL; null means the in-memory store. */
@@ -241,6 +248,11 @@ export const configSchema = {
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },
+    store: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { failOpen: { type: 'boolean' }, timeoutMs: { type: 'integer', minimum: 1 } },
+    },
   },
 } as const;
 
@@ -358,6 +370,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       bodyMinBytesPerSecond: file.limits?.bodyMinBytesPerSecond ?? 1024,
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
+    store: { failOpen: file.store?.failOpen ?? false, timeoutMs: file.store?.timeoutMs ?? 2000 },
     port,
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || 'gateway:',

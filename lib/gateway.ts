@@ -15,6 +15,7 @@ import { createLogger, withRequestIds, type Logger } from './logger';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
 import { createStore, MemoryStore, seedConfigKeys } from './store';
+import { createStoreGuard } from './store/guard';
 import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
@@ -138,12 +139,14 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
 export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const { config } = options;
   const logger = withRequestIds(options.logger ?? createLogger(config.logLevel));
-  const store = options.store ?? (await createStore(config, {
+  const backing = options.store ?? (await createStore(config, {
     clock: options.clock,
     onError: (err) => logger.error({ message: 'store connection error', error: err.message }),
   }));
-  const stateFile = store instanceof MemoryStore ? options.stateFile : undefined;
-  if (stateFile && loadMemoryState(store as MemoryStore, stateFile)) {
+  // Outage behaviour (fail closed or open, delayed settlements) wraps whichever store is in use.
+  const store = createStoreGuard(backing, { logger, failOpen: config.store.failOpen, timeoutMs: config.store.timeoutMs });
+  const stateFile = backing instanceof MemoryStore ? options.stateFile : undefined;
+  if (stateFile && loadMemoryState(backing as MemoryStore, stateFile)) {
     logger.info({ message: 'in-memory store state restored', file: stateFile });
   }
   await seedConfigKeys(store, config);
@@ -232,7 +235,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       await store.close();
       if (stateFile) {
         // After store.close(): the settlements of the last requests are in the state written.
-        saveMemoryState(store as MemoryStore, stateFile);
+        saveMemoryState(backing as MemoryStore, stateFile);
         logger.info({ message: 'in-memory store state saved', file: stateFile });
       }
     },

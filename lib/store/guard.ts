@@ -1,0 +1,183 @@
+/**
+ * The store guard: what the gateway does when its store (Redis) cannot be reached.
+ *
+ * - Every store call is bounded by `timeoutMs`, so a client queueing commands while disconnected
+ *   cannot hang requests.
+ * - Fail closed (the default): a request whose key lookup, rate-limit count or credit reservation
+ *   fails gets 503 (native `api_error`, chat `service_unavailable`) instead of passing unmetered.
+ * - Fail open (`store.failOpen: true`): keys seen in the last `keyCacheMs` still authenticate from
+ *   memory, rate limits and credit caps are skipped, and every such request is logged at warn level.
+ * - Settlements that fail are kept and retried until the store answers again (each reservation
+ *   settles once, so a retry never double-bills), and once more when the gateway shuts down.
+ * - `/health` reports the store unreachable (its ping fails), and the guard recovers by itself: the
+ *   next call that succeeds is served normally.
+ */
+import type { Store as RateLimitStore } from 'express-rate-limit';
+import { GatewayError } from '../errors';
+import type { Logger } from '../logger';
+import type { GatewayStore, KeyRecord, Reservation, UsageEntry } from './types';
+
+export interface StoreGuardOptions {
+  logger: Logger;
+  /** Serve requests unmetered while the store is unreachable. Default false (fail closed). */
+  failOpen?: boolean;
+  /** Longest wait for one store call, in ms. Default 2000. */
+  timeoutMs?: number;
+  /** How long a key found in the store may authenticate from memory during an outage (fail open only), in ms. Default 600000. */
+  keyCacheMs?: number;
+  /** Interval of settlement retries, in ms. Default 1000. */
+  retryEveryMs?: number;
+}
+
+/** The error a request gets when the store cannot be reached and the gateway fails closed. */
+export function storeUnavailable(): GatewayError {
+  return new GatewayError(503, 'api_error', 'the gateway cannot reach its usage store; try again shortly', {
+    chatCode: 'service_unavailable', headers: { 'retry-after': '1' },
+  });
+}
+
+/** Settlements waiting for the store, at most this many (older ones are dropped, and logged). */
+const MAX_PENDING_SETTLEMENTS = 100_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`store call took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Wrap a store with the outage behaviour above. */
+export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions): GatewayStore {
+  const { logger } = options;
+  const failOpen = options.failOpen ?? false;
+  const timeoutMs = options.timeoutMs ?? 2000;
+  const keyCacheMs = options.keyCacheMs ?? 600_000;
+  const keyCache = new Map<string, { key: KeyRecord; until: number }>();
+  const pending: Array<{ reservation: Reservation; usage: UsageEntry }> = [];
+  let retrying: NodeJS.Timeout | undefined;
+
+  const call = <T>(operation: string, run: () => Promise<T>): Promise<T> =>
+    withTimeout(run(), timeoutMs).catch((err: Error) => {
+      if (err instanceof GatewayError) throw err;
+      logger.error({ message: 'store unreachable', operation, error: err.message });
+      throw storeUnavailable();
+    });
+
+  const servedUnmetered = (operation: string, detail: Record<string, unknown> = {}) =>
+    logger.warn({ message: 'store unreachable: request served unmetered (store.failOpen)', operation, ...detail });
+
+  async function flushSettlements(): Promise<void> {
+    while (pending.length > 0) {
+      const next = pending[0];
+      try {
+        await withTimeout(store.settleCredits(next.reservation, next.usage), timeoutMs);
+      } catch {
+        return;
+      }
+      pending.shift();
+      if (pending.length === 0) logger.info({ message: 'store reachable again: delayed settlements recorded' });
+    }
+  }
+
+  function scheduleRetry() {
+    if (retrying) return;
+    retrying = setInterval(() => {
+      void flushSettlements().then(() => {
+        if (pending.length === 0 && retrying) {
+          clearInterval(retrying);
+          retrying = undefined;
+        }
+      });
+    }, options.retryEveryMs ?? 1000);
+    retrying.unref();
+  }
+
+  function guardRateLimitStore(inner: RateLimitStore): RateLimitStore {
+    const increment = async (key: string) => {
+      try {
+        return await call('rateLimit', () => Promise.resolve(inner.increment(key)));
+      } catch (err) {
+        if (!failOpen) throw err;
+        servedUnmetered('rateLimit');
+        return { totalHits: 1, resetTime: new Date(Date.now() + 60_000) };
+      }
+    };
+    const decrement = async (key: string) => {
+      await Promise.resolve(inner.decrement(key)).catch(() => undefined);
+    };
+    // express-rate-limit calls init() on the store it is given: the proxy passes it (and every other
+    // member) to the real store, bound to it.
+    return new Proxy(inner, {
+      get(target, property, receiver) {
+        if (property === 'increment') return increment;
+        if (property === 'decrement') return decrement;
+        const value = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  }
+
+  const overrides: Partial<GatewayStore> = {
+    async findKeyBySecretHash(sha256: string, now?: number) {
+      try {
+        const key = await call('findKey', () => store.findKeyBySecretHash(sha256, now));
+        if (key && failOpen) keyCache.set(sha256, { key, until: Date.now() + keyCacheMs });
+        else keyCache.delete(sha256);
+        return key;
+      } catch (err) {
+        const cached = failOpen ? keyCache.get(sha256) : undefined;
+        if (!cached || cached.until < Date.now()) throw err;
+        servedUnmetered('findKey', { key_id: cached.key.id });
+        return cached.key;
+      }
+    },
+    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number) {
+      try {
+        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs));
+      } catch (err) {
+        if (!failOpen) throw err;
+        servedUnmetered('reserveCredits', { key_id: keyId });
+        return { ok: true as const, spent: 0, reservation: { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 } };
+      }
+    },
+    async settleCredits(reservation: Reservation, usage: UsageEntry) {
+      if (reservation.id.startsWith('unmetered-')) {
+        logger.warn({ message: 'unmetered request finished (store.failOpen): usage not in the ledger', key_id: reservation.keyId, model: usage.model, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens });
+        return;
+      }
+      try {
+        await withTimeout(store.settleCredits(reservation, usage), timeoutMs);
+      } catch (err) {
+        if (pending.length >= MAX_PENDING_SETTLEMENTS) {
+          const dropped = pending.shift()!;
+          logger.error({ message: 'delayed settlement dropped (too many waiting)', key_id: dropped.reservation.keyId, credits: dropped.usage.credits });
+        }
+        pending.push({ reservation, usage });
+        logger.error({ message: 'settlement delayed: store unreachable; retrying until it answers', key_id: reservation.keyId, error: (err as Error).message });
+        scheduleRetry();
+      }
+    },
+    createRateLimitStore() {
+      return guardRateLimitStore(store.createRateLimitStore());
+    },
+    ping() {
+      return withTimeout(store.ping(), timeoutMs);
+    },
+    async close() {
+      if (retrying) clearInterval(retrying);
+      await withTimeout(flushSettlements(), timeoutMs * 2).catch(() => undefined);
+      if (pending.length > 0) logger.error({ message: 'settlements not recorded at shutdown: store unreachable', count: pending.length });
+      await withTimeout(store.close(), Math.max(timeoutMs, 5000)).catch((err: Error) => logger.error({ message: 'store did not close cleanly', error: err.message }));
+    },
+  };
+  // Everything else (key management, ledger reads) is the store's own, bound to it; a proxy keeps
+  // `instanceof` and fields of the backing store visible to code that needs them.
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (Object.prototype.hasOwnProperty.call(overrides, property)) return overrides[property as keyof GatewayStore];
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,120 @@
+/**
+ * Redis outage, with a real Redis server of this suite's own (port 6390, never the shared 6379) that
+ * is stopped and started again: requests fail closed with 503 in each route's shape, /health reports
+ * the store unreachable, the gateway recovers by itself, and `store.failOpen` serves known keys
+ * unmetered, logging every such request.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { expect } from 'chai';
+import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { chatHeaders, isChatError, isNativeError, nativeHeaders, rawRequest } from '../helpers/http-client';
+
+const PORT = 6390;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-redis-outage-'));
+
+function startRedis(): void {
+  // Saved to disk on shutdown and loaded at start, so the keys survive the outage like a real server's.
+  execFileSync('redis-server', ['--port', String(PORT), '--bind', '127.0.0.1', '--dir', dir, '--dbfilename', 'outage.rdb',
+    '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', path.join(dir, 'redis.pid')]);
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync('redis-cli', ['-p', String(PORT), 'ping']).stdout?.toString().includes('PONG')) return;
+    spawnSync('sleep', ['0.05']);
+  }
+  throw new Error(`redis-server did not start on port ${PORT}`);
+}
+
+function stopRedis(): void {
+  spawnSync('redis-cli', ['-p', String(PORT), 'shutdown', 'save']);
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync('redis-cli', ['-p', String(PORT), 'ping']).status !== 0) return;
+    spawnSync('sleep', ['0.05']);
+  }
+}
+
+const nativeRequest = { path: '/v1/messages', headers: nativeHeaders(), body: { model: 'haiku', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] } };
+const chatRequest = { path: '/v1/chat/completions', headers: chatHeaders(), body: { model: 'haiku', messages: [{ role: 'user', content: 'hi' }] } };
+
+async function waitUntil(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 150; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('Redis outage (own redis-server on port 6390)', function () {
+  this.timeout(60_000);
+  let gw: TestGateway | undefined;
+  before(() => {
+    stopRedis();
+    startRedis();
+  });
+  afterEach(async () => {
+    startRedis();
+    await gw?.close();
+    gw = undefined;
+  });
+  after(() => {
+    spawnSync('redis-cli', ['-p', String(PORT), 'shutdown', 'nosave']);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const start = (failOpen: boolean) => startTestGateway({
+    env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: `outage-${randomBytes(4).toString('hex')}:` },
+    overrides: { store: { failOpen, timeoutMs: 500 } },
+  });
+
+  it('fails closed with 503 while Redis is down, reports it on /health, and recovers by itself', async () => {
+    gw = await start(false);
+    const first = await rawRequest(gw.url, nativeRequest);
+    expect(first.status, JSON.stringify(gw.logLines.filter((l) => l.level !== 'info'))).to.equal(200);
+    expect(gw.gateway.store.kind).to.equal('redis');
+    const posts = () => gw!.upstream.requests.filter((r) => r.method === 'POST').length;
+    const before = posts();
+
+    stopRedis();
+    const native = await rawRequest(gw.url, nativeRequest);
+    expect(native.status).to.equal(503);
+    expect(isNativeError(native.json)).to.equal(true);
+    expect(native.json.error.type).to.equal('api_error');
+    const chat = await rawRequest(gw.url, chatRequest);
+    expect(chat.status).to.equal(503);
+    expect(isChatError(chat.json)).to.equal(true);
+    expect(chat.json.error.code).to.equal('service_unavailable');
+    const health = await rawRequest(gw.url, { method: 'GET', path: '/health', headers: [] });
+    expect(health.status).to.equal(503);
+    expect(health.json.store).to.deep.include({ kind: 'redis', reachable: false });
+    expect((await rawRequest(gw.url, { method: 'GET', path: '/healthz', headers: [] })).status).to.equal(200);
+    // Nothing went upstream unmetered.
+    expect(posts()).to.equal(before);
+
+    startRedis();
+    await waitUntil(async () => (await rawRequest(gw!.url, nativeRequest)).status === 200, 'recovery');
+    expect((await rawRequest(gw.url, chatRequest)).status).to.equal(200);
+    const healthy = await rawRequest(gw.url, { method: 'GET', path: '/health', headers: [] });
+    expect(healthy.json.store).to.deep.include({ reachable: true });
+  });
+
+  it('with store.failOpen serves known keys unmetered and logs every such request', async () => {
+    gw = await start(true);
+    expect((await rawRequest(gw.url, nativeRequest)).status).to.equal(200);
+    expect((await rawRequest(gw.url, chatRequest)).status).to.equal(200);
+
+    stopRedis();
+    const logsBefore = gw.logLines.length;
+    for (const request of [nativeRequest, chatRequest, nativeRequest]) {
+      expect((await rawRequest(gw.url, request)).status).to.equal(200);
+    }
+    const unmetered = gw.logLines.slice(logsBefore).filter((l) => String(l.message).includes('served unmetered'));
+    // Each of the three requests logs its key lookup and its rate-limit count (and reservation when billed).
+    expect(unmetered.filter((l) => l.operation === 'findKey')).to.have.length(3);
+    expect(unmetered.filter((l) => l.operation === 'rateLimit')).to.have.length(3);
+    // A key never seen before the outage is not let in.
+    const unknown = await rawRequest(gw.url, { ...nativeRequest, headers: nativeHeaders('sk-cs4-never-seen-key-0007') });
+    expect(unknown.status).to.equal(503);
+  });
+});
