@@ -10,7 +10,8 @@ import { nativeTextEvents, type FakeHandler, type FakeReply } from '../helpers/f
 import { KEYS, startTestGateway, UPSTREAM_SECRET, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, nativeHeaders, rawRequest, type RawRequest } from '../helpers/http-client';
 
-const SECRETS = [KEYS.all, KEYS.haikuOnly, KEYS.revoked, UPSTREAM_SECRET];
+const ADMIN_TOKEN = 'admin-token-secret-value-0123456789';
+const SECRETS = [KEYS.all, KEYS.haikuOnly, KEYS.revoked, UPSTREAM_SECRET, ADMIN_TOKEN];
 /** A wrong key with the right prefix: the gateway must not echo it either. */
 const WRONG_KEY = 'sk-cs4-wrong-secret-value-0042';
 
@@ -78,6 +79,12 @@ const ERROR_PATHS: Array<[string, RawRequest]> = [
   ['upstream hang (chat)', chat('upstream-hang')],
   ['upstream connection destroyed', native('upstream-destroy')],
   ['upstream connection destroyed (chat)', chat('upstream-destroy')],
+  ['admin API without a token', { method: 'GET', path: '/admin/v1/keys', headers: [] }],
+  ['admin API with a wrong token', { method: 'GET', path: '/admin/v1/keys', headers: [['authorization', `Bearer ${ADMIN_TOKEN}x`]] }],
+  ['admin API with the token in x-api-key', { method: 'GET', path: '/admin/v1/keys', headers: [['x-api-key', ADMIN_TOKEN]] }],
+  ['admin API, bad body', { path: '/admin/v1/keys', headers: [['authorization', `Bearer ${ADMIN_TOKEN}`], ['content-type', 'application/json']], body: '{"name": ' }],
+  ['admin API, unknown key', { method: 'GET', path: '/admin/v1/keys/nope', headers: [['authorization', `Bearer ${ADMIN_TOKEN}`]] }],
+  ['admin token as an API key', native('hi', false, ADMIN_TOKEN)],
   ['success (native, for headers)', native('hi')],
   ['success (chat, for headers)', chat('hi', true)],
 ];
@@ -98,6 +105,7 @@ describe('secrets', function () {
       handler: misbehaving,
       upstream: { timeoutMs: 300, streamIdleTimeoutMs: 200, retryBaseDelayMs: 1, maxRetries: 1 },
       overrides: { limits: { bodyBytes: 64 * 1024 } },
+      env: { ADMIN_TOKEN },
     });
   });
   after(async () => gw.close());
@@ -119,6 +127,7 @@ describe('secrets', function () {
     expect(statuses['upstream hang (chat)']).to.equal(504);
     expect(statuses['upstream connection destroyed (chat)']).to.equal(502);
     expect(statuses['upstream 401']).to.equal(401);
+    expect(statuses['admin API with a wrong token']).to.equal(401);
     // A client that hangs up mid-stream: an error path with no reply to read, only logs.
     await new Promise<void>((resolve) => {
       const req = http.request(new URL('/v1/messages', gw.url), { method: 'POST', headers: Object.fromEntries(nativeHeaders()) });
