@@ -11,6 +11,7 @@
  * bad bodies, a rate-limited key, upstream 503s that outlast the retries (injected 5xx) and streams
  * the upstream resets mid-way. Exit code 0 when every verdict holds.
  */
+import { spawnSync } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +20,9 @@ import { KEYS, startTestGateway } from '../helpers/gateway';
 import { formatSse } from '../../lib/sse';
 
 const SOAK_LIMITED_KEY = 'sk-cs4-soak-rate-limited-0009';
+/** Key of the fault traffic (aborts, resets, injected 503s, bad bodies), so the ledger of KEYS.all holds only requests meant to complete. */
+const SOAK_FAULTS_KEY = 'sk-cs4-soak-fault-traffic-0008';
+const PLAIN_KINDS = new Set(['native', 'native-stream', 'chat', 'chat-stream']);
 const WORKERS = 8;
 
 interface Tally {
@@ -31,6 +35,10 @@ interface Tally {
   logged: Map<string, { input: number; output: number }>;
   completed: number;
   upstream: { input: number; output: number };
+  /** Upstream-reported usage of the completed requests of KEYS.all (compared with its ledger). */
+  plainUpstream: { input: number; output: number };
+  /** Requests of KEYS.all that did not complete (none expected). */
+  plainIncomplete: number;
   gateway: { input: number; output: number };
 }
 
@@ -90,7 +98,7 @@ function oneRequest(base: string, agent: http.Agent, kind: Kind, tally: Tally, r
   const chat = kind.startsWith('chat') || (kind === 'inject-reset' && Math.random() < 0.5);
   const stream = kind.endsWith('stream') || kind === 'abort' || kind === 'inject-reset';
   const mode = kind === 'abort' || kind.startsWith('inject') ? kind : 'plain';
-  const key = kind === 'rate-limited' ? SOAK_LIMITED_KEY : KEYS.all;
+  const key = kind === 'rate-limited' ? SOAK_LIMITED_KEY : PLAIN_KINDS.has(kind) ? KEYS.all : SOAK_FAULTS_KEY;
   const headers: Record<string, string> = chat
     ? { 'content-type': 'application/json', authorization: `Bearer ${key}` }
     : { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' };
@@ -114,6 +122,14 @@ function oneRequest(base: string, agent: http.Agent, kind: Kind, tally: Tally, r
         const usage = reported.get(marker);
         const requestId = String(res.headers['request-id']);
         tally.outcomes.set(requestId, complete && usage ? usage : null);
+        if (PLAIN_KINDS.has(kind)) {
+          if (complete && usage) {
+            tally.plainUpstream.input += usage.input;
+            tally.plainUpstream.output += usage.output;
+          } else {
+            tally.plainIncomplete += 1;
+          }
+        }
         reconcile(tally, requestId);
         reported.delete(marker);
         resolve();
@@ -203,12 +219,13 @@ async function main(): Promise<void> {
       keys: [
         { id: 'soak-all', key: KEYS.all, rateLimitPerMinute: 1_000_000 },
         { id: 'soak-limited', key: SOAK_LIMITED_KEY, rateLimitPerMinute: 5 },
+        { id: 'soak-faults', key: SOAK_FAULTS_KEY, rateLimitPerMinute: 1_000_000 },
       ],
     },
   });
   const tally: Tally = {
     requests: 0, byStatus: {}, unexpected5xx: [], outcomes: new Map(), logged: new Map(), completed: 0,
-    upstream: { input: 0, output: 0 }, gateway: { input: 0, output: 0 },
+    upstream: { input: 0, output: 0 }, gateway: { input: 0, output: 0 }, plainUpstream: { input: 0, output: 0 }, plainIncomplete: 0,
   };
   const drainLog = () => {
     for (const line of gw.logLines.splice(0)) {
@@ -248,6 +265,12 @@ async function main(): Promise<void> {
   const ledgerOutput = ledger.reduce((s, t) => s + t.outputTokens, 0);
   await gw.close();
   await upstream.close();
+  if (env.REDIS_PREFIX) {
+    // Remove this run's keys from the shared server.
+    const url = new URL(env.REDIS_URL);
+    const keys = spawnSync('redis-cli', ['-h', url.hostname, '-p', url.port || '6379', '--scan', '--pattern', `${env.REDIS_PREFIX}*`]).stdout.toString().split('\n').filter(Boolean);
+    for (let i = 0; i < keys.length; i += 500) spawnSync('redis-cli', ['-h', url.hostname, '-p', url.port || '6379', 'DEL', ...keys.slice(i, i + 500)]);
+  }
 
   const afterFirstMinute = heap.filter((s) => s.at >= Math.min(60_000, (minutes * 60_000) / 2));
   const slope = slopeMbPerMinute(afterFirstMinute);
@@ -262,11 +285,13 @@ async function main(): Promise<void> {
     completed_with_usage: tally.completed,
     upstream_reported: { input_tokens: upstreamInput, output_tokens: upstreamOutput },
     gateway_recorded: { input_tokens: gatewayInput, output_tokens: gatewayOutput, missing_log_lines: missing },
-    ledger: ledger.length > 0 ? { input_tokens: ledgerInput, output_tokens: ledgerOutput, note: 'all requests of the key, including aborted and reset ones' } : 'store keeps no ledger entries (settlement not wired)',
+    ledger_of_completing_key: { input_tokens: ledgerInput, output_tokens: ledgerOutput, requests: ledger.reduce((n, t) => n + t.requests, 0) },
+    upstream_reported_for_that_key: { input_tokens: tally.plainUpstream.input, output_tokens: tally.plainUpstream.output, incomplete: tally.plainIncomplete },
     heap_mb_after_first_minute: { min: Math.min(...heapMb).toFixed(1), max: Math.max(...heapMb).toFixed(1), slope_mb_per_minute: slope.toFixed(3) },
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  const usageMatches = missing === 0 && upstreamInput === gatewayInput && upstreamOutput === gatewayOutput;
+  const ledgerMatches = tally.plainIncomplete === 0 && ledgerInput === tally.plainUpstream.input && ledgerOutput === tally.plainUpstream.output;
+  const usageMatches = missing === 0 && upstreamInput === gatewayInput && upstreamOutput === gatewayOutput && ledgerMatches;
   // "Flat": the fitted trend after the first minute stays under 1 MB per minute.
   const memoryFlat = Math.abs(slope) < 1;
   const ok = usageMatches && memoryFlat && tally.unexpected5xx.length === 0;
