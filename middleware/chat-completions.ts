@@ -11,8 +11,9 @@ import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
-import { createSseDecoder, formatSse } from '../lib/sse';
-import type { UpstreamClient, UpstreamReply } from '../lib/upstream';
+import { formatSse } from '../lib/sse';
+import type { UpstreamClient } from '../lib/upstream';
+import { followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-request';
 import { convertNativeResponse } from '../translators/chat-response';
 import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
@@ -41,14 +42,6 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
 
   return async (req, res, next) => {
     const ctx = getContext(res);
-    let reply: UpstreamReply | undefined;
-    // Cancels the attempt under way and any retry wait when the client goes away.
-    const clientGone = new AbortController();
-    res.once('close', () => {
-      if (res.writableFinished) return;
-      clientGone.abort();
-      reply?.abort();
-    });
     try {
       const body = req.body as ChatCompletionRequest;
       const model = ctx.model!;
@@ -58,17 +51,16 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       });
       ctx.warnings.push(...warnings);
       if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
-      reply = await upstream.send({
+      const reply = await sendForClient(res, upstream, {
         path: '/v1/messages',
         headers: { 'anthropic-version': UPSTREAM_VERSION, accept: ctx.stream ? 'text/event-stream' : 'application/json' },
         body: Buffer.from(JSON.stringify(request)),
-        signal: clientGone.signal,
       });
-      if (res.destroyed) return reply.abort();
+      if (!reply) return;
       const { response } = reply;
       ctx.upstreamStatus = response.statusCode;
       const created = Math.floor(Date.now() / 1000);
-      if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream.redact);
+      if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream);
       if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason);
       const message = tryParseJson((await readBody(response)).toString('utf8')) as NativeMessage | undefined;
       if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
@@ -89,9 +81,8 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
 }
 
 /** An upstream error before any byte was sent: the same status, in the chat error shape. */
-async function sendUpstreamError(response: http.IncomingMessage, res: Response, redact: (text: string) => string): Promise<void> {
-  // The upstream may quote the gateway's own credential back (a 401 naming the key): never relay it.
-  const raw = redact((await readBody(response, 1024 * 1024)).toString('utf8'));
+async function sendUpstreamError(response: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
+  const raw = await readUpstreamError(response, upstream);
   const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(raw));
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
@@ -121,22 +112,15 @@ function streamReply(
   });
   ctx.usage = transform.usage;
 
+  let streamedCharacters = 0;
   const write = (records: ChatStreamRecord[]) => {
     if (records.length === 0 || res.writableEnded || res.destroyed) return;
-    if (!res.headersSent) {
-      if (transform.error && records.length === 1) {
-        for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
-        res.status(transform.error.status).json(transform.error.body);
-        return;
-      }
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-        connection: 'keep-alive',
-      });
-      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+    if (!res.headersSent && transform.error && records.length === 1) {
+      for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
+      res.status(transform.error.status).json(transform.error.body);
+      return;
     }
+    openSseReply(res, ctx);
     let out = '';
     for (const record of records) {
       out += formatSse(record);
@@ -150,25 +134,15 @@ function streamReply(
     res.write(out);
     if (transform.closed) res.end();
   };
-  let streamedCharacters = 0;
 
-  const decoder = createSseDecoder((event) => {
-    write(transform.push(event));
-    ctx.stopReason = transform.stopReason;
+  followUpstreamStream(response, {
+    onEvent(event) {
+      write(transform.push(event));
+      ctx.stopReason = transform.stopReason;
+    },
+    onEnd: () => write(transform.end()),
+    onLost: (message) => write(transform.fail(message)),
   });
-  response.on('data', (chunk: Buffer) => decoder.write(chunk));
-  response.once('end', () => {
-    decoder.end();
-    write(transform.end());
-  });
-  // A reset socket emits `error` then `close` without `end`; after a normal end the transform is
-  // already closed and `fail` adds nothing.
-  const lost = () => write(transform.fail('the upstream connection was lost mid-stream'));
-  response.once('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'UPSTREAM_IDLE') write(transform.fail(err.message));
-    else lost();
-  });
-  response.once('close', lost);
 }
 
 /** Characters of generated text (content and tool-call arguments) in one outgoing record. */

@@ -12,8 +12,9 @@ import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
-import { createSseDecoder, formatSse } from '../lib/sse';
-import type { UpstreamClient, UpstreamReply } from '../lib/upstream';
+import { formatSse } from '../lib/sse';
+import type { UpstreamClient } from '../lib/upstream';
+import { followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
 
@@ -29,37 +30,38 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
   const { upstream } = options;
   return async (req, res, next) => {
     const ctx = getContext(res);
-    let reply: UpstreamReply | undefined;
-    res.once('close', () => {
-      if (!res.writableFinished) reply?.abort();
-    });
     try {
       const body = req.body as ChatCompletionRequest;
       const model = ctx.model!;
       const wantsUsage = body.stream_options?.include_usage === true;
       const request: ChatCompletionRequest = { ...body, model: model.upstreamModel };
       if (ctx.stream && !wantsUsage) request.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
-      reply = await upstream.send({
+      const reply = await sendForClient(res, upstream, {
         path: '/v1/chat/completions',
         headers: { accept: ctx.stream ? 'text/event-stream' : 'application/json' },
         body: Buffer.from(JSON.stringify(request)),
       });
-      if (res.destroyed) return reply.abort();
+      if (!reply) return;
       const { response } = reply;
       ctx.upstreamStatus = response.statusCode;
       const isStream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
       if (response.statusCode === 200 && isStream) return streamReply(response, res, ctx, { rename: renameOf(model), stripUsage: !wantsUsage });
-      const raw = await readBody(response);
-      const parsed = tryParseJson(raw.toString('utf8')) as Record<string, any> | undefined;
       for (const name of PASSED_REPLY_HEADERS) {
         const value = response.headers[name];
         if (typeof value === 'string') res.setHeader(name, value);
       }
-      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      if (response.statusCode !== 200 || !parsed) {
-        res.status(response.statusCode ?? 502).end(raw);
+      if (response.statusCode !== 200) {
+        // The upstream's own error body (already in the chat shape), without any credential it quotes.
+        const text = await readUpstreamError(response, upstream);
+        ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+        res.status(response.statusCode ?? 502).end(text);
         return;
       }
+      const parsed = tryParseJson((await readBody(response)).toString('utf8')) as Record<string, any> | undefined;
+      if (!parsed || typeof parsed !== 'object' || !Array.isArray(parsed.choices)) {
+        throw errors.upstreamUnreachable('the upstream sent a reply that is not a chat completion');
+      }
+      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
       ctx.usage = convertChatUsageToNative(parsed.usage);
       ctx.stopReason = parsed.choices?.[0]?.finish_reason ?? null;
       if (parsed.model === model.upstreamModel) parsed.model = model.id;
@@ -90,16 +92,8 @@ function streamReply(
 ): void {
   let finished = false;
   const write = (text: string) => {
-    if (res.writableEnded) return;
-    if (!res.headersSent) {
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-        connection: 'keep-alive',
-      });
-      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-    }
+    if (res.writableEnded || res.destroyed) return;
+    openSseReply(res, ctx);
     res.write(text);
   };
   const fail = (message: string) => {
@@ -109,40 +103,37 @@ function streamReply(
     res.end();
   };
 
-  const decoder = createSseDecoder((event) => {
-    if (finished) return;
-    if (event.data === '[DONE]') {
-      finished = true;
-      write(formatSse('[DONE]'));
-      res.end();
-      return;
-    }
-    const chunk = tryParseJson(event.data) as Record<string, any> | undefined;
-    if (!chunk || typeof chunk !== 'object') return fail('the upstream sent a record that is not JSON');
-    let changed = false;
-    if (chunk.usage) ctx.usage = convertChatUsageToNative(chunk.usage);
-    const finishReason = chunk.choices?.[0]?.finish_reason;
-    if (finishReason) ctx.stopReason = finishReason;
-    if (options.stripUsage && 'usage' in chunk) {
-      if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return; // the usage-only chunk
-      delete chunk.usage;
-      changed = true;
-    }
-    if (options.rename && chunk.model === options.rename.from) {
-      chunk.model = options.rename.to;
-      changed = true;
-    }
-    write(formatSse(changed ? chunk : event.data));
-    if (chunk.error) {
-      finished = true;
-      res.end();
-    }
+  followUpstreamStream(response, {
+    onEvent(event) {
+      if (finished) return;
+      if (event.data === '[DONE]') {
+        finished = true;
+        write(formatSse('[DONE]'));
+        res.end();
+        return;
+      }
+      const chunk = tryParseJson(event.data) as Record<string, any> | undefined;
+      if (!chunk || typeof chunk !== 'object') return fail('the upstream sent a record that is not JSON');
+      let changed = false;
+      if (chunk.usage) ctx.usage = convertChatUsageToNative(chunk.usage);
+      const finishReason = chunk.choices?.[0]?.finish_reason;
+      if (finishReason) ctx.stopReason = finishReason;
+      if (options.stripUsage && 'usage' in chunk) {
+        if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return; // the usage-only chunk
+        delete chunk.usage;
+        changed = true;
+      }
+      if (options.rename && chunk.model === options.rename.from) {
+        chunk.model = options.rename.to;
+        changed = true;
+      }
+      write(formatSse(changed ? chunk : event.data));
+      if (chunk.error) {
+        finished = true;
+        res.end();
+      }
+    },
+    onEnd: () => fail('the upstream stream ended without [DONE]'),
+    onLost: fail,
   });
-  response.on('data', (bytes: Buffer) => decoder.write(bytes));
-  response.once('end', () => {
-    decoder.end();
-    fail('the upstream stream ended without [DONE]');
-  });
-  response.once('error', () => fail('the upstream connection was lost mid-stream'));
-  response.once('aborted', () => fail('the upstream connection was lost mid-stream'));
 }

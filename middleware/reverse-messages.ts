@@ -10,8 +10,9 @@ import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
-import { createSseDecoder, formatSse } from '../lib/sse';
-import type { UpstreamClient, UpstreamReply } from '../lib/upstream';
+import { formatSse } from '../lib/sse';
+import type { UpstreamClient } from '../lib/upstream';
+import { followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
@@ -27,24 +28,20 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
   const { upstream } = options;
   return async (req, res, next) => {
     const ctx = getContext(res);
-    let reply: UpstreamReply | undefined;
-    res.once('close', () => {
-      if (!res.writableFinished) reply?.abort();
-    });
     try {
       const model = ctx.model!;
       const { request, warnings } = convertNativeRequestToChat(req.body as NativeMessagesRequest, { upstreamModel: model.upstreamModel });
       ctx.warnings.push(...warnings);
       if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
-      reply = await upstream.send({
+      const reply = await sendForClient(res, upstream, {
         path: '/v1/chat/completions',
         headers: { accept: ctx.stream ? 'text/event-stream' : 'application/json' },
         body: Buffer.from(JSON.stringify(request)),
       });
-      if (res.destroyed) return reply.abort();
+      if (!reply) return;
       const { response } = reply;
       ctx.upstreamStatus = response.statusCode;
-      if (response.statusCode !== 200) return await sendUpstreamError(response, res, ctx);
+      if (response.statusCode !== 200) return await sendUpstreamError(response, res, ctx, upstream);
       if (ctx.stream) return streamReply(response, res, ctx);
       const completion = tryParseJson((await readBody(response)).toString('utf8')) as UpstreamChatCompletion | undefined;
       if (!completion || typeof completion !== 'object' || !Array.isArray(completion.choices)) {
@@ -66,8 +63,8 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
 }
 
 /** An upstream error before any byte was sent: the same status, in the native error shape. */
-async function sendUpstreamError(response: http.IncomingMessage, res: Response, ctx: RequestContext): Promise<void> {
-  const raw = (await readBody(response, 1024 * 1024)).toString('utf8');
+async function sendUpstreamError(response: http.IncomingMessage, res: Response, ctx: RequestContext, upstream: UpstreamClient): Promise<void> {
+  const raw = await readUpstreamError(response, upstream);
   const translated = convertChatErrorToNative(response.statusCode ?? 502, tryParseJson(raw));
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
@@ -85,38 +82,26 @@ function streamReply(response: http.IncomingMessage, res: Response, ctx: Request
   const write = (events: NativeStreamEvent[]) => {
     ctx.stopReason = transform.stopReason;
     if (events.length === 0 || res.writableEnded) return;
-    if (!res.headersSent) {
-      const first = events[0];
-      if (first.event === 'error') {
-        const error = first.data.error as { type: string; message: string };
-        const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
-        res.status(status).json({ type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
-        return;
-      }
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        'x-accel-buffering': 'no',
-        connection: 'keep-alive',
-      });
-      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+    if (!res.headersSent && events[0].event === 'error') {
+      const error = events[0].data.error as { type: string; message: string };
+      const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
+      res.status(status).json({ type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
+      return;
     }
+    openSseReply(res, ctx);
     let out = '';
     for (const event of events) out += formatSse(event.data, event.event);
     res.write(out);
     if (transform.closed) res.end();
   };
 
-  const decoder = createSseDecoder((event) => {
-    if (event.data === '[DONE]') return write(transform.done());
-    const chunk = tryParseJson(event.data) as UpstreamChatChunk | undefined;
-    write(chunk && typeof chunk === 'object' ? transform.push(chunk) : transform.fail('the upstream sent a record that is not JSON'));
+  followUpstreamStream(response, {
+    onEvent(event) {
+      if (event.data === '[DONE]') return write(transform.done());
+      const chunk = tryParseJson(event.data) as UpstreamChatChunk | undefined;
+      write(chunk && typeof chunk === 'object' ? transform.push(chunk) : transform.fail('the upstream sent a record that is not JSON'));
+    },
+    onEnd: () => write(transform.end()),
+    onLost: (message) => write(transform.fail(message)),
   });
-  response.on('data', (chunk: Buffer) => decoder.write(chunk));
-  response.once('end', () => {
-    decoder.end();
-    write(transform.end());
-  });
-  response.once('error', () => write(transform.fail('the upstream connection was lost mid-stream')));
-  response.once('aborted', () => write(transform.fail('the upstream connection was lost mid-stream')));
 }

@@ -123,6 +123,23 @@ describe('second key group', () => {
       }
     });
 
+    it('never relays the group upstream credential quoted in an error body, nor a reply that is not a completion', async () => {
+      chat.setHandler(() => ({ kind: 'json', status: 401, body: { error: { message: `Incorrect API key provided: ${FAMILY_SECRET}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } }));
+      try {
+        const reply = await chatPost(gw.url, FAMILY_KEY, { model: 'fam-mini', messages: [{ role: 'user', content: 'Salut' }] });
+        expect(reply.status).to.equal(401);
+        const text = await reply.text();
+        expect(text).not.to.include(FAMILY_SECRET);
+        expect(JSON.parse(text).error.message).to.equal('Incorrect API key provided: [redacted]');
+        chat.setHandler(() => ({ kind: 'json', status: 200, body: { nonsense: true } }));
+        const odd = await chatPost(gw.url, FAMILY_KEY, { model: 'fam-mini', messages: [{ role: 'user', content: 'Salut' }] });
+        expect(odd.status).to.equal(502);
+        expect(((await odd.json()) as any).error.code).to.equal('upstream_error');
+      } finally {
+        chat.setHandler(chatHandler);
+      }
+    });
+
     it('refuses a key of one group asking for a model of the other with 403 model_not_allowed naming the group', async () => {
       const cross = await chatPost(gw.url, FAMILY_KEY, { model: 'sonnet', messages: [{ role: 'user', content: 'x' }] });
       expect(cross.status).to.equal(403);

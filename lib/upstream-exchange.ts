@@ -1,0 +1,84 @@
+/**
+ * What every translating route does around its upstream call, in one place: send with the client's
+ * lifetime (a client that goes away cancels the attempt and any retry wait), open an SSE reply
+ * lazily with the first record, read a bounded error body with the gateway's credentials redacted,
+ * and follow an upstream stream to its end, loss or idle timeout.
+ */
+import type http from 'node:http';
+import type { Response } from 'express';
+import type { RequestContext } from './context';
+import { readBody } from './read-body';
+import { createSseDecoder, type SseEvent } from './sse';
+import type { UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
+
+/**
+ * Send `request` for the client behind `res`. When the client goes away before the reply has been
+ * written, the attempt under way (and any retry wait) is cancelled.
+ * @returns the reply, or undefined when the client was already gone (its reply has been aborted)
+ * @throws GatewayError 502/504 from the upstream client
+ */
+export async function sendForClient(res: Response, upstream: UpstreamClient, request: Omit<UpstreamRequest, 'signal'>): Promise<UpstreamReply | undefined> {
+  const clientGone = new AbortController();
+  let reply: UpstreamReply | undefined;
+  res.once('close', () => {
+    if (res.writableFinished) return;
+    clientGone.abort();
+    reply?.abort();
+  });
+  reply = await upstream.send({ ...request, signal: clientGone.signal });
+  if (res.destroyed) {
+    reply.abort();
+    return undefined;
+  }
+  return reply;
+}
+
+/** Send the SSE reply head if it has not gone yet, and note the time to first byte. */
+export function openSseReply(res: Response, ctx: RequestContext): void {
+  if (res.headersSent) return;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+    connection: 'keep-alive',
+  });
+  ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+}
+
+/**
+ * The body of an upstream error reply (at most 1 MiB), with every upstream credential replaced by
+ * `[redacted]`: an upstream may quote the gateway's own key back, and it must never reach a client.
+ */
+export async function readUpstreamError(response: http.IncomingMessage, upstream: UpstreamClient): Promise<string> {
+  return upstream.redact((await readBody(response, 1024 * 1024)).toString('utf8'));
+}
+
+export interface UpstreamStreamHandlers {
+  /** One parsed SSE event, in the tick it was parsed. */
+  onEvent(event: SseEvent): void;
+  /** The upstream ended its reply normally. */
+  onEnd(): void;
+  /** The connection was lost, or the stream went idle (`message` says which). Called at most once. */
+  onLost(message: string): void;
+}
+
+/** Parse an upstream SSE reply as it arrives and report its end, loss or idle timeout once. */
+export function followUpstreamStream(response: http.IncomingMessage, handlers: UpstreamStreamHandlers): void {
+  let settled = false;
+  const decoder = createSseDecoder(handlers.onEvent);
+  response.on('data', (chunk: Buffer) => decoder.write(chunk));
+  response.once('end', () => {
+    decoder.end();
+    if (settled) return;
+    settled = true;
+    handlers.onEnd();
+  });
+  const lost = (message: string) => {
+    if (settled) return;
+    settled = true;
+    handlers.onLost(message);
+  };
+  // A reset socket emits `error` then `close` without `end`; an idle stream is destroyed with UPSTREAM_IDLE.
+  response.once('error', (err: NodeJS.ErrnoException) => lost(err.code === 'UPSTREAM_IDLE' ? err.message : 'the upstream connection was lost mid-stream'));
+  response.once('close', () => lost('the upstream connection was lost mid-stream'));
+}
