@@ -22,6 +22,7 @@ WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --chown=node:node package.json config.json openapi.yaml ./
+COPY --chown=node:node dashboard ./dashboard
 USER node
 EXPOSE 8080
 CMD ["node", "dist/lib/server.js"]

@@ -32,6 +32,9 @@ describe('deploy files', () => {
     expect(dockerfile.match(/^FROM /gm)).to.have.length(2);
     expect(dockerfile).to.match(/^USER (?!root)\w+/m);
     expect(dockerfile).to.match(/^CMD \["node", "dist\/lib\/server\.js"\]/m);
+    // Files the running gateway reads beside dist/: the config and the dashboard's static files.
+    expect(dockerfile).to.match(/^COPY .*config\.json/m);
+    expect(dockerfile).to.match(/^COPY .*dashboard \.\/dashboard$/m);
   });
 
   it('lists in the README Deploy section every environment variable the code reads', () => {
