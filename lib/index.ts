@@ -5,6 +5,7 @@
  *   import { createGateway } from 'model-gateway';
  *   const gateway = await createGateway({ config: { upstream: { url: 'https://...' } }, hooks: { ... } });
  *   gateway.app.listen(8080);            // or: parent.use('/llm', gateway.router)
+ *   createHttpServer(gateway.app).listen(8080);  // the same, with less CPU per request (lib/http-server.ts)
  *
  * See README "Extending" for the contract of each hook.
  */
@@ -13,6 +14,7 @@ export type { Gateway, GatewayOptions, BuildOptions, ReloadResult } from './gate
 export { createApp, createGatewayRouter, PUBLIC_ROUTES } from './app';
 export type { AppDependencies } from './app';
 export { startGateway } from './server';
+export { createHttpServer } from './http-server';
 export type { RunningGateway, StartOptions } from './server';
 
 export { mergeHooks, createHookContext, createHookStep, createUsageRecord } from './hooks';

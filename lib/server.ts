@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { waitForFinishSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
+import { createHttpServer } from './http-server';
 import { createLogger, type Logger } from './logger';
 import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
@@ -55,7 +56,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const gateway = await buildGateway({
     config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true, stateFile: options.stateFile, clock: options.clock,
   });
-  const server = http.createServer(gateway.app);
+  const server = createHttpServer(gateway.app);
   server.keepAliveTimeout = 65_000;
   /** Responses not yet closed; a graceful shutdown waits for them (and their finish steps). */
   const inFlight = new Set<http.ServerResponse>();
