@@ -31,10 +31,18 @@ export function parseVersionHeader(headers: Record<string, string | string[] | u
   return value;
 }
 
+/** How many distinct accepted versions a version-header step remembers (clients send a handful). */
+const REMEMBERED_VERSIONS = 32;
+
 export function createVersionHeader(): RequestHandler {
+  // Values already found valid skip the date parse (two Date objects per request otherwise).
+  const accepted = new Set<string>();
   return (req, _res, next) => {
     try {
-      parseVersionHeader(req.headers);
+      const raw = req.headers['anthropic-version'] ?? req.headers['vendor-version'];
+      if (typeof raw === 'string' && accepted.has(raw)) return next();
+      const version = parseVersionHeader(req.headers);
+      if (version === raw && accepted.size < REMEMBERED_VERSIONS) accepted.add(version);
       next();
     } catch (err) {
       next(err);

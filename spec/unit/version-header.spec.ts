@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { parseVersionHeader } from '../../middleware/version-header';
+import type { Request, Response } from 'express';
+import { createVersionHeader, parseVersionHeader } from '../../middleware/version-header';
 
 describe('version header', () => {
   const accepted: Array<[string, Record<string, string>]> = [
@@ -25,4 +26,17 @@ describe('version header', () => {
       expect(() => parseVersionHeader(headers)).to.throw(message).with.property('status', 400);
     });
   }
+
+  it('the step remembers accepted values and still refuses every invalid one, also after many distinct versions', () => {
+    const step = createVersionHeader();
+    const run = (headers: Record<string, string>) => {
+      let result: unknown = 'not called';
+      step({ headers } as unknown as Request, {} as Response, (err?: unknown) => { result = err; });
+      return result as { status?: number } | undefined;
+    };
+    for (let i = 0; i < 3; i++) expect(run({ 'anthropic-version': '2023-06-01' })).to.equal(undefined);
+    for (let day = 1; day <= 28; day++) expect(run({ 'anthropic-version': `2030-01-${String(day).padStart(2, '0')}` })).to.equal(undefined);
+    for (const [, headers] of refused) expect(run(headers)).to.have.property('status', 400);
+    expect(run({ 'vendor-version': '2023-06-01' })).to.equal(undefined);
+  });
 });
