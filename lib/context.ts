@@ -36,6 +36,8 @@ export interface RequestContext {
   requestedModel?: string;
   /** Catalogue entry after alias resolution; its `id` is the canonical model ID. */
   model?: ModelConfig;
+  /** Size of the request body as received, in bytes (set by the JSON body step). */
+  bodyBytes?: number;
   /** Whether the client asked for an SSE reply. */
   stream: boolean;
   /** Credit reservation held for this request, settled when the reply ends. */

@@ -1,9 +1,11 @@
 /**
  * JSON body: POST bodies must be `application/json` (415 otherwise) and at most `limitBytes` (413);
- * bodies that are not JSON get 400. Parsed once, by express.json.
+ * bodies that are not JSON get 400. Parsed once, by express.json; the size as received goes on the
+ * context (`bodyBytes`).
  */
-import express, { type RequestHandler } from 'express';
+import express, { type RequestHandler, type Response } from 'express';
 import { watchBodyRate } from '../lib/body-rate';
+import type { RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 
 export interface JsonBodyOptions {
@@ -35,7 +37,14 @@ export function mapBodyParserError(err: { type?: string; status?: number; messag
 const JSON_TYPE = /^\s*application\/json\s*(;|$)/i;
 
 export function createJsonBody(options: JsonBodyOptions): RequestHandler {
-  const parse = express.json({ limit: options.limitBytes, strict: false, type: () => true });
+  const parse = express.json({
+    limit: options.limitBytes, strict: false, type: () => true,
+    // The size as received, for the credit reservation's input bound (no re-serialising to measure it).
+    verify: (_req, res, raw) => {
+      const ctx = (res as Response).locals?.gateway as RequestContext | undefined;
+      if (ctx) ctx.bodyBytes = raw.length;
+    },
+  });
   const rate = { windowMs: options.bodyTimeoutMs ?? 10_000, minBytesPerSecond: options.minBytesPerSecond ?? 1024 };
   return function jsonBody(req, res, next) {
     if (req.method !== 'POST') return next();

@@ -6,7 +6,9 @@
  *
  * Worst case = input bound x the model's highest input price (plain, cache write, cache read)
  *            + max_tokens x the output price, where
- * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens.
+ * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens,
+ * the body's size as received (the JSON body step measures it; a body set without that step is
+ * measured as serialised JSON).
  *
  * Refused: 402 `billing_error` (chat: `insufficient_quota`). Not 429: no retry can succeed before the
  * month ends, and the SDKs retry 429 but not 402.
@@ -61,7 +63,7 @@ export function createQuota(options: QuotaOptions): RequestHandler {
       const ctx = getContext(res);
       const key = ctx.key!;
       const model = ctx.model!;
-      const bodyBytes = Buffer.byteLength(JSON.stringify(req.body ?? {}));
+      const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
       const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservationNow()), maxOutputTokens(req, options.format, model, catalogue));
       const now = clock();
       const month = utcMonth(now);

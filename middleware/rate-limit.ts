@@ -79,9 +79,16 @@ export function secondsUntil(resetTime: Date | undefined, now: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
+/** The last instant formatted by {@link formatRfc3339}: a key's window end is the same for a whole minute. */
+let lastRfc3339 = { seconds: NaN, text: '' };
+
 /** An instant as RFC 3339 UTC with whole seconds, rounded up (`2025-07-01T12:00:05Z`). */
 export function formatRfc3339(epochMs: number): string {
-  return new Date(Math.ceil(epochMs / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const seconds = Math.ceil(epochMs / 1000);
+  if (seconds !== lastRfc3339.seconds) {
+    lastRfc3339 = { seconds, text: new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+  }
+  return lastRfc3339.text;
 }
 
 /**

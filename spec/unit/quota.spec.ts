@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { createCatalogue } from '../../lib/catalogue';
 import { parseConfig } from '../../lib/config';
 import { utcMonth } from '../../lib/store/month';
-import { boundInputTokens, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
+import type { Request, Response } from 'express';
+import type { GatewayStore } from '../../lib/store/types';
+import { boundInputTokens, createQuota, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
 import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 
@@ -42,6 +44,29 @@ describe('credit reservation: the worst case', () => {
     expect(maxOutputTokens(req({ max_tokens: 300, max_completion_tokens: 200 }), 'chat', haiku, catalogue)).to.equal(200);
     expect(maxOutputTokens(req({ max_tokens: 300 }), 'chat', haiku, catalogue)).to.equal(300);
     expect(maxOutputTokens(req({}), 'chat', haiku, catalogue)).to.equal(4096);
+  });
+
+  it('bounds the input by the body size as received (set by the JSON body step), else by the body serialised', async () => {
+    const reserved: number[] = [];
+    const store = {
+      async reserveCredits(keyId: string, month: string, credits: number) {
+        reserved.push(credits);
+        return { ok: true, reservation: { id: 'r', keyId, month, credits }, spent: 0 };
+      },
+    } as unknown as GatewayStore;
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0 };
+    const step = createQuota({ store, catalogue, format: 'native', reservation, holdTtlMs: 1000 });
+    const body = { model: 'haiku', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] };
+    const run = (bodyBytes: number | undefined) => new Promise<void>((resolve, reject) => {
+      const ctx = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes };
+      step({ body } as Request, { locals: { gateway: ctx } } as unknown as Response, (err?: unknown) => (err ? reject(err) : resolve()));
+    });
+    await run(5000); // e.g. a pretty-printed body: its bytes on the wire are what the bound counts
+    await run(undefined);
+    expect(reserved).to.deep.equal([
+      priceWorstCase(haiku, 5000, 1),
+      priceWorstCase(haiku, Buffer.byteLength(JSON.stringify(body)), 1),
+    ]);
   });
 });
 
