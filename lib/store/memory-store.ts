@@ -32,6 +32,19 @@ interface Hold {
   forgetAt: number;
 }
 
+/**
+ * The holds of one key's month bucket, with the sum of the live ones kept as they come and go, so a
+ * reservation costs O(1) however many requests of the key are in flight (2,000 open streams of one
+ * key used to mean 2,000 holds summed per new request). `nextSweep` is the earliest instant at which
+ * a hold expires or an expired hold is forgotten; only then are the holds walked.
+ */
+interface HoldBucket {
+  holds: Map<string, Hold>;
+  /** Units of the holds that have not expired. */
+  liveUnits: number;
+  nextSweep: number;
+}
+
 /** How long an expired hold waits for a late settlement before it is forgotten: 24 h. */
 export const EXPIRED_HOLD_MEMORY_MS = 24 * 60 * 60 * 1000;
 
@@ -52,8 +65,8 @@ export class MemoryStore implements GatewayStore {
   private readonly secretIndex = new Map<string, string>();
   /** `${keyId}|${month}` -> settled credit units */
   private readonly spend = new Map<string, number>();
-  /** `${keyId}|${month}` -> reservation id -> hold */
-  private readonly holds = new Map<string, Map<string, Hold>>();
+  /** `${keyId}|${month}` -> holds of requests in flight */
+  private readonly holds = new Map<string, HoldBucket>();
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
 
@@ -131,33 +144,32 @@ export class MemoryStore implements GatewayStore {
     const now = this.clock();
     const bucket = `${keyId}|${month}`;
     const spent = this.spend.get(bucket) ?? 0;
-    const holds = this.holds.get(bucket) ?? new Map<string, Hold>();
-    let reserved = 0;
-    for (const [id, hold] of holds) {
-      if (!hold.expired && hold.expiresAt <= now) {
-        hold.expired = true;
-        hold.forgetAt = now + EXPIRED_HOLD_MEMORY_MS;
-      }
-      if (!hold.expired) reserved += hold.units;
-      else if (hold.forgetAt <= now) holds.delete(id);
-    }
+    const held = this.holds.get(bucket) ?? { holds: new Map<string, Hold>(), liveUnits: 0, nextSweep: Infinity };
+    if (held.nextSweep <= now) sweepHolds(held, now);
+    const reserved = held.liveUnits;
     const units = toCreditUnitsCeil(credits);
     if (cap !== null && spent + reserved + units > toCreditUnits(cap)) {
-      if (holds.size === 0) this.holds.delete(bucket);
+      if (held.holds.size === 0) this.holds.delete(bucket);
       return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
     }
     const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits };
-    holds.set(reservation.id, { units, expiresAt: now + ttlMs, expired: false, forgetAt: 0 });
-    this.holds.set(bucket, holds);
+    const expiresAt = now + ttlMs;
+    held.holds.set(reservation.id, { units, expiresAt, expired: false, forgetAt: 0 });
+    held.liveUnits += units;
+    held.nextSweep = Math.min(held.nextSweep, expiresAt);
+    this.holds.set(bucket, held);
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
     const bucket = `${reservation.keyId}|${reservation.month}`;
-    const holds = this.holds.get(bucket);
+    const held = this.holds.get(bucket);
+    const hold = held?.holds.get(reservation.id);
     // No hold: already settled (or never made here); either way there is nothing to record.
-    if (!holds?.delete(reservation.id)) return;
-    if (holds.size === 0) this.holds.delete(bucket);
+    if (!held || !hold) return;
+    held.holds.delete(reservation.id);
+    if (!hold.expired) held.liveUnits -= hold.units;
+    if (held.holds.size === 0) this.holds.delete(bucket);
     const units = toCreditUnits(usage.credits);
     this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
     const ledgerKey = `${bucket}|${usage.model}`;
@@ -224,6 +236,31 @@ export class MemoryStore implements GatewayStore {
     if (!stored) throw new Error(`key "${id}" does not exist`);
     return stored;
   }
+}
+
+/**
+ * Mark the holds past their expiry as expired (they stop counting), forget expired holds past their
+ * `forgetAt`, and recompute the bucket's live sum and next sweep time.
+ */
+function sweepHolds(held: HoldBucket, now: number): void {
+  let liveUnits = 0;
+  let nextSweep = Infinity;
+  for (const [id, hold] of held.holds) {
+    if (!hold.expired && hold.expiresAt <= now) {
+      hold.expired = true;
+      hold.forgetAt = now + EXPIRED_HOLD_MEMORY_MS;
+    }
+    if (!hold.expired) {
+      liveUnits += hold.units;
+      nextSweep = Math.min(nextSweep, hold.expiresAt);
+    } else if (hold.forgetAt <= now) {
+      held.holds.delete(id);
+    } else {
+      nextSweep = Math.min(nextSweep, hold.forgetAt);
+    }
+  }
+  held.liveUnits = liveUnits;
+  held.nextSweep = nextSweep;
 }
 
 function copyRecord(record: KeyRecord): KeyRecord {

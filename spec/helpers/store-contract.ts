@@ -169,6 +169,38 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(1);
     });
 
+    it('holds of different ttls stop counting each at its own expiry, and settling a live or an expired hold counts right', async () => {
+      const reserve = async (credits: number, ttlMs: number) => {
+        const r = await f.store.reserveCredits('k1', '2025-06', credits, 10, ttlMs);
+        if (!r.ok) throw new Error(`reserve of ${credits} failed`);
+        return r.reservation;
+      };
+      const fits = async (credits: number) => {
+        const r = await f.store.reserveCredits('k1', '2025-06', credits, 10, 1);
+        if (r.ok) await f.store.settleCredits(r.reservation, usage(0));
+        return r.ok;
+      };
+      await reserve(1, 1_000);
+      const b = await reserve(2, 5_000);
+      const c = await reserve(4, 3_000);
+      expect(await fits(3)).to.equal(true);
+      expect(await fits(4)).to.equal(false); // 7 held
+      f.setNow(T0 + 1_500); // the first hold expired: 6 held
+      expect(await fits(4)).to.equal(true);
+      expect(await fits(5)).to.equal(false);
+      await f.store.settleCredits(b, usage(1)); // live: 4 held, 1 spent
+      expect(await fits(5)).to.equal(true);
+      expect(await fits(6)).to.equal(false);
+      f.setNow(T0 + 3_500); // the third hold expired: nothing held, 1 spent
+      expect(await fits(9)).to.equal(true);
+      expect(await fits(10)).to.equal(false);
+      await f.store.settleCredits(c, usage(2)); // expired, settled late: recorded once
+      await f.store.settleCredits(c, usage(2));
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(3);
+      expect(await fits(7)).to.equal(true);
+      expect(await fits(8)).to.equal(false);
+    });
+
     it('keeps months apart: a new month starts from zero', async () => {
       const r = await f.store.reserveCredits('k1', '2025-06', 10, 10, 60_000);
       if (!r.ok) throw new Error('reserve failed');
