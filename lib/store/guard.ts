@@ -39,12 +39,21 @@ export function storeUnavailable(): GatewayError {
 /** Settlements waiting for the store, at most this many (older ones are dropped, and logged). */
 const MAX_PENDING_SETTLEMENTS = 100_000;
 
+/** `promise`, or a rejection once `ms` ms pass first. One promise per call (this runs on every store call). */
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`store call took longer than ${ms} ms`)), ms);
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`store call took longer than ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** Wrap a store with the outage behaviour above. */
