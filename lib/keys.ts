@@ -4,9 +4,9 @@ import crypto from 'node:crypto';
 /** Prefix of the basic key group (spec, Authentication rule 1). */
 export const KEY_PREFIX = 'sk-cs4-';
 
-/** Hex SHA-256 of a secret. */
+/** Hex SHA-256 of a secret (UTF-8). One-shot `crypto.hash` (Node >= 20.12): half the cost of a Hash object. */
 export function hashSecret(secret: string): string {
-  return crypto.createHash('sha256').update(secret, 'utf8').digest('hex');
+  return crypto.hash('sha256', secret, 'hex');
 }
 
 /** A new random secret: the prefix and 40 base62 characters (~238 bits). */

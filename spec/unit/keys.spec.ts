@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { randomIdBase62 } from '../../lib/keys';
+import { hashSecret, randomIdBase62 } from '../../lib/keys';
 
 describe('randomIdBase62 (request ids)', () => {
   it('gives ids of the asked length, base62 only, all distinct across many refills of its byte pool', () => {
@@ -19,5 +19,12 @@ describe('randomIdBase62 (request ids)', () => {
     expect(counts.size).to.equal(62);
     // Expected 2000 each; a biased generator (byte % 62 without rejection) gives the first 8 about 2,400.
     for (const [ch, n] of counts) expect(n, ch).to.be.within(1700, 2300);
+  });
+});
+
+describe('hashSecret', () => {
+  it('is the hex SHA-256 of the UTF-8 secret (stored hashes and config keySha256 values keep matching)', () => {
+    expect(hashSecret('abc')).to.equal('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(hashSecret('\u00e9')).to.equal('4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c');
   });
 });
