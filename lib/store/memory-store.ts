@@ -10,8 +10,10 @@ import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { digestsEqual } from '../keys';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { systemClock, type Clock } from './month';
-import type {
-  GatewayStore, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult, UsageEntry, UsageTotals,
+import {
+  createKeyRecord,
+  type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
+  type UsageEntry, type UsageTotals,
 } from './types';
 
 interface StoredKey {
@@ -93,17 +95,7 @@ export class MemoryStore implements GatewayStore {
   async createKey(input: NewKey): Promise<KeyRecord> {
     if (this.keys.has(input.id)) throw new Error(`key "${input.id}" already exists`);
     if (this.secretIndex.has(input.secret.sha256)) throw new Error('that secret is already in use');
-    const record: KeyRecord = {
-      id: input.id,
-      name: input.name ?? input.id,
-      last4: input.last4,
-      createdAt: input.createdAt ?? new Date(this.clock()).toISOString(),
-      revoked: input.revoked ?? false,
-      rateLimitPerMinute: input.rateLimitPerMinute,
-      allowedModels: input.allowedModels ? [...input.allowedModels] : null,
-      monthlyCreditCap: input.monthlyCreditCap,
-      keyGroup: input.keyGroup ?? 'default',
-    };
+    const record = createKeyRecord(input, this.clock());
     this.keys.set(input.id, { record, secrets: [{ ...input.secret }] });
     this.secretIndex.set(input.secret.sha256, input.id);
     return copyRecord(record);

@@ -14,8 +14,10 @@ import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_HOLD_MEMORY_MS } from './memory-store';
 import { systemClock, type Clock } from './month';
 import { CREATE_KEY, FIND_KEY, RESERVE_CREDITS, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
-import type {
-  GatewayStore, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult, UsageEntry, UsageTotals,
+import {
+  createKeyRecord,
+  type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
+  type UsageEntry, type UsageTotals,
 } from './types';
 
 /** How long a month's credit and usage buckets are kept after their last write: 400 days. */
@@ -97,13 +99,13 @@ export class RedisStore implements GatewayStore {
   }
 
   async createKey(input: NewKey): Promise<KeyRecord> {
-    const record = this.newRecord(input);
+    const record = createKeyRecord(input, this.clock());
     await this.runCreate(record, input.secret.sha256, false);
     return record;
   }
 
   async seedKey(input: NewKey): Promise<void> {
-    await this.runCreate(this.newRecord(input), input.secret.sha256, true);
+    await this.runCreate(createKeyRecord(input, this.clock()), input.secret.sha256, true);
   }
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
@@ -193,20 +195,6 @@ export class RedisStore implements GatewayStore {
 
   private k(name: string): string {
     return this.prefix + name;
-  }
-
-  private newRecord(input: NewKey): KeyRecord {
-    return {
-      id: input.id,
-      name: input.name ?? input.id,
-      last4: input.last4,
-      createdAt: input.createdAt ?? new Date(this.clock()).toISOString(),
-      revoked: input.revoked ?? false,
-      rateLimitPerMinute: input.rateLimitPerMinute,
-      allowedModels: input.allowedModels,
-      monthlyCreditCap: input.monthlyCreditCap,
-      keyGroup: input.keyGroup ?? 'default',
-    };
   }
 
   private async runCreate(record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {

@@ -46,6 +46,21 @@ export interface NewKey {
   createdAt?: string;
 }
 
+/** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
+export function createKeyRecord(input: NewKey, now: number): KeyRecord {
+  return {
+    id: input.id,
+    name: input.name ?? input.id,
+    last4: input.last4,
+    createdAt: input.createdAt ?? new Date(now).toISOString(),
+    revoked: input.revoked ?? false,
+    rateLimitPerMinute: input.rateLimitPerMinute,
+    allowedModels: input.allowedModels ? [...input.allowedModels] : null,
+    monthlyCreditCap: input.monthlyCreditCap,
+    keyGroup: input.keyGroup ?? 'default',
+  };
+}
+
 export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked'>>;
 
 /** Credits held against a key's monthly cap while a request is in flight. */
