@@ -13,13 +13,13 @@
  * Refused: 402 `billing_error` (chat: `insufficient_quota`). Not 429: no retry can succeed before the
  * month ends, and the SDKs retry 429 but not 402.
  */
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig, ModelConfig } from '../lib/config';
 import { getContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
-import type { GatewayStore } from '../lib/store/types';
+import type { GatewayStore, Reservation } from '../lib/store/types';
 
 export interface QuotaOptions {
   store: GatewayStore;
@@ -67,7 +67,8 @@ export function createQuota(options: QuotaOptions): RequestHandler {
       const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservationNow()), maxOutputTokens(req, options.format, model, catalogue));
       const now = clock();
       const month = utcMonth(now);
-      const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, holdTtlNow());
+      const holdTtlMs = holdTtlNow();
+      const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, holdTtlMs);
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(now)).toISOString().replace(/\.000Z$/, 'Z');
         const inFlight = result.reserved > 0 ? `, ${formatCredits(result.reserved)} held by requests in flight` : '';
@@ -77,11 +78,27 @@ export function createQuota(options: QuotaOptions): RequestHandler {
           { chatCode: 'insufficient_quota' });
       }
       ctx.reservation = result.reservation;
+      keepHoldWhileOpen(res, store, result.reservation, holdTtlMs);
       next();
     } catch (err) {
       next(err);
     }
   };
+}
+
+/**
+ * The hold's expiry (the upstream timeout) only bounds a request whose process died. A request still
+ * in flight, such as a stream longer than that, renews its hold at half the expiry, so its credits
+ * keep counting against the cap until it settles; the renewals stop when the response closes.
+ */
+function keepHoldWhileOpen(res: Response, store: GatewayStore, reservation: Reservation, holdTtlMs: number): void {
+  let renew: NodeJS.Timeout | undefined;
+  res.once('close', () => clearInterval(renew));
+  renew = setInterval(() => {
+    // A renewal that fails (store unreachable) leaves the hold to its expiry; the next one may succeed.
+    Promise.resolve().then(() => store.renewReservation(reservation, holdTtlMs)).catch(() => undefined);
+  }, Math.max(1000, Math.floor(holdTtlMs / 2)));
+  renew.unref();
 }
 
 /** Credits for a message: at most 6 decimals, no trailing zeros. */

@@ -150,6 +150,10 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         return { ok: true as const, spent: 0, reservation: { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 } };
       }
     },
+    async renewReservation(reservation: Reservation, ttlMs: number) {
+      if (reservation.id.startsWith('unmetered-')) return false;
+      return call('renewReservation', () => store.renewReservation(reservation, ttlMs));
+    },
     async settleCredits(reservation: Reservation, usage: UsageEntry) {
       if (reservation.id.startsWith('unmetered-')) {
         logger.warn({ message: 'unmetered request finished (store.failOpen): usage not in the ledger', key_id: reservation.keyId, model: usage.model, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens });

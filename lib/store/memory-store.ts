@@ -153,6 +153,18 @@ export class MemoryStore implements GatewayStore {
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
 
+  async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
+    const now = this.clock();
+    const held = this.holds.get(`${reservation.keyId}|${reservation.month}`);
+    if (!held) return false;
+    if (held.nextSweep <= now) sweepHolds(held, now);
+    const hold = held.holds.get(reservation.id);
+    if (!hold || hold.expired) return false;
+    // A later expiry only makes the bucket's next sweep come early, which is harmless.
+    hold.expiresAt = Math.max(hold.expiresAt, now + ttlMs);
+    return true;
+  }
+
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
     const bucket = `${reservation.keyId}|${reservation.month}`;
     const held = this.holds.get(bucket);

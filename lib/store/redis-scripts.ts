@@ -125,6 +125,23 @@ return {1, spent, reserved}
 `;
 
 /**
+ * Extend a live hold. KEYS: credits:<id>:<month>. ARGV: reservation id, now, new expiry (ms).
+ * Returns 1 when extended, 0 when the hold is gone or already expired (it is not brought back).
+ */
+export const RENEW_HOLD = `
+local field = 'hold:' .. ARGV[1]
+local value = redis.call('HGET', KEYS[1], field)
+if not value then return 0 end
+local sep = string.find(value, ':', 1, true)
+local expires = tonumber(string.sub(value, sep + 1))
+if expires <= tonumber(ARGV[2]) then return 0 end
+if tonumber(ARGV[3]) > expires then
+  redis.call('HSET', KEYS[1], field, string.sub(value, 1, sep - 1) .. ':' .. ARGV[3])
+end
+return 1
+`;
+
+/**
  * Settle a reservation once: drop its hold (live or expired) and add the real usage; a reservation
  * with no hold left was settled already and changes nothing. KEYS: credits:<id>:<month>,
  * usage:<id>:<month>. ARGV: reservation id, credit units (credits.ts), model, input, output, cache write, cache

@@ -13,7 +13,7 @@ import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_HOLD_MEMORY_MS } from './memory-store';
 import { systemClock, type Clock } from './month';
-import { CREATE_KEY, FIND_KEY, RESERVE_CREDITS, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
+import { CREATE_KEY, FIND_KEY, RENEW_HOLD, RESERVE_CREDITS, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
@@ -142,6 +142,16 @@ export class RedisStore implements GatewayStore {
     )) as [number, number, number];
     if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
     return { ok: true, reservation: { id, keyId, month, credits }, spent: fromCreditUnits(spent) };
+  }
+
+  async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
+    const now = this.clock();
+    const renewed = await this.run(
+      RENEW_HOLD,
+      [this.k(`credits:${reservation.keyId}:${reservation.month}`)],
+      [reservation.id, String(now), String(now + ttlMs)],
+    );
+    return Number(renewed) === 1;
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {

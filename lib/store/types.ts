@@ -114,6 +114,12 @@ export interface GatewayStore {
    */
   reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult>;
   /**
+   * Extend a live hold to `ttlMs` from now, for a request still in flight (a long stream), so its
+   * credits keep counting against the cap until it settles. Returns false when the hold has already
+   * expired or been settled (it is not brought back: that would skip the cap check).
+   */
+  renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean>;
+  /**
    * Release a reservation and record the real usage (once; a second call for the same reservation is
    * ignored). A reservation that already expired is still recorded, since its usage was paid for.
    */

@@ -169,6 +169,22 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(1);
     });
 
+    it('a renewed hold keeps counting past its first ttl (a long stream); an expired or settled one is not brought back', async () => {
+      const r = await f.store.reserveCredits('k1', '2025-06', 8, 10, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      f.setNow(T0 + 30_000);
+      expect(await f.store.renewReservation(r.reservation, 60_000)).to.equal(true);
+      f.setNow(T0 + 75_000);
+      expect((await f.store.reserveCredits('k1', '2025-06', 8, 10, 60_000)).ok, 'still held at 75 s').to.equal(false);
+      f.setNow(T0 + 90_000);
+      expect((await f.store.reserveCredits('k1', '2025-06', 8, 10, 60_000)).ok, 'expired at 90 s').to.equal(true);
+      expect(await f.store.renewReservation(r.reservation, 60_000), 'expired').to.equal(false);
+      const other = await f.store.reserveCredits('k2', '2025-06', 1, null, 60_000);
+      if (!other.ok) throw new Error('reserve failed');
+      await f.store.settleCredits(other.reservation, usage(1));
+      expect(await f.store.renewReservation(other.reservation, 60_000), 'settled').to.equal(false);
+    });
+
     it('holds of different ttls stop counting each at its own expiry, and settling a live or an expired hold counts right', async () => {
       const reserve = async (credits: number, ttlMs: number) => {
         const r = await f.store.reserveCredits('k1', '2025-06', credits, 10, ttlMs);

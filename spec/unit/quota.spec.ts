@@ -53,13 +53,17 @@ describe('credit reservation: the worst case', () => {
         reserved.push(credits);
         return { ok: true, reservation: { id: 'r', keyId, month, credits }, spent: 0 };
       },
+      async renewReservation() {
+        return true;
+      },
     } as unknown as GatewayStore;
     const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0 };
     const step = createQuota({ store, catalogue, format: 'native', reservation, holdTtlMs: 1000 });
     const body = { model: 'haiku', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] };
     const run = (bodyBytes: number | undefined) => new Promise<void>((resolve, reject) => {
       const ctx = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes };
-      step({ body } as Request, { locals: { gateway: ctx } } as unknown as Response, (err?: unknown) => (err ? reject(err) : resolve()));
+      const res = { locals: { gateway: ctx }, once: (_event: string, close: () => void) => setImmediate(close) };
+      step({ body } as Request, res as unknown as Response, (err?: unknown) => (err ? reject(err) : resolve()));
     });
     await run(5000); // e.g. a pretty-printed body: its bytes on the wire are what the bound counts
     await run(undefined);
