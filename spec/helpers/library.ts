@@ -23,6 +23,9 @@ export async function startLibraryGateway(upstreamUrl: string, options: GatewayO
   const { logger, lines } = createCapturingLogger();
   const gateway = await createGateway({
     logger,
+    // Not the process environment: a REDIS_URL exported for CI must not put these gateways on the shared
+    // Redis under the default prefix. A test that wants the environment passes it.
+    env: {},
     ...options,
     config: { upstream: { url: upstreamUrl, apiKeyEnv: 'TEST_UPSTREAM_API_KEY', timeoutMs: 5000 }, keys: TEST_KEYS, ...options.config },
   });

@@ -44,6 +44,7 @@ describe('library API', () => {
   async function build(options: Parameters<typeof createGateway>[0] = {}): Promise<Gateway> {
     const gateway = await createGateway({
       logger: createCapturingLogger().logger,
+      env: {},
       ...options,
       config: { upstream: { url: upstream.url, apiKeyEnv: 'TEST_UPSTREAM_API_KEY' }, keys, ...options.config },
     });

@@ -82,7 +82,7 @@ describe('observability', () => {
   });
 
   it('puts /metrics behind METRICS_TOKEN when it is set', async () => {
-    gw = await startLibraryGateway(upstream.url, { env: { ...process.env, METRICS_TOKEN: 'scrape-me' } });
+    gw = await startLibraryGateway(upstream.url, { env: { METRICS_TOKEN: 'scrape-me' } });
     const none = await fetch(`${gw.url}/metrics`);
     expect(none.status).to.equal(401);
     expect(none.headers.get('www-authenticate')).to.contain('Bearer');

@@ -37,7 +37,7 @@ describe('openapi.yaml', () => {
     spec = parse(fs.readFileSync(SPEC_FILE, 'utf8'));
     gateway = await createGateway({
       logger: createCapturingLogger().logger,
-      env: { ...process.env, ADMIN_TOKEN: 'admin-token-for-openapi-test-0001', METRICS_TOKEN: 'm' },
+      env: { ADMIN_TOKEN: 'admin-token-for-openapi-test-0001', METRICS_TOKEN: 'm' },
       config: { upstream: { url: 'http://127.0.0.1:9' } },
     });
   });
