@@ -12,9 +12,9 @@ import type { Catalogue } from '../catalogue';
 import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
 import type { Logger } from '../logger';
-import { generateSecret, hashSecret, KEY_PREFIX, lastFour, randomBase62 } from '../keys';
+import { KEY_PREFIX, randomBase62 } from '../keys';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
-import { revokeApiKey, setKeyLimits } from '../store/key-admin';
+import { createApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
 import { mapBodyParserError } from '../../middleware/json-body';
@@ -112,16 +112,14 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     checkAllowedModels(body.allowedModels, group.models, group.id);
     const id = body.id ?? `key_${randomBase62(12)}`;
     if (await store.getKey(id)) throw conflict(`a key with id "${id}" already exists`);
-    const secret = generateSecret(group.keyPrefix);
-    const key = await store.createKey({
+    const { key, secret } = await createApiKey(store, {
       id,
       name: body.name,
-      secret: { sha256: hashSecret(secret), expiresAt: null },
-      last4: lastFour(secret),
       rateLimitPerMinute: body.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
       allowedModels: body.allowedModels ?? null,
       monthlyCreditCap: body.monthlyCreditCap ?? null,
       keyGroup: group.id,
+      keyPrefix: group.keyPrefix,
     });
     audit(req, 'key.create', key.id, {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
@@ -151,8 +149,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const { gracePeriodSeconds = DEFAULT_GRACE_PERIOD_SECONDS } = validators.rotateKey(req.body ?? {});
     const at = now();
     // A new secret in the key's own group prefix; the current ones expire after the grace period.
-    const secret = generateSecret(prefixOf(current.keyGroup));
-    const key = await store.rotateKey(id, { sha256: hashSecret(secret), expiresAt: null }, lastFour(secret), gracePeriodSeconds * 1000, at);
+    const { key, secret } = await rotateApiKey(store, id, gracePeriodSeconds * 1000, at, prefixOf(current.keyGroup));
     audit(req, 'key.rotate', id, { gracePeriodSeconds });
     res.json({
       key: await viewOf(key),

@@ -167,7 +167,11 @@ async function runCommand(store: GatewayStore, config: GatewayConfig, command: s
     }
     case 'rotate': {
       const grace = values.grace === undefined ? DEFAULT_ROTATION_GRACE_MS : parseDuration(values.grace);
-      const issued = await rotateApiKey(store, requireId(), grace);
+      const keyId = requireId();
+      // The new secret carries the prefix of the key's own key group, or it would not authenticate.
+      const keyGroup = (await store.getKey(keyId))?.keyGroup;
+      const prefix = config.keyGroups.find((group) => group.id === keyGroup)?.keyPrefix;
+      const issued = await rotateApiKey(store, keyId, grace, undefined, prefix);
       const until = new Date(Date.now() + grace).toISOString();
       print(`rotated key ${issued.key.id}: the previous secret works until ${until}\n\nnew secret (shown once, store it now):\n  ${issued.secret}`,
         { ...issued, previousSecretExpiresAt: until });

@@ -19,6 +19,10 @@ export interface CreateApiKeyInput {
   allowedModels?: string[] | null;
   /** Credits per UTC month; null: no cap. */
   monthlyCreditCap?: number | null;
+  /** Key group id. Default `default`. */
+  keyGroup?: string;
+  /** Prefix of the secret: the key group's. Default `sk-cs4-`. */
+  keyPrefix?: string;
 }
 
 /** A key and the secret that was just issued for it (shown once, never stored). */
@@ -37,7 +41,7 @@ export async function createApiKey(store: GatewayStore, input: CreateApiKeyInput
   const id = input.id ?? `key_${randomBase62(12)}`;
   if (!KEY_ID.test(id)) throw new Error(`key id "${id}" may hold only letters, digits, ".", "_" and "-" (at most 64)`);
   checkLimits({ rateLimitPerMinute: input.rateLimitPerMinute, monthlyCreditCap: input.monthlyCreditCap ?? null });
-  const secret = generateSecret();
+  const secret = generateSecret(input.keyPrefix);
   const key = await store.createKey({
     id,
     name: input.name,
@@ -46,6 +50,7 @@ export async function createApiKey(store: GatewayStore, input: CreateApiKeyInput
     rateLimitPerMinute: input.rateLimitPerMinute,
     allowedModels: input.allowedModels ?? null,
     monthlyCreditCap: input.monthlyCreditCap ?? null,
+    keyGroup: input.keyGroup,
   });
   return { key, secret };
 }
@@ -53,11 +58,14 @@ export async function createApiKey(store: GatewayStore, input: CreateApiKeyInput
 /**
  * Issue a new secret for a key (same id, limits and usage). The secrets in use until now keep working
  * for `graceMs`, then fail; a secret already in its grace period keeps its own expiry.
+ * @param keyPrefix prefix of the new secret: the key group's (default `sk-cs4-`)
  * @throws Error when the key does not exist or graceMs is negative
  */
-export async function rotateApiKey(store: GatewayStore, id: string, graceMs = DEFAULT_ROTATION_GRACE_MS, now?: number): Promise<IssuedKey> {
+export async function rotateApiKey(
+  store: GatewayStore, id: string, graceMs = DEFAULT_ROTATION_GRACE_MS, now?: number, keyPrefix?: string,
+): Promise<IssuedKey> {
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new Error('the grace period must be 0 or more milliseconds');
-  const secret = generateSecret();
+  const secret = generateSecret(keyPrefix);
   const key = await store.rotateKey(id, { sha256: hashSecret(secret), expiresAt: null }, lastFour(secret), graceMs, now);
   return { key, secret };
 }

@@ -71,6 +71,22 @@ describe('key CLI (npm run keys)', () => {
     expect(usage).to.deep.equal({ id: 'team-a', month: '2025-06', spent: 0, models: [] });
   });
 
+  it('rotate issues the new secret in the key group\'s own prefix', async () => {
+    const config = testConfigObject('http://127.0.0.1:9', {
+      models: [
+        ...(testConfigObject('http://127.0.0.1:9').models as unknown[]),
+        { id: 'fam-5', upstreamModel: 'fam-5', pricing: { inputPerMillion: 1, outputPerMillion: 2 } },
+      ],
+      keyGroups: [{ id: 'family', keyPrefix: 'sk-fam-', models: ['fam-5'], upstream: { kind: 'chat-completions', url: 'http://127.0.0.1:9', apiKeyEnv: 'FAM_KEY' } }],
+      keys: [{ id: 'fam-team', key: 'sk-fam-family-team-key-0001' }],
+    });
+    fs.writeFileSync(env.GATEWAY_CONFIG!, JSON.stringify(config));
+    const rotated = await run('rotate', 'fam-team', '--grace', '0', '--json');
+    expect(rotated.status, rotated.stderr).to.equal(0);
+    expect(rotated.json().secret).to.match(/^sk-fam-[A-Za-z0-9]{40}$/);
+    expect((await stored().findKeyBySecretHash(hashSecret(rotated.json().secret)))!.id).to.equal('fam-team');
+  });
+
   it('exit status 2 with the usage text for a bad command line, 1 for an unknown key', async () => {
     for (const args of [[], ['frobnicate'], ['create', '--rate-limit', '0'], ['create', '--cap', 'lots'], ['create', '--models', 'model-nope'],
       ['rotate'], ['rotate', 'x', '--grace', 'soon'], ['set-limits', 'x'], ['list', '--month', '2025-13'], ['list', '--bogus']]) {
