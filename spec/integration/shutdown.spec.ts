@@ -29,6 +29,8 @@ async function startChild(upstream: FakeUpstream, overrides: Record<string, unkn
   fs.writeFileSync(configFile, JSON.stringify(testConfigObject('http://127.0.0.1:1', overrides)));
   const env: NodeJS.ProcessEnv = {
     ...process.env, GATEWAY_CONFIG: configFile, UPSTREAM_URL: upstream.url, PORT: '0', TEST_UPSTREAM_API_KEY: UPSTREAM_SECRET, LOG_LEVEL: 'info',
+    // The memory store's state goes beside the temp config, never into the working directory.
+    GATEWAY_STATE_FILE: path.join(dir, 'state.json'),
   };
   delete env.REDIS_URL;
   const child = spawn(process.execPath, [SERVER], { env, stdio: ['ignore', 'pipe', 'pipe'] });

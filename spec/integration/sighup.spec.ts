@@ -25,7 +25,10 @@ describe('SIGHUP', () => {
     fs.writeFileSync(file, JSON.stringify(config));
     const lines: Array<Record<string, any>> = [];
     child = spawn(process.execPath, [path.resolve(__dirname, '..', '..', 'lib', 'server.js')], {
-      env: { ...process.env, GATEWAY_CONFIG: file, PORT: '0', REDIS_URL: '', WEB_CONCURRENCY: '1', METRICS_TOKEN: '' },
+      env: {
+        ...process.env, GATEWAY_CONFIG: file, PORT: '0', REDIS_URL: '', WEB_CONCURRENCY: '1', METRICS_TOKEN: '',
+        GATEWAY_STATE_FILE: path.join(path.dirname(file), 'state.json'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let buffer = '';
