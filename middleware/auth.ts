@@ -25,6 +25,18 @@ export interface AuthOptions {
   now?: () => number;
 }
 
+/**
+ * Refuse a request that repeats a credential header. Node joins repeated `x-api-key` values with ", "
+ * (which then fails as a key) but keeps only the first `Authorization`, so a second Bearer would be
+ * silently ignored; both are refused the same way.
+ * @param headersDistinct every header's values, as `IncomingMessage.headersDistinct` gives them
+ * @throws GatewayError 401 naming the repeated header
+ */
+export function refuseRepeatedCredentials(headersDistinct: Record<string, string[] | undefined>): void {
+  if ((headersDistinct['x-api-key']?.length ?? 0) > 1) throw errors.authentication('send exactly one x-api-key header');
+  if ((headersDistinct.authorization?.length ?? 0) > 1) throw errors.authentication('send exactly one Authorization header');
+}
+
 /** The key a request carries in the headers its route takes, or a 401 explaining which header to use. */
 export function extractApiKey(headers: Record<string, string | string[] | undefined>, accept: AuthHeaders): string {
   const apiKeyHeader = headers['x-api-key'];
@@ -48,6 +60,7 @@ export function createAuth(options: AuthOptions): RequestHandler {
   const now = options.now ?? Date.now;
   return async (req, res, next) => {
     try {
+      refuseRepeatedCredentials(req.headersDistinct);
       const secret = extractApiKey(req.headers, options.accept);
       const prefixes = readPrefixes();
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {

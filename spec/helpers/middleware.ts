@@ -15,7 +15,10 @@ export function fakeContext(overrides: Partial<RequestContext> = {}): RequestCon
 
 /** Calls the handler; resolves with the error given to next (undefined when it passed) and the context. */
 export async function runMiddleware(handler: RequestHandler, request: FakeRequest, ctx = fakeContext()): Promise<{ error: any; ctx: RequestContext }> {
-  const req = { method: 'POST', path: '/v1/messages', headers: {}, ...request } as any;
+  const headers = request.headers ?? {};
+  // What Node gives as IncomingMessage.headersDistinct: every header's values as an array.
+  const headersDistinct = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k, Array.isArray(v) ? v : [v]]));
+  const req = { method: 'POST', path: '/v1/messages', ...request, headers, headersDistinct } as any;
   const res = { locals: { gateway: ctx }, setHeader() {} } as any;
   const error = await new Promise((resolve) => {
     void handler(req, res, (err?: unknown) => resolve(err));

@@ -180,6 +180,16 @@ describe('bad input', function () {
       }
     });
 
+    it('several Authorization headers get 401 naming the header, even when each is valid', async () => {
+      const headers: Array<[string, string]> = [...chatHeaders(KEYS.all), ['authorization', `Bearer ${KEYS.haikuOnly}`]];
+      const chat = await rawRequest(gw.url, { path: '/v1/chat/completions', headers, body: { model: 'haiku', messages: [{ role: 'user', content: 'hi' }] } });
+      expect(chat.status).to.equal(401);
+      expect(isChatError(chat.json)).to.equal(true);
+      expect(chat.json.error.message).to.include('exactly one Authorization header');
+      const native = await rawRequest(gw.url, { path: '/v1/messages', headers: [...withKey(), ['authorization', `Bearer ${KEYS.all}`], ['authorization', `Bearer ${KEYS.all}`]], body });
+      expect(native.status).to.equal(401);
+    });
+
     it('a key with the right prefix and a wrong secret gets 401 on every route', async () => {
       const wrong = 'sk-cs4-test-all-models-0009';
       expect((await rawRequest(gw.url, { path: '/v1/messages', headers: withKey(wrong), body })).status).to.equal(401);
