@@ -5,8 +5,10 @@
  * and follow an upstream stream to its end, loss or idle timeout.
  */
 import type http from 'node:http';
-import type { Response } from 'express';
+import type { NextFunction, Response } from 'express';
+import type { ModelConfig } from './config';
 import type { RequestContext } from './context';
+import { errors, GatewayError } from './errors';
 import { readBody } from './read-body';
 import { createSseDecoder, type SseEvent } from './sse';
 import type { UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
@@ -81,4 +83,27 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
   // A reset socket emits `error` then `close` without `end`; an idle stream is destroyed with UPSTREAM_IDLE.
   response.once('error', (err: NodeJS.ErrnoException) => lost(err.code === 'UPSTREAM_IDLE' ? err.message : 'the upstream connection was lost mid-stream'));
   response.once('close', () => lost('the upstream connection was lost mid-stream'));
+}
+
+/** How a reply's `model` is renamed from the upstream's name to the canonical ID; null when they match. */
+export interface ModelRename {
+  from: string;
+  to: string;
+}
+
+/** The rename replies of `model` need (catalogue `upstreamModel` -> canonical `id`). */
+export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>): ModelRename | null {
+  return model.id === model.upstreamModel ? null : { from: model.upstreamModel, to: model.id };
+}
+
+/**
+ * A failure during an exchange: before the reply head it becomes an error response (a GatewayError as
+ * it is, anything else a 502); after it, the connection is closed, since the status is already sent.
+ */
+export function failExchange(err: unknown, res: Response, next: NextFunction): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
 }

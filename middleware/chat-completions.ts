@@ -8,12 +8,12 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { errors } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-request';
 import { convertNativeResponse } from '../translators/chat-response';
 import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
@@ -71,11 +71,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
       res.status(200).json(completion);
     } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+      failExchange(err, res, next);
     }
   };
 }

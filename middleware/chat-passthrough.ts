@@ -10,11 +10,11 @@
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
 
@@ -45,7 +45,7 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       const { response } = reply;
       ctx.upstreamStatus = response.statusCode;
       const isStream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
-      if (response.statusCode === 200 && isStream) return streamReply(response, res, ctx, { rename: renameOf(model), stripUsage: !wantsUsage });
+      if (response.statusCode === 200 && isStream) return streamReply(response, res, ctx, { rename: modelRenameOf(model), stripUsage: !wantsUsage });
       for (const name of PASSED_REPLY_HEADERS) {
         const value = response.headers[name];
         if (typeof value === 'string') res.setHeader(name, value);
@@ -67,18 +67,11 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       if (parsed.model === model.upstreamModel) parsed.model = model.id;
       res.status(200).json(parsed);
     } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+      failExchange(err, res, next);
     }
   };
 }
 
-function renameOf(model: { id: string; upstreamModel: string }): { from: string; to: string } | null {
-  return model.id === model.upstreamModel ? null : { from: model.upstreamModel, to: model.id };
-}
 
 /**
  * Pass SSE records through as they are parsed. A record is re-serialised only when it must change
@@ -88,7 +81,7 @@ function streamReply(
   response: http.IncomingMessage,
   res: Response,
   ctx: RequestContext,
-  options: { rename: { from: string; to: string } | null; stripUsage: boolean },
+  options: { rename: ModelRename | null; stripUsage: boolean },
 ): void {
   let finished = false;
   const write = (text: string) => {

@@ -17,6 +17,7 @@ import { mapUpstreamSocketError, errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { createSseDecoder, formatSse } from '../lib/sse';
 import { watchIdle, type UpstreamClient, type UpstreamCredential } from '../lib/upstream';
+import { modelRenameOf, type ModelRename } from '../lib/upstream-exchange';
 import { mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
@@ -56,11 +57,6 @@ interface ProxyState {
   retryTimer?: NodeJS.Timeout;
   /** A reply head was accepted (no more retries); socket errors are now the reply handler's. */
   replying: boolean;
-}
-
-interface ModelRename {
-  from: string;
-  to: string;
 }
 
 /** Rough token count of streamed text, for a stream cut before its final usage: 4 characters a token. */
@@ -238,7 +234,7 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
       ctx.firstByteMs ??= Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
     });
     const model = ctx.model!;
-    const rename = model.upstreamModel === model.id ? null : { from: model.upstreamModel, to: model.id };
+    const rename = modelRenameOf(model);
     const stream = String(proxyRes.headers['content-type'] ?? '').startsWith('text/event-stream');
     if (stream) {
       proxyRes.headers['cache-control'] = 'no-cache';

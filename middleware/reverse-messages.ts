@@ -8,11 +8,11 @@
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
@@ -53,11 +53,7 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
       res.status(200).json(message);
     } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+      failExchange(err, res, next);
     }
   };
 }
