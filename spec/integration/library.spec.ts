@@ -6,6 +6,7 @@ import express from 'express';
 import { ConfigError, createGateway, GatewayError, type Gateway, type GatewayHookContext, type UsageRecord } from '../../lib';
 import { createCapturingLogger, KEYS, UPSTREAM_SECRET } from '../helpers/gateway';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+import { TEST_KEYS } from '../helpers/library';
 
 async function listen(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer(handler);
@@ -19,11 +20,6 @@ async function listen(handler: http.RequestListener): Promise<{ url: string; clo
     }),
   };
 }
-
-const keys = [
-  { id: 'team-all', key: KEYS.all, rateLimitPerMinute: 100000 },
-  { id: 'team-haiku', key: KEYS.haikuOnly, allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 100000 },
-];
 
 const nativeHeaders = { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };
 const messageBody = { model: 'sonnet', max_tokens: 50, messages: [{ role: 'user', content: 'Hello' }] };
@@ -46,7 +42,7 @@ describe('library API', () => {
       logger: createCapturingLogger().logger,
       env: {},
       ...options,
-      config: { upstream: { url: upstream.url, apiKeyEnv: 'TEST_UPSTREAM_API_KEY' }, keys, ...options.config },
+      config: { upstream: { url: upstream.url, apiKeyEnv: 'TEST_UPSTREAM_API_KEY' }, keys: TEST_KEYS, ...options.config },
     });
     opened.push(gateway);
     return gateway;
