@@ -143,8 +143,12 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     clock: options.clock,
     onError: (err) => logger.error({ message: 'store connection error', error: err.message }),
   }));
-  // Outage behaviour (fail closed or open, delayed settlements) wraps whichever store is in use.
-  const store = createStoreGuard(backing, { logger, failOpen: config.store.failOpen, timeoutMs: config.store.timeoutMs });
+  // Outage behaviour (fail closed or open, delayed settlements) wraps every store that can become
+  // unreachable: Redis and integrators' own stores. The in-process memory store cannot, and its calls
+  // are on every request's path, so it goes unwrapped (the guard's timer and proxy per call cost CPU).
+  const store = backing instanceof MemoryStore
+    ? backing
+    : createStoreGuard(backing, { logger, failOpen: config.store.failOpen, timeoutMs: config.store.timeoutMs });
   const stateFile = backing instanceof MemoryStore ? options.stateFile : undefined;
   if (stateFile && loadMemoryState(backing as MemoryStore, stateFile)) {
     logger.info({ message: 'in-memory store state restored', file: stateFile });

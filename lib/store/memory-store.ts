@@ -19,6 +19,11 @@ import {
 interface StoredKey {
   record: KeyRecord;
   secrets: KeySecret[];
+  /**
+   * A frozen copy of `record` handed to the auth step, made once and shared by every request until
+   * the record changes (every write to `record` clears it), instead of a copy per request.
+   */
+  view?: Readonly<KeyRecord>;
 }
 
 /**
@@ -80,7 +85,7 @@ export class MemoryStore implements GatewayStore {
     if (!stored) return null;
     const secret = stored.secrets.find((s) => digestsEqual(s.sha256, sha256));
     if (!secret || (secret.expiresAt !== null && secret.expiresAt <= now)) return null;
-    return copyRecord(stored.record);
+    return (stored.view ??= freezeRecord(copyRecord(stored.record)));
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
@@ -107,6 +112,7 @@ export class MemoryStore implements GatewayStore {
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const stored = this.requireKey(id);
+    stored.view = undefined;
     for (const [field, value] of Object.entries(patch)) {
       if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
     }
@@ -126,6 +132,7 @@ export class MemoryStore implements GatewayStore {
     });
     stored.secrets.push({ ...secret, expiresAt: null });
     stored.record.last4 = last4;
+    stored.view = undefined;
     this.secretIndex.set(secret.sha256, id);
     return copyRecord(stored.record);
   }
@@ -265,6 +272,11 @@ function sweepHolds(held: HoldBucket, now: number): void {
   }
   held.liveUnits = liveUnits;
   held.nextSweep = nextSweep;
+}
+
+function freezeRecord(record: KeyRecord): Readonly<KeyRecord> {
+  if (record.allowedModels) Object.freeze(record.allowedModels);
+  return Object.freeze(record);
 }
 
 function copyRecord(record: KeyRecord): KeyRecord {
