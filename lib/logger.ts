@@ -92,11 +92,30 @@ export class BatchedLineTransport extends TransportStream {
   }
 }
 
+/** logform's JSON format, for the lines `JSON.stringify` cannot write (cycles, BigInt values). */
+const jsonFallback = winston.format.json();
+
+/**
+ * The line format: `timestamp` (ISO 8601, UTC) added last, then the whole info object as one JSON
+ * line, in one pass. Same lines as `combine(timestamp(), json())` but for the key order (insertion
+ * order here, sorted there); it skips a second format step and logform's per-line
+ * `safe-stable-stringify` set-up, which the request log line paid for on every request.
+ */
+export const jsonLineFormat = winston.format((info) => {
+  info.timestamp = new Date().toISOString();
+  try {
+    info[MESSAGE] = JSON.stringify(info);
+    return info;
+  } catch {
+    return jsonFallback.transform(info, jsonFallback.options);
+  }
+});
+
 /** A JSON-lines logger at `level` (error, warn, info, debug) on stdout, lines batched per event-loop turn. */
 export function createLogger(level = 'info'): Logger {
   return withRequestIds(winston.createLogger({
     level,
-    format: winston.format.combine(winston.format.timestamp(), winston.format.json()),
+    format: jsonLineFormat(),
     transports: [new BatchedLineTransport()],
   }));
 }
