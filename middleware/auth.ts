@@ -29,12 +29,21 @@ export interface AuthOptions {
  * Refuse a request that repeats a credential header. Node joins repeated `x-api-key` values with ", "
  * (which then fails as a key) but keeps only the first `Authorization`, so a second Bearer would be
  * silently ignored; both are refused the same way.
- * @param headersDistinct every header's values, as `IncomingMessage.headersDistinct` gives them
+ * @param rawHeaders the request's headers as received, `IncomingMessage.rawHeaders` ([name, value, ...])
  * @throws GatewayError 401 naming the repeated header
  */
-export function refuseRepeatedCredentials(headersDistinct: Record<string, string[] | undefined>): void {
-  if ((headersDistinct['x-api-key']?.length ?? 0) > 1) throw errors.authentication('send exactly one x-api-key header');
-  if ((headersDistinct.authorization?.length ?? 0) > 1) throw errors.authentication('send exactly one Authorization header');
+export function refuseRepeatedCredentials(rawHeaders: string[]): void {
+  // Scanning the raw list allocates nothing; `req.headersDistinct` builds an object of arrays for
+  // every header, on every request.
+  let apiKeys = 0;
+  let authorizations = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i];
+    if (name.length === 9 && name.toLowerCase() === 'x-api-key') apiKeys += 1;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations += 1;
+  }
+  if (apiKeys > 1) throw errors.authentication('send exactly one x-api-key header');
+  if (authorizations > 1) throw errors.authentication('send exactly one Authorization header');
 }
 
 /** The key a request carries in the headers its route takes, or a 401 explaining which header to use. */
@@ -60,7 +69,7 @@ export function createAuth(options: AuthOptions): RequestHandler {
   const now = options.now ?? Date.now;
   return async (req, res, next) => {
     try {
-      refuseRepeatedCredentials(req.headersDistinct);
+      refuseRepeatedCredentials(req.rawHeaders);
       const secret = extractApiKey(req.headers, options.accept);
       const prefixes = readPrefixes();
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {

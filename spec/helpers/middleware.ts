@@ -16,9 +16,11 @@ export function fakeContext(overrides: Partial<RequestContext> = {}): RequestCon
 /** Calls the handler; resolves with the error given to next (undefined when it passed) and the context. */
 export async function runMiddleware(handler: RequestHandler, request: FakeRequest, ctx = fakeContext()): Promise<{ error: any; ctx: RequestContext }> {
   const headers = request.headers ?? {};
-  // What Node gives as IncomingMessage.headersDistinct: every header's values as an array.
-  const headersDistinct = Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined).map(([k, v]) => [k, Array.isArray(v) ? v : [v]]));
-  const req = { method: 'POST', path: '/v1/messages', ...request, headers, headersDistinct } as any;
+  // What Node gives as IncomingMessage.rawHeaders: [name, value, name, value, ...], a repeated header
+  // (an array value here) once per value.
+  const rawHeaders = Object.entries(headers).flatMap(([name, value]) =>
+    value === undefined ? [] : (Array.isArray(value) ? value : [value]).flatMap((one) => [name, one]));
+  const req = { method: 'POST', path: '/v1/messages', ...request, headers, rawHeaders } as any;
   const res = { locals: { gateway: ctx }, setHeader() {} } as any;
   const error = await new Promise((resolve) => {
     void handler(req, res, (err?: unknown) => resolve(err));

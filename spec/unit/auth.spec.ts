@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createAuth, extractApiKey, type AuthHeaders } from '../../middleware/auth';
+import { createAuth, extractApiKey, refuseRepeatedCredentials, type AuthHeaders } from '../../middleware/auth';
 import { GatewayError } from '../../lib/errors';
 import { hashSecret } from '../../lib/keys';
 import { MemoryStore } from '../../lib/store/memory-store';
@@ -30,6 +30,28 @@ describe('auth: extractApiKey', () => {
       }
     });
   }
+});
+
+describe('auth: refuseRepeatedCredentials', () => {
+  const refusal = (rawHeaders: string[]) => {
+    try {
+      refuseRepeatedCredentials(rawHeaders);
+      return null;
+    } catch (err) {
+      expect(err).to.be.instanceOf(GatewayError);
+      expect((err as GatewayError).status).to.equal(401);
+      return (err as GatewayError).message;
+    }
+  };
+
+  it('lets one of each through, and headers that only look alike', () => {
+    expect(refusal(['Host', 'gw', 'X-Api-Key', KEY, 'Authorization', `Bearer ${KEY}`, 'x-api-keys', 'a', 'authorization2', 'b'])).to.equal(null);
+  });
+
+  it('refuses a repeated header whatever the case of its names', () => {
+    expect(refusal(['x-api-key', KEY, 'X-API-KEY', OTHER])).to.match(/exactly one x-api-key/);
+    expect(refusal(['Authorization', `Bearer ${KEY}`, 'authorization', `Bearer ${OTHER}`])).to.match(/exactly one Authorization/);
+  });
 });
 
 describe('auth middleware', () => {
