@@ -97,7 +97,7 @@ export interface UpstreamClient {
    * @returns the delay in ms before the next attempt, or null for no retry
    */
   planRetry(credential: UpstreamCredential, outcome: AttemptOutcome, retriesDone: number): number | null;
-  /** `text` with every configured credential replaced by `[redacted]`. */
+  /** `text` with every configured credential replaced by `[redacted]`; `text` itself when it holds none. */
   redact(text: string): string;
   /**
    * POST a request and resolve once a final reply head arrives (retrying as `planRetry` says). The
@@ -249,7 +249,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
 
   function redact(text: string): string {
     let out = text;
-    for (const secret of secrets) out = out.split(secret).join('[redacted]');
+    // The same string comes back when no credential is in it (callers compare to tell), with no copy.
+    for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join('[redacted]');
     return out;
   }
 

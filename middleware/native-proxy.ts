@@ -10,6 +10,7 @@
  */
 import type { Stream } from 'node:stream';
 import type http from 'node:http';
+import { parse as parseUrl, type Url } from 'node:url';
 import type { NextFunction, RequestHandler, Request, Response } from 'express';
 import httpProxy from 'http-proxy';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
@@ -41,6 +42,9 @@ const DROPPED_REPLY_HEADER = /^(connection|keep-alive|proxy-connection|transfer-
 
 /** Largest upstream error body relayed (they are small JSON objects). */
 const ERROR_BODY_LIMIT = 1024 * 1024;
+
+/** Parsed upstream targets kept per native proxy (one per distinct query string). */
+const MAX_CACHED_TARGETS = 32;
 
 interface ProxyState {
   next: NextFunction;
@@ -164,14 +168,16 @@ async function sendJsonReply(proxyRes: http.IncomingMessage, res: Response, ctx:
     body.model = rename.to;
     text = Buffer.from(JSON.stringify(body));
   }
-  res.writeHead(200, { ...proxyRes.headers, 'content-length': String(text.length) });
+  proxyRes.headers['content-length'] = String(text.length);
+  res.writeHead(200, proxyRes.headers);
   res.end(text);
 }
 
 /** Relay an upstream error reply (status and body), with any upstream credential in it redacted. */
 async function sendErrorReply(proxyRes: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
   const text = Buffer.from(upstream.redact((await readBody(proxyRes, ERROR_BODY_LIMIT)).toString('utf8')));
-  res.writeHead(proxyRes.statusCode ?? 502, { ...proxyRes.headers, 'content-length': String(text.length) });
+  proxyRes.headers['content-length'] = String(text.length);
+  res.writeHead(proxyRes.statusCode ?? 502, proxyRes.headers);
   res.end(text);
 }
   /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
@@ -226,8 +232,10 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     const ctx = getContext(reply);
     ctx.upstreamStatus = status;
     const upstreamRequestId = proxyRes.headers['request-id'];
-    for (const [name, value] of Object.entries(proxyRes.headers)) {
-      if (DROPPED_REPLY_HEADER.test(name) || upstream.redact(String(value)) !== String(value)) delete proxyRes.headers[name];
+    for (const name in proxyRes.headers) {
+      const value = proxyRes.headers[name];
+      const text = typeof value === 'string' ? value : String(value);
+      if (DROPPED_REPLY_HEADER.test(name) || upstream.redact(text) !== text) delete proxyRes.headers[name];
     }
     if (upstreamRequestId) proxyRes.headers['upstream-request-id'] = upstreamRequestId;
     proxyRes.once('data', () => {
@@ -261,6 +269,23 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   /** The function that starts the next attempt of each request in flight. */
   const attempts = new WeakMap<Request, () => void>();
 
+  // http-proxy parses a string target with `url.parse` on every request; it is given the parsed form,
+  // kept per query string (a few at most: SDKs send none or `?beta=true`).
+  const targets = new Map<string, Url>();
+  let targetsOf: URL | null = null;
+  const targetFor = (search: string): Url => {
+    if (targetsOf !== upstream.url) {
+      targets.clear();
+      targetsOf = upstream.url;
+    }
+    let target = targets.get(search);
+    if (!target) {
+      target = parseUrl(`${upstream.url.origin}${upstream.url.pathname.replace(/\/+$/, '')}${options.path}${search}`);
+      if (targets.size < MAX_CACHED_TARGETS) targets.set(search, target);
+    }
+    return target;
+  };
+
   return function nativeProxy(req, res, next) {
     const ctx = getContext(res);
     const body = Buffer.from(JSON.stringify({ ...req.body, model: ctx.model!.upstreamModel }));
@@ -275,8 +300,8 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
       clearTimeout(state.retryTimer);
       if (!res.writableFinished) state.proxyReq?.destroy();
     });
-    const search = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';
-    const target = `${upstream.url.origin}${upstream.url.pathname.replace(/\/+$/, '')}${options.path}${search}`;
+    const query = req.originalUrl.indexOf('?');
+    const target = targetFor(query === -1 ? '' : req.originalUrl.slice(query));
 
     const attempt = () => {
       if (res.destroyed) return;
