@@ -2,6 +2,9 @@
  * `npm run bench`: the gateway side by side with a bare http-proxy forwarder, both in front of the same
  * local fake upstream, in one run. Each server is a child process; autocannon drives them from this one.
  *
+ * A third server, the design floor (bench/design-floor.ts: Express, express.json and http-proxy with none
+ * of the gateway's steps), runs the native non-streaming scenario: the most this design can reach.
+ *
  * Runs are interleaved (forwarder, gateway on the memory store, gateway on the Redis store, for one
  * scenario, then the next scenario) and repeated; figures are medians over the repeats, and ratios are
  * taken within one repeat, so a noisy moment of the shared machine hits both sides alike.
@@ -91,7 +94,8 @@ function parseOptions(argv: string[]): Options {
 
 interface Target {
   label: string;
-  kind: 'forwarder' | 'gateway';
+  /** `floor`: the design floor (bench/design-floor.ts), run on the native non-streaming scenario only. */
+  kind: 'forwarder' | 'gateway' | 'floor';
   child: BenchChild;
 }
 
@@ -257,7 +261,7 @@ function buildRows(targets: Target[], options: Options): Row[] {
       rows.push({ target, scenario: floor, title: FLOORS[floor].title, floor, request: FLOORS[floor].request, ...empty() });
     }
     for (const scenario of gatewayScenarios.filter((s) => s.floor === floor)) {
-      for (const target of targets.filter((t) => t.kind === 'gateway')) {
+      for (const target of targets.filter((t) => t.kind === 'gateway' || (t.kind === 'floor' && scenario.id === 'native-json'))) {
         rows.push({ target, scenario: scenario.id, title: scenario.title, floor, request: scenario.request, ...empty() });
       }
     }
@@ -357,6 +361,11 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   const ratio = (row?: Row) => (row ? median(row.ratios) : undefined);
   const nativeJson = find(/memory/, 'native-json');
   check('native non-streaming (memory) >= 0.6 x forwarder req/s', ratio(nativeJson), (v) => v >= 0.6, `${fixed(ratio(nativeJson), 2)} x`);
+  const designFloor = find(/^design floor$/, 'native-json');
+  if (designFloor && nativeJson && ratio(designFloor)! > 0) {
+    targets.push(`note    design floor (Express + express.json + http-proxy, no gateway step) on native non-streaming: ${fixed(ratio(designFloor), 2)} x forwarder; ` +
+      `the gateway (memory) makes ${fixed(ratio(nativeJson)! / ratio(designFloor)!, 2)} x its req/s`);
+  }
   const added = nativeJson ? median(nativeJson.addedP50) : undefined;
   check('native non-streaming (memory) p50 added <= 1 ms', added, (v) => v <= 1, `${fixed(added, 2)} ms`);
   const chatJson = find(/memory/, 'chat-json');
@@ -418,6 +427,7 @@ async function main(): Promise<void> {
     await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
     const targets: Target[] = [
       { label: 'forwarder', kind: 'forwarder', child: track(await startChild('forwarder', script('forwarder'), [upstream.url])) },
+      { label: 'design floor', kind: 'floor', child: track(await startChild('design floor', script('design-floor'), [upstream.url])) },
       track(await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)),
     ];
     if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, 'memory', logFd, options, options.compare)));
