@@ -141,7 +141,15 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     bodyTimeoutMs: config.limits.bodyTimeoutMs,
     minBytesPerSecond: config.limits.bodyMinBytesPerSecond,
   });
-  const prefixes = () => catalogue.keyGroups.map((group) => group.keyPrefix);
+  // The key prefixes, read per request (a reload can change the key groups), listed again only when
+  // the key groups change.
+  let prefixList: { of: readonly KeyGroupConfig[]; prefixes: string[] } | null = null;
+  const prefixes = () => {
+    if (prefixList?.of !== catalogue.keyGroups) {
+      prefixList = { of: catalogue.keyGroups, prefixes: catalogue.keyGroups.map((group) => group.keyPrefix) };
+    }
+    return prefixList.prefixes;
+  };
   const afterAuth = hooks.afterAuth.length > 0 ? [createHookStep(hooks.afterAuth)] : [];
   const auth = (accept: AuthHeaders) => [named('auth', createAuth({ store, accept, prefixes, now: clock })), ...afterAuth];
   const resolveAlias = named('resolveAlias', createResolveAlias({ catalogue }));

@@ -7,7 +7,6 @@
  */
 import crypto from 'node:crypto';
 import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
-import { digestsEqual } from '../keys';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { systemClock, type Clock } from './month';
 import {
@@ -83,7 +82,9 @@ export class MemoryStore implements GatewayStore {
     const id = this.secretIndex.get(sha256);
     const stored = id === undefined ? undefined : this.keys.get(id);
     if (!stored) return null;
-    const secret = stored.secrets.find((s) => digestsEqual(s.sha256, sha256));
+    // The index lookup above already matched this hash exactly (and a hash of a secret gives an
+    // attacker nothing to time): plain equality finds which of the key's secrets it is.
+    const secret = stored.secrets.find((s) => s.sha256 === sha256);
     if (!secret || (secret.expiresAt !== null && secret.expiresAt <= now)) return null;
     return (stored.view ??= freezeRecord(copyRecord(stored.record)));
   }
