@@ -58,6 +58,7 @@ export function createQuota(options: QuotaOptions): RequestHandler {
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
   const holdTtlNow = typeof options.holdTtlMs === 'function' ? options.holdTtlMs : () => options.holdTtlMs as number;
   const clock = options.clock ?? systemClock;
+  const renewer = createHoldRenewer(store);
   return async (req, res, next) => {
     try {
       const ctx = getContext(res);
@@ -78,7 +79,7 @@ export function createQuota(options: QuotaOptions): RequestHandler {
           { chatCode: 'insufficient_quota' });
       }
       ctx.reservation = result.reservation;
-      keepHoldWhileOpen(res, store, result.reservation, holdTtlMs);
+      renewer.keep(res, result.reservation, holdTtlMs);
       next();
     } catch (err) {
       next(err);
@@ -88,17 +89,45 @@ export function createQuota(options: QuotaOptions): RequestHandler {
 
 /**
  * The hold's expiry (the upstream timeout) only bounds a request whose process died. A request still
- * in flight, such as a stream longer than that, renews its hold at half the expiry, so its credits
- * keep counting against the cap until it settles; the renewals stop when the response closes.
+ * in flight, such as a stream longer than that, has its hold renewed at least every half expiry, so
+ * its credits keep counting against the cap until it settles; renewals stop when the response closes.
+ * One timer serves every request in flight (ticking at half the shortest expiry among them), rather
+ * than an interval timer per request.
  */
-function keepHoldWhileOpen(res: Response, store: GatewayStore, reservation: Reservation, holdTtlMs: number): void {
-  let renew: NodeJS.Timeout | undefined;
-  res.once('close', () => clearInterval(renew));
-  renew = setInterval(() => {
-    // A renewal that fails (store unreachable) leaves the hold to its expiry; the next one may succeed.
-    Promise.resolve().then(() => store.renewReservation(reservation, holdTtlMs)).catch(() => undefined);
-  }, Math.max(1000, Math.floor(holdTtlMs / 2)));
-  renew.unref();
+export interface HoldRenewer {
+  /** Keep `reservation` held (for `holdTtlMs` past each renewal) until `res` closes. */
+  keep(res: Response, reservation: Reservation, holdTtlMs: number): void;
+}
+
+export function createHoldRenewer(store: GatewayStore): HoldRenewer {
+  const open = new Map<Reservation, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let periodMs = Infinity;
+  const renewAll = () => {
+    for (const [reservation, holdTtlMs] of open) {
+      // A renewal that fails (store unreachable) leaves the hold to its expiry; the next one may succeed.
+      Promise.resolve().then(() => store.renewReservation(reservation, holdTtlMs)).catch(() => undefined);
+    }
+  };
+  return {
+    keep(res, reservation, holdTtlMs) {
+      open.set(reservation, holdTtlMs);
+      const wantedMs = Math.max(1000, Math.floor(holdTtlMs / 2));
+      if (timer === undefined || wantedMs < periodMs) {
+        clearInterval(timer);
+        periodMs = wantedMs;
+        timer = setInterval(renewAll, periodMs);
+        timer.unref();
+      }
+      res.once('close', () => {
+        open.delete(reservation);
+        if (open.size > 0) return;
+        clearInterval(timer);
+        timer = undefined;
+        periodMs = Infinity;
+      });
+    },
+  };
 }
 
 /** Credits for a message: at most 6 decimals, no trailing zeros. */

@@ -4,7 +4,8 @@ import { parseConfig } from '../../lib/config';
 import { utcMonth } from '../../lib/store/month';
 import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
-import { boundInputTokens, createQuota, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
+import { EventEmitter } from 'node:events';
+import { boundInputTokens, createHoldRenewer, createQuota, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
 import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 
@@ -214,5 +215,35 @@ describe('monthly credit cap through the gateway', () => {
     // the 8000-token hold (0.04 credits) is gone: another one fits in the 0.05 cap
     gw.upstream.setHandler(() => ({ kind: 'json', body: nativeMessage('ok', undefined, 'model-haiku-4.5') }));
     expect((await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 8000 })).status).to.equal(200);
+  });
+});
+
+describe('quota: hold renewal while requests are open', function () {
+  this.timeout(10_000);
+
+  it('renews every open hold on one timer at half the expiry, and stops with the last response', async () => {
+    const renewed: string[] = [];
+    const store = {
+      async renewReservation(reservation: { id: string }, ttlMs: number) {
+        renewed.push(`${reservation.id}:${ttlMs}`);
+        return true;
+      },
+    } as unknown as GatewayStore;
+    const renewer = createHoldRenewer(store);
+    const first = new EventEmitter();
+    const second = new EventEmitter();
+    const reservation = (id: string) => ({ id, keyId: 'k', month: '2026-11', credits: 1 });
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    // Expiry 2 s: renewals every 1 s (the floor), for both requests, from one timer.
+    renewer.keep(first as unknown as Response, reservation('a'), 2000);
+    renewer.keep(second as unknown as Response, reservation('b'), 2000);
+    await wait(1150);
+    expect(renewed.sort()).to.deep.equal(['a:2000', 'b:2000']);
+    first.emit('close');
+    await wait(1000);
+    expect(renewed.slice(2)).to.deep.equal(['b:2000']);
+    second.emit('close');
+    await wait(1100);
+    expect(renewed).to.have.length(3, 'no renewal once every response closed');
   });
 });
