@@ -197,8 +197,6 @@ async function sendErrorReply(proxyRes: http.IncomingMessage, res: Response, ups
   res.writeHead(proxyRes.statusCode ?? 502, proxyRes.headers);
   res.end(text);
 }
-  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
-  body: Buffer;
 
 /**
  * What http-proxy pipes into the upstream request: nothing. The `proxyReq` handler ends that request
@@ -230,8 +228,6 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     const credentialHeaders = state.credential.headers;
     for (const name in credentialHeaders) proxyReq.setHeader(name, credentialHeaders[name]);
     proxyReq.end(state.body);
-  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
-  body: Buffer;
   });
 
   proxy.on('proxyRes', (proxyRes, req, res) => {
@@ -286,8 +282,6 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     });
   });
 
-  /** The function that starts the next attempt of each request in flight. */
-
   // http-proxy parses a string target with `url.parse` on every request; it is given the parsed form,
   // kept per query string (a few at most: SDKs send none or `?beta=true`).
   const targets = new Map<string, Url>();
@@ -310,8 +304,6 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     const body = Buffer.from(JSON.stringify({ ...req.body, model: ctx.model!.upstreamModel }));
     const version = (req.headers['anthropic-version'] ?? req.headers['vendor-version']) as string;
     const state: ProxyState = { next, body, credential: upstream.pickCredential(), retriesDone: 0, timedOut: false, replying: false };
-  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
-  body: Buffer;
     (req as ProxiedRequest)[PROXY_STATE] = state;
     // A client that goes away mid-reply must not keep the upstream request (and its bill) running.
     res.once('close', () => {
@@ -360,7 +352,5 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     };
     state.attempt = attempt;
     attempt();
-  /** The request body sent upstream (the validated body, model renamed); written by the proxyReq handler. */
-  body: Buffer;
   };
 }
