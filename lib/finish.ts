@@ -4,6 +4,7 @@
  */
 import type { Request, Response } from 'express';
 import type { RequestContext } from './context';
+import { InFlight } from './in-flight';
 import type { Logger } from './logger';
 
 export type FinishHook = (ctx: RequestContext, res: Response) => void | Promise<void>;
@@ -25,7 +26,8 @@ export interface Finisher {
 export function createFinisher(options: FinisherOptions): Finisher {
   const { logger } = options;
   const hooks = options.hooks ?? [];
-  const running = new Set<Promise<void>>();
+  // Finish steps under way (a count, not a Set of their promises: see lib/in-flight.ts).
+  const running = new InFlight();
   const finish = (ctx: RequestContext, _req: Request, res: Response) => {
     const done = (async () => {
       for (const hook of hooks) {
@@ -58,12 +60,9 @@ export function createFinisher(options: FinisherOptions): Finisher {
       if (!res.writableFinished) line.aborted = true;
       logger.info(line);
     })();
-    running.add(done);
-    void done.finally(() => running.delete(done));
+    running.track(done).catch((err: Error) => logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: err.message }));
   };
   return Object.assign(finish, {
-    async settled() {
-      while (running.size > 0) await Promise.allSettled([...running]);
-    },
+    settled: () => running.idle(),
   });
 }

@@ -11,6 +11,7 @@ import { waitForFinishSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
 import { createHttpServer } from './http-server';
+import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
 import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
@@ -59,10 +60,10 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const server = createHttpServer(gateway.app);
   server.keepAliveTimeout = 65_000;
   /** Responses not yet closed; a graceful shutdown waits for them (and their finish steps). */
-  const inFlight = new Set<http.ServerResponse>();
+  const inFlight = new InFlight();
   server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
+    inFlight.begin();
+    res.once('close', inFlight.end);
   });
   await new Promise<void>((resolve) => server.listen(config.port, options.host, resolve));
   const { port } = server.address() as AddressInfo;
@@ -96,7 +97,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     }
     // A cut socket closes its response a tick later; then each closed response settles in its finish
     // steps, and the store must stay open until they are done.
-    while (inFlight.size > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await inFlight.idle();
     await waitForFinishSteps(gateway.router);
     await gateway.close();
   }

@@ -10,6 +10,7 @@
 import crypto from 'node:crypto';
 import { createClient, type RedisClientType } from 'redis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import { InFlight } from '../in-flight';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_HOLD_MEMORY_MS } from './memory-store';
 import { systemClock, type Clock } from './month';
@@ -46,7 +47,8 @@ const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationInputTokens',
 export class RedisStore implements GatewayStore {
   readonly kind = 'redis';
   private readonly scriptShas = new Map<string, string>();
-  private readonly pending = new Set<Promise<unknown>>();
+  /** Writes under way (a count, not a Set of their promises: see lib/in-flight.ts); close() waits for them. */
+  private readonly pending = new InFlight();
 
   private constructor(
     private readonly client: RedisClientType,
@@ -199,7 +201,7 @@ export class RedisStore implements GatewayStore {
   async close(): Promise<void> {
     // Settlements start when a response closes; let those of the last responses reach Redis first.
     await new Promise((resolve) => setImmediate(resolve));
-    await Promise.allSettled([...this.pending]);
+    await this.pending.idle();
     if (this.client.isOpen) await this.client.close();
   }
 
@@ -236,11 +238,9 @@ export class RedisStore implements GatewayStore {
   }
 
   private track<T>(operation: Promise<T>): Promise<T> {
-    this.pending.add(operation);
-    const done = () => this.pending.delete(operation);
-    operation.then(done, done);
-    return operation;
+    return this.pending.track(operation);
   }
+
 }
 
 /** A key record from a flat `field, value, ...` list of JSON-encoded values. */
