@@ -100,18 +100,21 @@ export interface HoldRenewer {
 }
 
 export function createHoldRenewer(store: GatewayStore): HoldRenewer {
-  const open = new Map<Reservation, number>();
+  // The holds in an array (removal swaps the last one into the gap), not a Map keyed by reservation:
+  // see lib/in-flight.ts for what a Set or Map that takes and drops an object per request costs.
+  const open: Array<{ reservation: Reservation; holdTtlMs: number; index: number }> = [];
   let timer: NodeJS.Timeout | undefined;
   let periodMs = Infinity;
   const renewAll = () => {
-    for (const [reservation, holdTtlMs] of open) {
+    for (const { reservation, holdTtlMs } of open) {
       // A renewal that fails (store unreachable) leaves the hold to its expiry; the next one may succeed.
       Promise.resolve().then(() => store.renewReservation(reservation, holdTtlMs)).catch(() => undefined);
     }
   };
   return {
     keep(res, reservation, holdTtlMs) {
-      open.set(reservation, holdTtlMs);
+      const entry = { reservation, holdTtlMs, index: open.length };
+      open.push(entry);
       const wantedMs = Math.max(1000, Math.floor(holdTtlMs / 2));
       if (timer === undefined || wantedMs < periodMs) {
         clearInterval(timer);
@@ -120,8 +123,12 @@ export function createHoldRenewer(store: GatewayStore): HoldRenewer {
         timer.unref();
       }
       res.once('close', () => {
-        open.delete(reservation);
-        if (open.size > 0) return;
+        const last = open.pop()!;
+        if (last !== entry) {
+          open[entry.index] = last;
+          last.index = entry.index;
+        }
+        if (open.length > 0) return;
         clearInterval(timer);
         timer = undefined;
         periodMs = Infinity;

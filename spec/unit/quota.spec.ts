@@ -232,18 +232,21 @@ describe('quota: hold renewal while requests are open', function () {
     const renewer = createHoldRenewer(store);
     const first = new EventEmitter();
     const second = new EventEmitter();
+    const third = new EventEmitter();
     const reservation = (id: string) => ({ id, keyId: 'k', month: '2026-11', credits: 1 });
     const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     // Expiry 2 s: renewals every 1 s (the floor), for both requests, from one timer.
     renewer.keep(first as unknown as Response, reservation('a'), 2000);
     renewer.keep(second as unknown as Response, reservation('b'), 2000);
+    renewer.keep(third as unknown as Response, reservation('c'), 2000);
     await wait(1150);
-    expect(renewed.sort()).to.deep.equal(['a:2000', 'b:2000']);
-    first.emit('close');
+    expect(renewed.sort()).to.deep.equal(['a:2000', 'b:2000', 'c:2000']);
+    first.emit('close'); // the first of three: the last one takes its place
     await wait(1000);
-    expect(renewed.slice(2)).to.deep.equal(['b:2000']);
+    expect(renewed.slice(3).sort()).to.deep.equal(['b:2000', 'c:2000']);
+    third.emit('close');
     second.emit('close');
     await wait(1100);
-    expect(renewed).to.have.length(3, 'no renewal once every response closed');
+    expect(renewed).to.have.length(5, 'no renewal once every response closed');
   });
 });
