@@ -59,7 +59,17 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   body: Buffer;
   /** Aborts the attempt under way and any retry wait (the client went away). */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
+}
+
+/**
+ * What a send listens to for cancellation: the part of `AbortSignal` it uses, so an AbortSignal fits,
+ * and so does the gateway's own lighter `ClientGone` (lib/upstream-exchange.ts).
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 export interface UpstreamReply {
@@ -164,7 +174,7 @@ export function createIdleError(idleMs: number): NodeJS.ErrnoException {
   return error;
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+function sleep(ms: number, signal?: CancelSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(new Error('aborted'));
     const timer = setTimeout(() => {

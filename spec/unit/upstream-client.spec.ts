@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import nock from 'nock';
 import { createUpstreamClient } from '../../lib/upstream';
 import { readBody } from '../../lib/read-body';
+import { ClientGone } from '../../lib/upstream-exchange';
 
 // Requiring nock turns interception on for every test file; keep it on only while this suite runs.
 nock.restore();
@@ -40,5 +41,46 @@ describe('upstream client', () => {
     expect(error).to.include({ status: 502, chatCode: 'upstream_error' });
     expect(error.message).to.include('ECONNREFUSED');
     scope.done();
+  });
+
+  it('stops waiting to retry as soon as an AbortSignal aborts', async () => {
+    nock('http://upstream.test').post('/v1/messages').times(3)
+      .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 1000, retryBaseDelayMs: 2000 });
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 50);
+    const error = await client.send({ path: '/v1/messages', headers: {}, body: Buffer.from('{}'), signal: controller.signal }).catch((e) => e);
+    expect(error).to.include({ status: 502 });
+    expect(Date.now() - started).to.be.lessThan(1000, 'the 2 s backoff was cut short');
+  });
+
+  it('drops the attempt under way when the client goes away (ClientGone)', async () => {
+    nock('http://upstream.test').post('/v1/messages').delay(1500).reply(200, {});
+    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 5000 });
+    const clientGone = new ClientGone();
+    const started = Date.now();
+    setTimeout(() => clientGone.abort(), 50);
+    const error = await client.send({ path: '/v1/messages', headers: {}, body: Buffer.from('{}'), signal: clientGone }).catch((e) => e);
+    expect(error).to.include({ status: 502 });
+    expect(Date.now() - started).to.be.lessThan(1000, 'not left to the 1.5 s reply');
+  });
+});
+
+describe('ClientGone: the cancellation signal of one exchange', () => {
+  it('calls each listener once on abort, not removed ones, and none added after', () => {
+    const gone = new ClientGone();
+    const calls: string[] = [];
+    const kept = () => calls.push('kept');
+    const removed = () => calls.push('removed');
+    gone.addEventListener('abort', kept);
+    gone.addEventListener('abort', removed);
+    gone.removeEventListener('abort', removed);
+    expect(gone.aborted).to.equal(false);
+    gone.abort();
+    gone.abort();
+    gone.addEventListener('abort', () => calls.push('late'));
+    expect(gone.aborted).to.equal(true);
+    expect(calls).to.deep.equal(['kept']);
   });
 });
