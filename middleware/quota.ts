@@ -78,6 +78,15 @@ export function createQuota(options: QuotaOptions): RequestHandler {
           `this request may cost up to ${formatCredits(credits)}. The cap resets at ${resetsAt}.`,
           { chatCode: 'insufficient_quota' });
       }
+      if (res.destroyed) {
+        // The client went away while the hold was being made (a store round trip): its finish step
+        // has run already, so nothing would settle this hold or stop renewing it. Release it now;
+        // nothing was used.
+        await store.settleCredits(result.reservation, {
+          model: model.id, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
+        });
+        return;
+      }
       ctx.reservation = result.reservation;
       renewer.keep(res, result.reservation, holdTtlMs);
       next();

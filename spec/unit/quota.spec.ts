@@ -73,6 +73,37 @@ describe('credit reservation: the worst case', () => {
       priceWorstCase(haiku, Buffer.byteLength(JSON.stringify(body)), 1),
     ]);
   });
+
+  it('releases the hold at once when the client went away while it was being made', async () => {
+    const settled: Array<{ id: string; credits: number; inputTokens: number; outputTokens: number }> = [];
+    let finishReserving!: () => void;
+    const store = {
+      async reserveCredits(keyId: string, month: string, credits: number) {
+        await new Promise<void>((resolve) => (finishReserving = resolve)); // a store round trip
+        return { ok: true, reservation: { id: 'late', keyId, month, credits }, spent: 0 };
+      },
+      async settleCredits(reservation: { id: string }, usage: { credits: number; inputTokens: number; outputTokens: number }) {
+        settled.push({ id: reservation.id, credits: usage.credits, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
+      },
+      async renewReservation() {
+        throw new Error('a released hold must not be renewed');
+      },
+    } as unknown as GatewayStore;
+    const step = createQuota({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0 }, holdTtlMs: 1000 });
+    const ctx: Record<string, unknown> = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes: 10 };
+    const listeners: string[] = [];
+    const res = { locals: { gateway: ctx }, destroyed: false, once: (event: string) => listeners.push(event) };
+    let nextCalled = false;
+    const done = step({ body: { max_tokens: 1 } } as Request, res as unknown as Response, () => (nextCalled = true)) as unknown as Promise<void>;
+    await new Promise((resolve) => setImmediate(resolve));
+    res.destroyed = true; // the client hangs up during the round trip
+    finishReserving();
+    await done;
+    expect(settled).to.deep.equal([{ id: 'late', credits: 0, inputTokens: 0, outputTokens: 0 }]);
+    expect(nextCalled, 'the request goes no further').to.equal(false);
+    expect(ctx.reservation).to.equal(undefined);
+    expect(listeners, 'no renewal registered').to.deep.equal([]);
+  });
 });
 
 describe('monthly credit cap through the gateway', () => {
