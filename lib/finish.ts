@@ -29,38 +29,44 @@ export function createFinisher(options: FinisherOptions): Finisher {
   // Finish steps under way (a count, not a Set of their promises: see lib/in-flight.ts).
   const running = new InFlight();
   const finish = (ctx: RequestContext, _req: Request, res: Response) => {
-    const done = (async () => {
-      for (const hook of hooks) {
-        try {
-          await hook(ctx, res);
-        } catch (err) {
-          logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: (err as Error).message });
+    running.begin();
+    void (async () => {
+      try {
+        for (const hook of hooks) {
+          try {
+            await hook(ctx, res);
+          } catch (err) {
+            logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: (err as Error).message });
+          }
         }
+        const line: Record<string, unknown> = {
+          message: 'request',
+          request_id: ctx.requestId,
+          route: ctx.route,
+          status: res.statusCode,
+          latency_ms: Math.round(Number(process.hrtime.bigint() - ctx.startedAt) / 1e4) / 100,
+        };
+        if (ctx.key) {
+          line.key_id = ctx.key.id;
+          line.key_last4 = ctx.key.last4;
+        }
+        if (ctx.keyGroup) line.key_group = ctx.keyGroup;
+        if (ctx.model) line.model = ctx.model.id;
+        if (ctx.stream) line.stream = true;
+        if (ctx.usage) {
+          line.input_tokens = ctx.usage.input_tokens + ctx.usage.cache_creation_input_tokens + ctx.usage.cache_read_input_tokens;
+          line.output_tokens = ctx.usage.output_tokens;
+        }
+        if (Object.keys(ctx.tags).length > 0) line.tags = { ...ctx.tags };
+        if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
+        if (!res.writableFinished) line.aborted = true;
+        logger.info(line);
+      } catch (err) {
+        logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: (err as Error).message });
+      } finally {
+        running.end();
       }
-      const line: Record<string, unknown> = {
-        message: 'request',
-        request_id: ctx.requestId,
-        route: ctx.route,
-        status: res.statusCode,
-        latency_ms: Math.round(Number(process.hrtime.bigint() - ctx.startedAt) / 1e4) / 100,
-      };
-      if (ctx.key) {
-        line.key_id = ctx.key.id;
-        line.key_last4 = ctx.key.last4;
-      }
-      if (ctx.keyGroup) line.key_group = ctx.keyGroup;
-      if (ctx.model) line.model = ctx.model.id;
-      if (ctx.stream) line.stream = true;
-      if (ctx.usage) {
-        line.input_tokens = ctx.usage.input_tokens + ctx.usage.cache_creation_input_tokens + ctx.usage.cache_read_input_tokens;
-        line.output_tokens = ctx.usage.output_tokens;
-      }
-      if (Object.keys(ctx.tags).length > 0) line.tags = { ...ctx.tags };
-      if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
-      if (!res.writableFinished) line.aborted = true;
-      logger.info(line);
     })();
-    running.track(done).catch((err: Error) => logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: err.message }));
   };
   return Object.assign(finish, {
     settled: () => running.idle(),
