@@ -7,7 +7,7 @@
 import type http from 'node:http';
 import type { NextFunction, Response } from 'express';
 import type { ModelConfig } from './config';
-import type { RequestContext } from './context';
+import { getContext, type RequestContext } from './context';
 import { errors, GatewayError } from './errors';
 import { readBody } from './read-body';
 import { createSseDecoder, type SseEvent } from './sse';
@@ -46,7 +46,9 @@ export class ClientGone implements CancelSignal {
 
 /**
  * Send `request` for the client behind `res`. When the client goes away before the reply has been
- * written, the attempt under way (and any retry wait) is cancelled.
+ * written, the attempt under way (and any retry wait) is cancelled. The `accept` header follows the
+ * client's `stream` choice unless `request.headers` sets one, and the reply's status goes on the
+ * context (`upstreamStatus`).
  * @returns the reply, or undefined when the client was already gone (its reply has been aborted)
  * @throws GatewayError 502/504 from the upstream client
  */
@@ -58,11 +60,14 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     clientGone.abort();
     reply?.abort();
   });
-  reply = await upstream.send({ ...request, signal: clientGone });
+  const ctx = getContext(res);
+  const accept = ctx.stream ? 'text/event-stream' : 'application/json';
+  reply = await upstream.send({ ...request, headers: { accept, ...request.headers }, signal: clientGone });
   if (res.destroyed) {
     reply.abort();
     return undefined;
   }
+  ctx.upstreamStatus = reply.response.statusCode;
   return reply;
 }
 

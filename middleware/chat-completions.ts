@@ -53,12 +53,11 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
       const reply = await sendForClient(res, upstream, {
         path: '/v1/messages',
-        headers: { 'anthropic-version': UPSTREAM_VERSION, accept: ctx.stream ? 'text/event-stream' : 'application/json' },
+        headers: { 'anthropic-version': UPSTREAM_VERSION },
         body: Buffer.from(JSON.stringify(request)),
       });
       if (!reply) return;
       const { response } = reply;
-      ctx.upstreamStatus = response.statusCode;
       const created = Math.floor(Date.now() / 1000);
       if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream);
       if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason);

@@ -38,12 +38,11 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       if (ctx.stream && !wantsUsage) request.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
       const reply = await sendForClient(res, upstream, {
         path: '/v1/chat/completions',
-        headers: { accept: ctx.stream ? 'text/event-stream' : 'application/json' },
+        headers: {},
         body: Buffer.from(JSON.stringify(request)),
       });
       if (!reply) return;
       const { response } = reply;
-      ctx.upstreamStatus = response.statusCode;
       const isStream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
       if (response.statusCode === 200 && isStream) return streamReply(response, res, ctx, { rename: modelRenameOf(model), stripUsage: !wantsUsage });
       for (const name of PASSED_REPLY_HEADERS) {

@@ -35,12 +35,11 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
       if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
       const reply = await sendForClient(res, upstream, {
         path: '/v1/chat/completions',
-        headers: { accept: ctx.stream ? 'text/event-stream' : 'application/json' },
+        headers: {},
         body: Buffer.from(JSON.stringify(request)),
       });
       if (!reply) return;
       const { response } = reply;
-      ctx.upstreamStatus = response.statusCode;
       if (response.statusCode !== 200) return await sendUpstreamError(response, res, ctx, upstream);
       if (ctx.stream) return streamReply(response, res, ctx);
       const completion = tryParseJson((await readBody(response)).toString('utf8')) as UpstreamChatCompletion | undefined;
