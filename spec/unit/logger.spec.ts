@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
 import winston from 'winston';
-import { BatchedLineTransport, createLogger, requestScope } from '../../lib/logger';
+import { BatchedLineTransport, createLogger, jsonLineFormat, requestScope } from '../../lib/logger';
 
 /** A logger on a BatchedLineTransport whose writes are recorded. */
 function recordingLogger(): { logger: winston.Logger; writes: string[]; transport: BatchedLineTransport } {
@@ -64,5 +64,26 @@ describe('BatchedLineTransport', () => {
     const lines = writes.join('').trim().split('\n').map((line) => JSON.parse(line));
     expect(lines[0]).to.include({ message: 'inside', request_id: 'req_abc' });
     expect(lines[1]).to.not.have.property('request_id');
+  });
+});
+
+describe('jsonLineFormat: the gateway\'s line format', () => {
+  const format = (info: Record<string, unknown>) => {
+    const out = jsonLineFormat().transform({ level: 'info', message: 'm', ...info } as never) as Record<string | symbol, unknown>;
+    return out[Symbol.for('message')] as string;
+  };
+
+  it('writes the info as one JSON line with an ISO timestamp added last', () => {
+    const line = format({ request_id: 'req_1', status: 200 });
+    const parsed = JSON.parse(line);
+    expect(Object.keys(parsed)).to.deep.equal(['level', 'message', 'request_id', 'status', 'timestamp']);
+    expect(parsed.timestamp).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it('falls back to logform\'s JSON for what JSON.stringify cannot write (BigInt, cycles)', () => {
+    expect(JSON.parse(format({ big: 10n })).big).to.equal('10');
+    const cyclic: Record<string, unknown> = { name: 'a' };
+    cyclic.self = cyclic;
+    expect(JSON.parse(format({ cyclic })).cyclic).to.deep.equal({ name: 'a', self: '[Circular]' });
   });
 });
