@@ -3,7 +3,7 @@
  * scripts (a JSON reply, an error, or an SSE stream with optional pauses between events).
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback';
 
 export interface RecordedRequest {
   method: string;
@@ -114,19 +114,14 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       reply.onEnd?.();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const { url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     requests,
     setHandler(next) {
       current = next;
     },
     socketClosed: (i) => slot(i).promise,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }

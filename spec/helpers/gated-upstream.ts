@@ -3,7 +3,7 @@
  * flight at once for as long as a test needs. Each reply is a message with the usage the test gives.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOnLoopback } from './loopback';
 import { nativeMessage } from './fake-upstream';
 
 export interface GatedUpstream {
@@ -36,9 +36,9 @@ export async function startGatedUpstream(usage: { input_tokens: number; output_t
       else held.push(reply);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { url, close } = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url,
     received: () => count,
     async waitForReceived(target, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
@@ -51,10 +51,6 @@ export async function startGatedUpstream(usage: { input_tokens: number; output_t
       released = true;
       for (const reply of held.splice(0)) reply();
     },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close,
   };
 }

@@ -1,24 +1,15 @@
 /** The library API: createGateway with overrides, mounting under a router, the hook points and their context. */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express from 'express';
 import { ConfigError, createGateway, GatewayError, type Gateway, type GatewayHookContext, type UsageRecord } from '../../lib';
 import { createCapturingLogger, KEYS, UPSTREAM_SECRET } from '../helpers/gateway';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { TEST_KEYS } from '../helpers/library';
+import { listenOnLoopback, type LoopbackServer } from '../helpers/loopback';
 
-async function listen(handler: http.RequestListener): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+function listen(handler: http.RequestListener): Promise<LoopbackServer> {
+  return listenOnLoopback(http.createServer(handler));
 }
 
 const nativeHeaders = { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };

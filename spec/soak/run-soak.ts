@@ -13,10 +13,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { nativeTextEvents, type FakeHandler, type FakeReply } from '../helpers/fake-upstream';
 import { KEYS, startTestGateway } from '../helpers/gateway';
+import { listenOnLoopback } from '../helpers/loopback';
 import { formatSse } from '../../lib/sse';
 
 const SOAK_LIMITED_KEY = 'sk-cs4-soak-rate-limited-0009';
@@ -182,15 +182,7 @@ async function startLeanUpstream(handler: FakeHandler): Promise<{ url: string; c
       else res.end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return listenOnLoopback(server);
 }
 
 /** Least-squares slope of heap samples, in MB per minute. */

@@ -1,0 +1,24 @@
+/** A test server on loopback: listening on a free port, closed with its connections. */
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface LoopbackServer {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** Close the server, cutting the connections still open (kept-alive ones included). */
+  close(): Promise<void>;
+}
+
+/** Listen with `server` on 127.0.0.1 at a port the system picks. */
+export async function listenOnLoopback(server: http.Server): Promise<LoopbackServer> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
