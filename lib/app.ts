@@ -70,6 +70,11 @@ export interface AppDependencies {
   metrics?: GatewayMetrics;
   /** Clock for rotated-secret expiry and the UTC month of the credit cap, epoch ms. Default: the real clock. */
   clock?: Clock;
+  /**
+   * Handle each request inside the logger's request scope, so that lines other code writes through
+   * `logger` during it carry its `request_id` (see `needsRequestScope` in lib/gateway.ts). Default true.
+   */
+  requestScope?: boolean;
 }
 
 /** The routes of the public API, as `METHOD /path` (the path check suggests them). */
@@ -134,7 +139,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
   const finisher = createFinisher({ logger, hooks: finishHooks });
   finishTrackers.set(router, finisher.settled);
-  const requestContext = createRequestContext({ onFinish: finisher });
+  const requestContext = createRequestContext({ onFinish: finisher, scope: deps.requestScope ?? true });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
   const jsonBody = createJsonBody({
     limitBytes: config.limits.bodyBytes,

@@ -9,7 +9,7 @@
  *
  * See README "Extending" for the contract of each hook.
  */
-export { createGateway, buildGateway, mergeConfigObjects, defaultConfigFile } from './gateway';
+export { createGateway, buildGateway, mergeConfigObjects, defaultConfigFile, needsRequestScope } from './gateway';
 export type { Gateway, GatewayOptions, BuildOptions, ReloadResult } from './gateway';
 export { createApp, createGatewayRouter, PUBLIC_ROUTES } from './app';
 export type { AppDependencies } from './app';

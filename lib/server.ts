@@ -56,6 +56,9 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const logger = options.logger ?? createLogger(config.logLevel);
   const gateway = await buildGateway({
     config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true, stateFile: options.stateFile, clock: options.clock,
+    // The server runs no code of its caller's on a request's path; a caller that passed its own
+    // logger may still write lines with it while requests run.
+    requestScope: options.logger !== undefined,
   });
   const server = createHttpServer(gateway.app);
   server.keepAliveTimeout = 65_000;

@@ -34,14 +34,15 @@ const UPSTREAM_VERSION = '2023-06-01';
 export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {
   const { upstream, catalogue, logger } = options;
   const unknownStopReasons = new Set<string>();
-  const onUnknownStopReason = (value: string) => {
+  const warnUnknownStopReason = (requestId: string, value: string) => {
     if (unknownStopReasons.has(value)) return;
     unknownStopReasons.add(value);
-    logger.warn({ message: 'unknown stop reason mapped to finish_reason "stop"', stop_reason: value });
+    logger.warn({ message: 'unknown stop reason mapped to finish_reason "stop"', request_id: requestId, stop_reason: value });
   };
 
   return async (req, res, next) => {
     const ctx = getContext(res);
+    const onUnknownStopReason = (value: string) => warnUnknownStopReason(ctx.requestId, value);
     try {
       const body = req.body as ChatCompletionRequest;
       const model = ctx.model!;

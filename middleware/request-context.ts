@@ -10,6 +10,14 @@ import { requestScope } from '../lib/logger';
 export interface RequestContextOptions {
   /** Called once per request when the response has closed (finished or aborted). */
   onFinish(ctx: RequestContext, req: Request, res: Response): void;
+  /**
+   * Handle the request inside the logger's request scope (lib/logger.ts `requestScope`), so that lines
+   * other code writes through the gateway's logger while it runs (integrator hooks and middleware, the
+   * store guard's outage lines) carry its `request_id`. Default true. On Node 20 an AsyncLocalStorage
+   * in use costs every promise an async hook, so a gateway in which no such code runs leaves it out
+   * (see `needsRequestScope` in lib/gateway.ts); the gateway's own lines name the request themselves.
+   */
+  scope?: boolean;
 }
 
 /** Route format by path: chat-completions paths render errors in the chat shape, all others native. */
@@ -18,6 +26,7 @@ export function detectFormat(path: string): RequestContext['format'] {
 }
 
 export function createRequestContext(options: RequestContextOptions): RequestHandler {
+  const scope = options.scope ?? true;
   return (req, res, next) => {
     const ctx: RequestContext = {
       requestId: `req_${randomIdBase62(24)}`,
@@ -33,6 +42,7 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
     res.setHeader('x-request-id', ctx.requestId);
     res.once('close', () => options.onFinish(ctx, req, res));
     // Every log line written while this request is handled carries its id (lib/logger.ts).
-    requestScope.run({ requestId: ctx.requestId }, next);
+    if (scope) requestScope.run({ requestId: ctx.requestId }, next);
+    else next();
   };
 }
