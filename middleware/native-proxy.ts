@@ -20,6 +20,7 @@ import { createSseDecoder, formatSse } from '../lib/sse';
 import { watchIdle, type UpstreamClient, type UpstreamCredential } from '../lib/upstream';
 import { modelRenameOf, type ModelRename } from '../lib/upstream-exchange';
 import { mergeNativeUsage } from '../translators/usage';
+import { createDeltaCharacterCounter } from '../translators/delta-characters';
 
 export interface NativeProxyOptions {
   upstream: UpstreamClient;
@@ -85,12 +86,6 @@ function estimateStreamedTokens(characters: number): number {
   return Math.ceil(characters / 4);
 }
 
-/** Text carried by a content_block_delta, whatever its kind. */
-function deltaText(delta: any): string {
-  const text = delta?.text ?? delta?.partial_json ?? delta?.thinking ?? '';
-  return typeof text === 'string' ? text : '';
-}
-
 /**
  * Pass a native SSE reply to the client as it arrives, reading usage and stop reason on the side.
  * When the upstream names the model differently from the catalogue, the first event (message_start)
@@ -105,13 +100,13 @@ function pipeStream(proxyRes: http.IncomingMessage, res: Response, ctx: RequestC
   let streamedCharacters = 0;
   let finalUsageSeen = false;
   let complete = false;
+  const countDeltaCharacters = createDeltaCharacterCounter();
   const decoder = createSseDecoder((event) => {
     if (event.event === 'message_stop') complete = true;
-    if (event.event !== 'message_start' && event.event !== 'message_delta' && event.event !== 'content_block_delta') return;
-    const data = tryParseJson(event.data) as any;
     if (event.event === 'content_block_delta') {
-      streamedCharacters += deltaText(data?.delta).length;
-    } else {
+      streamedCharacters += countDeltaCharacters(event.data);
+    } else if (event.event === 'message_start' || event.event === 'message_delta') {
+      const data = tryParseJson(event.data) as any;
       mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
       if (event.event === 'message_delta' && typeof data?.usage?.output_tokens === 'number') finalUsageSeen = true;
       if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) ctx.stopReason = data.delta.stop_reason;
