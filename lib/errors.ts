@@ -30,6 +30,11 @@ export interface GatewayErrorOptions {
   param?: string | null;
   /** Extra response headers (retry-after, ...). */
   headers?: Record<string, string>;
+  /**
+   * A line for the operator, which the error handler writes at error level with the request's
+   * `request_id` (a store outage, say: the client sees only a 503).
+   */
+  log?: { message: string } & Record<string, unknown>;
 }
 
 /** An error the gateway answers with: HTTP status, native error type and chat error code. */
@@ -39,6 +44,7 @@ export class GatewayError extends Error {
   readonly chatType: string;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  readonly log?: { message: string } & Record<string, unknown>;
 
   constructor(
     readonly status: number,
@@ -51,6 +57,7 @@ export class GatewayError extends Error {
     this.chatType = options.chatType ?? mapStatusToChatType(status);
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
+    if (options.log) this.log = options.log;
   }
 }
 

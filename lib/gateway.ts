@@ -97,7 +97,7 @@ export interface BuildOptions {
    * Whether code outside the gateway's pipeline (the caller's own middleware around `gateway.app` or
    * `gateway.router`) may write lines through `gateway.logger` while a request is handled, which must
    * then carry its `request_id`. Default true. The standalone server, which runs no such code, passes
-   * false. Hooks and a store that can have outages put the scope back regardless: see `needsRequestScope`.
+   * false. Hooks and a fail-open store put the scope back regardless: see `needsRequestScope`.
    */
   requestScope?: boolean;
 }
@@ -105,16 +105,17 @@ export interface BuildOptions {
 /**
  * Whether requests must run in the logger's request scope (an AsyncLocalStorage, lib/logger.ts), for
  * lines that code other than the gateway's own steps writes during a request to carry its `request_id`:
- * the caller's middleware (`callerCode`), integrator or finish hooks, and the store guard's outage
- * lines (any store but the in-process memory store is guarded). The gateway's own per-request lines
- * (the request line, errors, warnings) name their request themselves and need no scope.
+ * the caller's middleware (`callerCode`), integrator or finish hooks, and the store guard's warnings
+ * when it serves requests unmetered through an outage (`failOpenStore`). The gateway's own lines name
+ * their request themselves and need no scope: the request line, errors and warnings, and a failing
+ * store's `store unreachable` and `settlement delayed` lines (lib/store/guard.ts).
  *
  * Why it is not simply always on: on Node 20 an AsyncLocalStorage in use runs an async hook for every
  * promise created anywhere in the process. Measured side by side (bench/RESULTS.md), leaving it out
- * cut CPU per request by about 9 % on both the native and the chat route.
+ * cut CPU per request by 8 to 9 % on the native route and 9 to 17 % on the chat route.
  */
-export function needsRequestScope(parts: { callerCode: boolean; hooks: number; guardedStore: boolean }): boolean {
-  return parts.callerCode || parts.hooks > 0 || parts.guardedStore;
+export function needsRequestScope(parts: { callerCode: boolean; hooks: number; failOpenStore: boolean }): boolean {
+  return parts.callerCode || parts.hooks > 0 || parts.failOpenStore;
 }
 
 /** The shipped config.json (next to package.json). */
@@ -218,7 +219,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const requestScope = needsRequestScope({
     callerCode: options.requestScope ?? true,
     hooks: hooks.afterAuth.length + hooks.beforeUpstream.length + hooks.onResponse.length + (options.finishHooks?.length ?? 0),
-    guardedStore: store !== backing,
+    failOpenStore: store !== backing && config.store.failOpen,
   });
   const router = createGatewayRouter({
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,

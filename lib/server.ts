@@ -48,6 +48,11 @@ export interface StartOptions {
   stateFile?: string;
   /** Clock for key expiry and the credit cap's UTC month, epoch ms. Default: the real clock. */
   clock?: Clock;
+  /**
+   * Whether the caller's own code may write lines through the logger while requests run (see
+   * `BuildOptions.requestScope`). Default: true when `logger` is given, else false.
+   */
+  requestScope?: boolean;
 }
 
 /** Start a gateway for a validated config. */
@@ -58,7 +63,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true, stateFile: options.stateFile, clock: options.clock,
     // The server runs no code of its caller's on a request's path; a caller that passed its own
     // logger may still write lines with it while requests run.
-    requestScope: options.logger !== undefined,
+    requestScope: options.requestScope ?? options.logger !== undefined,
   });
   const server = createHttpServer(gateway.app);
   server.keepAliveTimeout = 65_000;

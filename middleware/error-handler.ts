@@ -1,6 +1,7 @@
 /**
- * The one final error handler: renders a GatewayError in the route's shape (native or chat).
- * Anything else is logged and answered as a 500 without internals. A reply already under way
+ * The one final error handler: renders a GatewayError in the route's shape (native or chat), and
+ * writes its operator line, if it has one, with the request id. Anything else is logged and answered
+ * as a 500 without internals. A reply already under way
  * cannot change status: its connection is closed instead.
  */
 import type { ErrorRequestHandler } from 'express';
@@ -15,6 +16,10 @@ export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: nu
     let error: GatewayError;
     if (err instanceof GatewayError) {
       error = err;
+      if (error.log) {
+        const { message, ...fields } = error.log;
+        options.logger.error({ message, request_id: ctx?.requestId, ...fields });
+      }
     } else if (err && typeof err === 'object' && typeof (err as { type?: unknown }).type === 'string' && (err as { status?: number }).status) {
       error = mapBodyParserError(err as { type: string }, options.bodyLimitBytes);
     } else {

@@ -87,8 +87,8 @@ export function createQuota(options: QuotaOptions): RequestHandler {
         });
         return;
       }
-      ctx.reservation = result.reservation;
-      renewer.keep(res, result.reservation, holdTtlMs);
+      ctx.reservation = { ...result.reservation, requestId: ctx.requestId };
+      renewer.keep(res, ctx.reservation, holdTtlMs);
       next();
     } catch (err) {
       next(err);

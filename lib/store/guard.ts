@@ -5,10 +5,15 @@
  *   cannot hang requests.
  * - Fail closed (the default): a request whose key lookup, rate-limit count or credit reservation
  *   fails gets 503 (native `api_error`, chat `service_unavailable`) instead of passing unmetered.
+ *   The `store unreachable` line (operation, cause) travels on that error and is written by the error
+ *   handler with the request id: lines about a request name it without a request scope (see
+ *   `needsRequestScope` in lib/gateway.ts).
  * - Fail open (`store.failOpen: true`): keys seen in the last `keyCacheMs` still authenticate from
- *   memory, rate limits and credit caps are skipped, and every such request is logged at warn level.
+ *   memory, rate limits and credit caps are skipped, and every such request is logged at warn level
+ *   (these lines are written here, inside the request's scope, which fail open therefore keeps).
  * - Settlements that fail are kept and retried until the store answers again (each reservation
- *   settles once, so a retry never double-bills), and once more when the gateway shuts down.
+ *   settles once, so a retry never double-bills), and once more when the gateway shuts down; their
+ *   lines name the request from its reservation.
  * - `/health` reports the store unreachable (its ping fails), and the guard recovers by itself: the
  *   next call that succeeds is served normally.
  */
@@ -29,10 +34,15 @@ export interface StoreGuardOptions {
   retryEveryMs?: number;
 }
 
-/** The error a request gets when the store cannot be reached and the gateway fails closed. */
-export function storeUnavailable(): GatewayError {
+/**
+ * The error a request gets when the store cannot be reached and the gateway fails closed. Its operator
+ * line (`store unreachable`, the operation and the cause) is written by the error handler, with the
+ * request id.
+ */
+export function storeUnavailable(operation = 'store', cause = 'unknown'): GatewayError {
   return new GatewayError(503, 'api_error', 'the gateway cannot reach its usage store; try again shortly', {
     chatCode: 'service_unavailable', headers: { 'retry-after': '1' },
+    log: { message: 'store unreachable', operation, error: cause },
   });
 }
 
@@ -66,15 +76,20 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
   const pending: Array<{ reservation: Reservation; usage: UsageEntry }> = [];
   let retrying: NodeJS.Timeout | undefined;
 
+  // A failed call becomes the 503 of the request that made it, and its line is written with that
+  // request's id by the error handler (the guard does not know the request). Calls made outside a
+  // request (hold renewals) write their own line.
   const call = <T>(operation: string, run: () => Promise<T>): Promise<T> =>
     withTimeout(run(), timeoutMs).catch((err: Error) => {
       if (err instanceof GatewayError) throw err;
-      logger.error({ message: 'store unreachable', operation, error: err.message });
-      throw storeUnavailable();
+      throw storeUnavailable(operation, err.message);
     });
 
-  const servedUnmetered = (operation: string, detail: Record<string, unknown> = {}) =>
+  /** Fail open: the outage line the error handler would have written, then the warning. */
+  const servedUnmetered = (failure: unknown, operation: string, detail: Record<string, unknown> = {}) => {
+    if (failure instanceof GatewayError && failure.log) logger.error(failure.log);
     logger.warn({ message: 'store unreachable: request served unmetered (store.failOpen)', operation, ...detail });
+  };
 
   async function flushSettlements(): Promise<void> {
     while (pending.length > 0) {
@@ -108,7 +123,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         return await call('rateLimit', () => Promise.resolve(inner.increment(key)));
       } catch (err) {
         if (!failOpen) throw err;
-        servedUnmetered('rateLimit');
+        servedUnmetered(err, 'rateLimit');
         return { totalHits: 1, resetTime: new Date(Date.now() + 60_000) };
       }
     };
@@ -137,7 +152,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       } catch (err) {
         const cached = failOpen ? keyCache.get(sha256) : undefined;
         if (!cached || cached.until < Date.now()) throw err;
-        servedUnmetered('findKey', { key_id: cached.key.id });
+        servedUnmetered(err, 'findKey', { key_id: cached.key.id });
         return cached.key;
       }
     },
@@ -146,17 +161,22 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs));
       } catch (err) {
         if (!failOpen) throw err;
-        servedUnmetered('reserveCredits', { key_id: keyId });
+        servedUnmetered(err, 'reserveCredits', { key_id: keyId });
         return { ok: true as const, spent: 0, reservation: { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 } };
       }
     },
     async renewReservation(reservation: Reservation, ttlMs: number) {
       if (reservation.id.startsWith('unmetered-')) return false;
-      return call('renewReservation', () => store.renewReservation(reservation, ttlMs));
+      try {
+        return await call('renewReservation', () => store.renewReservation(reservation, ttlMs));
+      } catch (err) {
+        if (err instanceof GatewayError && err.log) logger.error({ ...err.log, request_id: reservation.requestId, key_id: reservation.keyId });
+        throw err;
+      }
     },
     async settleCredits(reservation: Reservation, usage: UsageEntry) {
       if (reservation.id.startsWith('unmetered-')) {
-        logger.warn({ message: 'unmetered request finished (store.failOpen): usage not in the ledger', key_id: reservation.keyId, model: usage.model, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens });
+        logger.warn({ message: 'unmetered request finished (store.failOpen): usage not in the ledger', request_id: reservation.requestId, key_id: reservation.keyId, model: usage.model, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens });
         return;
       }
       try {
@@ -167,7 +187,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
           logger.error({ message: 'delayed settlement dropped (too many waiting)', key_id: dropped.reservation.keyId, credits: dropped.usage.credits });
         }
         pending.push({ reservation, usage });
-        logger.error({ message: 'settlement delayed: store unreachable; retrying until it answers', key_id: reservation.keyId, error: (err as Error).message });
+        logger.error({ message: 'settlement delayed: store unreachable; retrying until it answers', request_id: reservation.requestId, key_id: reservation.keyId, error: (err as Error).message });
         scheduleRetry();
       }
     },

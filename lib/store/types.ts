@@ -71,6 +71,11 @@ export interface Reservation {
   month: string;
   /** Credits held (the request's worst case). */
   credits: number;
+  /**
+   * The request holding them, set by the credit step (stores neither need nor keep it): lines about
+   * the reservation written later, outside the request's own steps, name it.
+   */
+  requestId?: string;
 }
 
 export type ReserveResult =

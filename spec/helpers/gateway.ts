@@ -84,7 +84,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const upstreamSection = { ...(options.upstreamTimeoutMs ? { timeoutMs: options.upstreamTimeoutMs } : {}), ...options.upstream };
   const config = parseConfig(testConfigObject(upstream.url, options.overrides, upstreamSection), { PORT: '0', ...options.env });
   const { logger, lines } = createCapturingLogger();
-  const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1', clock: options.clock });
+  // No request scope, as `npm start` runs: every line about a request must name it by itself.
+  const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1', clock: options.clock, requestScope: false });
   return {
     gateway,
     upstream,

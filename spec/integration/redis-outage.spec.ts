@@ -77,8 +77,15 @@ describe('Redis outage (own redis-server on port 6390)', function () {
     const before = posts();
 
     stopRedis();
+    const logsBefore = gw.logLines.length;
     const native = await rawRequest(gw.url, nativeRequest);
     expect(native.status).to.equal(503);
+    // The outage line names the request that got the 503 (written by the error handler; this
+    // gateway, like `npm start`, runs without a request scope).
+    const outage = gw.logLines.slice(logsBefore).filter((l) => l.message === 'store unreachable');
+    expect(outage).to.have.length(1);
+    expect(outage[0]).to.include({ level: 'error', operation: 'findKey', request_id: native.headers['request-id'] });
+    expect(outage[0].error).to.be.a('string').that.is.not.empty;
     expect(isNativeError(native.json)).to.equal(true);
     expect(native.json.error.type).to.equal('api_error');
     const chat = await rawRequest(gw.url, chatRequest);
@@ -110,6 +117,8 @@ describe('Redis outage (own redis-server on port 6390)', function () {
       expect((await rawRequest(gw.url, request)).status).to.equal(200);
     }
     const unmetered = gw.logLines.slice(logsBefore).filter((l) => String(l.message).includes('served unmetered'));
+    // Fail open writes these lines inside the store guard, so its requests keep the request scope.
+    for (const line of unmetered) expect(line.request_id, JSON.stringify(line)).to.match(/^req_/);
     // Each of the three requests logs its key lookup and its rate-limit count (and reservation when billed).
     expect(unmetered.filter((l) => l.operation === 'findKey')).to.have.length(3);
     expect(unmetered.filter((l) => l.operation === 'rateLimit')).to.have.length(3);

@@ -47,11 +47,11 @@ describe('request scope of log lines', () => {
     body: JSON.stringify({ model: 'sonnet', messages: [{ role: 'user', content: 'x' }] }),
   });
 
-  it('is needed for caller code, hooks or a guarded store, and only then', () => {
-    expect(needsRequestScope({ callerCode: false, hooks: 0, guardedStore: false })).to.equal(false);
-    expect(needsRequestScope({ callerCode: true, hooks: 0, guardedStore: false })).to.equal(true);
-    expect(needsRequestScope({ callerCode: false, hooks: 1, guardedStore: false })).to.equal(true);
-    expect(needsRequestScope({ callerCode: false, hooks: 0, guardedStore: true })).to.equal(true);
+  it('is needed for caller code, hooks or a fail-open store, and only then', () => {
+    expect(needsRequestScope({ callerCode: false, hooks: 0, failOpenStore: false })).to.equal(false);
+    expect(needsRequestScope({ callerCode: true, hooks: 0, failOpenStore: false })).to.equal(true);
+    expect(needsRequestScope({ callerCode: false, hooks: 1, failOpenStore: false })).to.equal(true);
+    expect(needsRequestScope({ callerCode: false, hooks: 0, failOpenStore: true })).to.equal(true);
   });
 
   it('is left out when nothing but the gateway writes lines, and its own lines still carry the request id', async () => {
