@@ -13,7 +13,7 @@ export interface RequestContextOptions {
   /**
    * Handle the request inside the logger's request scope (lib/logger.ts `requestScope`), so that lines
    * other code writes through the gateway's logger while it runs (integrator hooks and middleware, the
-   * store guard's outage lines) carry its `request_id`. Default true. On Node 20 an AsyncLocalStorage
+   * warnings of a store failing open) carry its `request_id`. Default true. On Node 20 an AsyncLocalStorage
    * in use costs every promise an async hook, so a gateway in which no such code runs leaves it out
    * (see `needsRequestScope` in lib/gateway.ts); the gateway's own lines name the request themselves.
    */

@@ -38,8 +38,9 @@ function textFieldOf(delta: unknown): (typeof TEXT_FIELDS)[number] | undefined {
 
 /**
  * Counter of the text characters (UTF-16 code units, as `string.length`) in the `data` of native
- * content_block_delta events, one counter per stream. Counts exactly what parsing each event and
- * reading `deltaText(event.delta).length` would.
+ * content_block_delta events, one counter per stream. Counts what parsing each event and reading
+ * `deltaText(event.delta).length` would, for events that carry their text in one place (a property
+ * test holds it to that, escapes and odd events included).
  * @returns `count(data)`: the characters of that event's delta text; 0 for data that is not JSON or carries no text. Never throws.
  */
 export function createDeltaCharacterCounter(): (data: string) => number {
