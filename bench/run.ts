@@ -10,7 +10,7 @@
  * taken within one repeat, so a noisy moment of the shared machine hits both sides alike.
  *
  * Options: --smoke (about a second per scenario; checks numbers come out and nothing failed),
- * --duration=S, --reps=N, --connections=N, --delay-ms=N (upstream answers after N ms), --streams=N,
+ * --duration=S, --reps=N, --connections=N, --delay-ms=N (upstream answers after N ms), --streams=N (0: no held-streams test),
  * --hold=S, --no-redis, --only=REGEX (scenario ids), --profile (gateway with --cpu-prof into
  * bench/profiles/), --out=FILE (default bench/RESULTS.md; `-` for none; smoke writes none),
  * --compare=DIR (also run the gateway built in DIR, a `dist` of another commit, as "gateway (before)",
@@ -401,11 +401,15 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
       ` CPU is the server process's user+system time per request; "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;` +
       ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart); "event lag max" the median and longest time a stamped delta took from the upstream's write to the client.`,
   ];
-  const text = [formatTextTable(table), '', formatTextTable(heldTable), '', 'Targets:', ...targets.map((t) => `  ${t}`)].join('\n');
-  const markdown = [
-    '### Throughput and latency', '', formatMarkdownTable(table), '', ...notes, '',
+  const heldText = held.length > 0 ? [formatTextTable(heldTable), ''] : [];
+  const text = [formatTextTable(table), '', ...heldText, 'Targets:', ...targets.map((t) => `  ${t}`)].join('\n');
+  const heldMarkdown = held.length === 0 ? [] : [
     `### ${options.streams} streams held open`, '', formatMarkdownTable(heldTable), '',
     `Streams are opened 20 every 10 ms, held ${options.holdSec} s (the upstream sends one delta per stream per second), then ended by the upstream. KiB / stream = (peak RSS or heap while the streams run - the figure before they opened, after a full GC) / streams; "heap after GC" is what they keep once garbage is collected. The loop stalls include the time the process waited for a core on this shared machine (compare the forwarder's).`, '',
+  ];
+  const markdown = [
+    '### Throughput and latency', '', formatMarkdownTable(table), '', ...notes, '',
+    ...heldMarkdown,
     '### Targets', '', ...targets.map((t) => `- ${t.replace(/^(met|MISSED)\s+/, '**$1** ')}`),
   ].join('\n');
   return { text, markdown, targets };
@@ -456,17 +460,20 @@ async function main(): Promise<void> {
     await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
 
     for (const target of targets) if (target.kind === 'gateway') await target.child.stop();
-    log(`holding ${options.streams} streams open on fresh servers...`);
     const held: HeldResult[] = [];
-    const native = FLOORS['native-stream-5'];
-    const chat = SCENARIOS.find((s) => s.id === 'chat-stream-tools')!;
-    held.push(await holdStreams('forwarder, native', () => startChild('forwarder', script('forwarder'), [upstream.url]), upstream, native.request, native.completeMarker, options));
-    const freshGateway = async () => (await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)).child;
-    held.push(await holdStreams('gateway (memory), native', freshGateway, upstream, native.request, native.completeMarker, options));
-    held.push(await holdStreams('gateway (memory), chat', freshGateway, upstream, chat.request, chat.completeMarker, options));
-    if (options.compare) {
-      const before = async () => (await startGatewayChild('gateway (before)', upstream, 'memory', logFd, options, options.compare!)).child;
-      held.push(await holdStreams('gateway (before), native', before, upstream, native.request, native.completeMarker, options));
+    // `--streams=0` leaves the held-streams test out (a per-stream figure of no streams means nothing).
+    if (options.streams > 0) {
+      log(`holding ${options.streams} streams open on fresh servers...`);
+      const native = FLOORS['native-stream-5'];
+      const chat = SCENARIOS.find((s) => s.id === 'chat-stream-tools')!;
+      held.push(await holdStreams('forwarder, native', () => startChild('forwarder', script('forwarder'), [upstream.url]), upstream, native.request, native.completeMarker, options));
+      const freshGateway = async () => (await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)).child;
+      held.push(await holdStreams('gateway (memory), native', freshGateway, upstream, native.request, native.completeMarker, options));
+      held.push(await holdStreams('gateway (memory), chat', freshGateway, upstream, chat.request, chat.completeMarker, options));
+      if (options.compare) {
+        const before = async () => (await startGatewayChild('gateway (before)', upstream, 'memory', logFd, options, options.compare!)).child;
+        held.push(await holdStreams('gateway (before), native', before, upstream, native.request, native.completeMarker, options));
+      }
     }
 
     const report = summarize(rows, held, nativeToolTtfb, options);
