@@ -21,6 +21,7 @@ import type { ChatCompletionRequest } from '../translators/chat-types';
 import { mapNativeErrorToChat } from '../translators/errors';
 import type { NativeMessage } from '../translators/native-types';
 import { mergeNativeUsage } from '../translators/usage';
+import { sendJson } from '../lib/json-reply';
 
 export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
@@ -69,7 +70,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       ctx.usage = mergeNativeUsage(emptyUsage(), message.usage);
       ctx.stopReason = message.stop_reason;
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
-      res.status(200).json(completion);
+      sendJson(res, 200, completion);
     } catch (err) {
       failExchange(err, res, next);
     }
@@ -83,7 +84,7 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
   for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
-  res.status(translated.status).json(translated.body);
+  sendJson(res, translated.status, translated.body);
 }
 
 /**
@@ -113,7 +114,7 @@ function streamReply(
     if (records.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent && transform.error && records.length === 1) {
       for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
-      res.status(transform.error.status).json(transform.error.body);
+      sendJson(res, transform.error.status, transform.error.body);
       return;
     }
     openSseReply(res, ctx);

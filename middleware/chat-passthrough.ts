@@ -17,6 +17,7 @@ import type { UpstreamClient } from '../lib/upstream';
 import { failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
+import { sendJson } from '../lib/json-reply';
 
 export interface ChatPassthroughOptions {
   /** Client of a chat-completions upstream (bearer credential). */
@@ -64,7 +65,7 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       ctx.usage = convertChatUsageToNative(parsed.usage);
       ctx.stopReason = parsed.choices?.[0]?.finish_reason ?? null;
       if (parsed.model === model.upstreamModel) parsed.model = model.id;
-      res.status(200).json(parsed);
+      sendJson(res, 200, parsed);
     } catch (err) {
       failExchange(err, res, next);
     }

@@ -9,6 +9,7 @@ import { getContext } from '../lib/context';
 import { errors, formatChatError, formatNativeError, GatewayError } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import { mapBodyParserError } from './json-body';
+import { sendJson } from '../lib/json-reply';
 
 export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: number }): ErrorRequestHandler {
   return (err, _req, res, _next) => {
@@ -33,6 +34,6 @@ export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: nu
     }
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
     const body = ctx?.format === 'chat' ? formatChatError(error) : formatNativeError(error, ctx?.requestId);
-    res.status(error.status).json(body);
+    sendJson(res, error.status, body);
   };
 }

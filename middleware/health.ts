@@ -3,12 +3,13 @@
  * upstream and store reachability (`status: "degraded"` and 503 when either is unreachable).
  */
 import type { RequestHandler } from 'express';
+import { sendJson } from '../lib/json-reply';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 
 export function createLiveness(): RequestHandler {
   return (_req, res) => {
-    res.json({ status: 'ok' });
+    sendJson(res, 200, { status: 'ok' });
   };
 }
 
@@ -26,7 +27,7 @@ export function createHealth(options: HealthOptions): RequestHandler {
       options.store.ping().then(() => true, () => false),
     ]);
     const ok = upstreamReachable && storeReachable;
-    res.status(ok ? 200 : 503).json({
+    sendJson(res, ok ? 200 : 503, {
       status: ok ? 'ok' : 'degraded',
       upstream: { reachable: upstreamReachable, simulated: options.simulated },
       store: { kind: options.store.kind, reachable: storeReachable },

@@ -10,6 +10,7 @@ import type { Catalogue } from '../lib/catalogue';
 import { getContext } from '../lib/context';
 import { DEFAULT_KEY_GROUP } from '../lib/key-groups';
 import { isModelAllowed } from './model-whitelist';
+import { sendJson } from '../lib/json-reply';
 
 /** Catalogue publication time reported for every model (the listing has no per-model dates). */
 const PUBLISHED_AT = '2026-01-01T00:00:00Z';
@@ -31,6 +32,6 @@ export function createListModels(options: { catalogue: Catalogue }): RequestHand
         owned_by: 'model-gateway',
         display_name: model.displayName ?? model.id,
       }));
-    res.json({ object: 'list', data, has_more: false, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null });
+    sendJson(res, 200, { object: 'list', data, has_more: false, first_id: data[0]?.id ?? null, last_id: data[data.length - 1]?.id ?? null });
   };
 }

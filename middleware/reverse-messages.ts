@@ -18,6 +18,7 @@ import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
 import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/reverse-response';
 import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/reverse-stream';
+import { sendJson } from '../lib/json-reply';
 
 export interface ReverseMessagesOptions {
   /** Client of a chat-completions upstream. */
@@ -50,7 +51,7 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
       ctx.usage = message.usage;
       ctx.stopReason = message.stop_reason;
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      res.status(200).json(message);
+      sendJson(res, 200, message);
     } catch (err) {
       failExchange(err, res, next);
     }
@@ -63,7 +64,7 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
   const translated = convertChatErrorToNative(response.statusCode ?? 502, tryParseJson(raw));
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
-  res.status(translated.status).json({ ...translated.body, request_id: ctx.requestId });
+  sendJson(res, translated.status, { ...translated.body, request_id: ctx.requestId });
 }
 
 /**
@@ -80,7 +81,7 @@ function streamReply(response: http.IncomingMessage, res: Response, ctx: Request
     if (!res.headersSent && events[0].event === 'error') {
       const error = events[0].data.error as { type: string; message: string };
       const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
-      res.status(status).json({ type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
+      sendJson(res, status, { type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
       return;
     }
     openSseReply(res, ctx);
