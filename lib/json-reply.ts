@@ -1,5 +1,5 @@
-/** Sending a JSON reply: the one way the gateway's routes answer with a JSON body. */
-import type { Response } from 'express';
+/** Sending a JSON reply: the one way the gateway's routes (and its simulated upstream) answer with a JSON body. */
+import type http from 'node:http';
 
 /**
  * Send `body` as the whole reply: status `status`, `content-type: application/json; charset=utf-8`
@@ -12,7 +12,7 @@ import type { Response } from 'express';
  * (286 and 281 -> 269 and 271 µs; bench/RESULTS.md, phase 4).
  * @throws TypeError when `body` cannot be serialised (a cycle, a BigInt), as `JSON.stringify` does
  */
-export function sendJson(res: Response, status: number, body: unknown): void {
+export function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
   const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
   res.end(bytes);

@@ -4,20 +4,18 @@
  * so a fresh clone works with no outside service. Replies say plainly that they are simulated.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { formatSse } from './sse';
+import { sendJson } from './json-reply';
 import { randomBase62 } from './keys';
+import { listenOnLoopback, type LoopbackServer } from './loopback';
+import { formatSse } from './sse';
 
 export interface SimulatedUpstreamOptions {
   /** Delay between streamed text deltas, in ms. Default 15, so a terminal shows the stream arrive. */
   deltaDelayMs?: number;
 }
 
-export interface SimulatedUpstream {
-  /** `http://127.0.0.1:<port>` */
-  readonly url: string;
-  close(): Promise<void>;
-}
+/** The running simulated upstream: its URL, and `close()`. */
+export type SimulatedUpstream = LoopbackServer;
 
 /** Rough token count of a text: one token per 4 characters, at least 1. */
 export function estimateTokens(text: string): number {
@@ -42,12 +40,6 @@ function composeReply(body: any): { text: string; inputTokens: number } {
   const maxTokens = Number.isInteger(body?.max_tokens) ? body.max_tokens : 4096;
   if (estimateTokens(text) > maxTokens) text = text.slice(0, Math.max(1, maxTokens * 4));
   return { text, inputTokens: estimateTokens(prompt) };
-}
-
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }
 
 async function streamReply(res: http.ServerResponse, body: any, delayMs: number): Promise<void> {
@@ -112,14 +104,5 @@ export async function startSimulatedUpstream(options: SimulatedUpstreamOptions =
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8'), delayMs));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(server);
 }

@@ -3,7 +3,7 @@
  * scripts (a JSON reply, an error, or an SSE stream with optional pauses between events).
  */
 import http from 'node:http';
-import { listenOnLoopback } from './loopback';
+import { listenOnLoopback } from '../../lib/loopback';
 
 export interface RecordedRequest {
   method: string;

@@ -3,7 +3,7 @@
  * flight at once for as long as a test needs. Each reply is a message with the usage the test gives.
  */
 import http from 'node:http';
-import { listenOnLoopback } from './loopback';
+import { listenOnLoopback } from '../../lib/loopback';
 import { nativeMessage } from './fake-upstream';
 
 export interface GatedUpstream {

@@ -10,7 +10,7 @@ import { MemoryStore } from '../../lib/store';
 import { createCapturingLogger, KEYS, testConfigObject, UPSTREAM_SECRET } from '../helpers/gateway';
 import { nativeMessage, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { eventually } from '../helpers/library';
-import { listenOnLoopback, type LoopbackServer } from '../helpers/loopback';
+import { listenOnLoopback, type LoopbackServer } from '../../lib/loopback';
 
 /** A memory store (so unguarded) that records the request scope each key lookup ran in. */
 class ScopeRecordingStore extends MemoryStore {

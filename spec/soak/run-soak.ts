@@ -16,7 +16,7 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { nativeTextEvents, type FakeHandler, type FakeReply } from '../helpers/fake-upstream';
 import { KEYS, startTestGateway } from '../helpers/gateway';
-import { listenOnLoopback } from '../helpers/loopback';
+import { listenOnLoopback } from '../../lib/loopback';
 import { formatSse } from '../../lib/sse';
 
 const SOAK_LIMITED_KEY = 'sk-cs4-soak-rate-limited-0009';

@@ -1,4 +1,7 @@
-/** A test server on loopback: listening on a free port, closed with its connections. */
+/**
+ * A server on loopback: listening on a free port, closed with its connections. The embedded simulated
+ * upstream runs this way, and so do the tests' fake upstreams.
+ */
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
