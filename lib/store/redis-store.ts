@@ -158,7 +158,7 @@ export class RedisStore implements GatewayStore {
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
     const { keyId, month } = reservation;
-    await this.track(this.run(
+    await this.pending.track(this.run(
       SETTLE_CREDITS,
       [this.k(`credits:${keyId}:${month}`), this.k(`usage:${keyId}:${month}`)],
       [reservation.id, String(toCreditUnits(usage.credits)), usage.model, String(usage.inputTokens), String(usage.outputTokens),
@@ -236,11 +236,6 @@ export class RedisStore implements GatewayStore {
     this.scriptShas.set(script, sha);
     return this.client.evalSha(sha, { keys, arguments: args });
   }
-
-  private track<T>(operation: Promise<T>): Promise<T> {
-    return this.pending.track(operation);
-  }
-
 }
 
 /** A key record from a flat `field, value, ...` list of JSON-encoded values. */
