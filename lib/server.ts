@@ -183,7 +183,10 @@ async function main(): Promise<void> {
     checkClusterConfig(config);
     return runPrimary(workers, logger);
   }
-  const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig(), stateFile: config.stateFile });
+  // The server's own lines (start, reload, shutdown) are written outside any request, so requests run
+  // without the logger's request scope (see `needsRequestScope` in lib/gateway.ts), as `startGateway`
+  // would without a logger; a fail-open store still gets it.
+  const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig(), stateFile: config.stateFile, requestScope: false });
   if (gateway.developmentKey) {
     // Shown once, on the terminal, so a fresh clone can be tried with curl; never written to the JSON log.
     process.stderr.write(

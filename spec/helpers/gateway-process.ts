@@ -27,9 +27,12 @@ export function writeTempConfig(config: Record<string, unknown>): string {
   return file;
 }
 
-/** Start `dist/lib/server.js` on an ephemeral port; resolves once it logs that it is listening. */
-export function startGatewayProcess(env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [SERVER], {
+/**
+ * Start `dist/lib/server.js` on an ephemeral port; resolves once it logs that it is listening.
+ * `nodeOptions`: flags for node before the script (e.g. `--require` of a probe). Default none.
+ */
+export function startGatewayProcess(env: Record<string, string>, nodeOptions: string[] = []): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [...nodeOptions, SERVER], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

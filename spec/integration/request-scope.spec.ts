@@ -11,6 +11,9 @@ import { createCapturingLogger, KEYS, testConfigObject, UPSTREAM_SECRET } from '
 import { nativeMessage, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { eventually } from '../helpers/library';
 import { listenOnLoopback, type LoopbackServer } from '../../lib/loopback';
+import { startGatewayProcess, writeTempConfig } from '../helpers/gateway-process';
+import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/redis';
+import { SCOPE_ENTERED, SCOPE_PROBE } from '../helpers/scope-probe';
 
 /** A memory store (so unguarded) that records the request scope each key lookup ran in. */
 class ScopeRecordingStore extends MemoryStore {
@@ -84,5 +87,39 @@ describe('request scope of log lines', () => {
     expect(store.scopes).to.deep.equal([id]);
     await eventually(() => served.lines.some((l) => l.message === 'request'));
     expect(served.lines.find((l) => l.message === 'hook warning')).to.include({ request_id: id });
+  });
+
+  describe('in the server process (npm start, the Procfile)', () => {
+    /** Run dist/lib/server.js with the probe, send one chat request, stop it; its output. */
+    async function serveOneRequest(config: Record<string, unknown>, env: Record<string, string>): Promise<string> {
+      const gateway = await startGatewayProcess(
+        { GATEWAY_CONFIG: writeTempConfig(config), TEST_UPSTREAM_API_KEY: UPSTREAM_SECRET, ...env },
+        ['--require', SCOPE_PROBE],
+      );
+      try {
+        expect((await chat(gateway.url)).status).to.equal(200);
+        await eventually(() => /"message":"request"/.test(gateway.output()));
+      } finally {
+        expect(await gateway.stop()).to.equal(0);
+      }
+      return gateway.output();
+    }
+
+    it('handles requests outside the scope, on the memory store', async () => {
+      const output = await serveOneRequest(testConfigObject(upstream.url), { REDIS_URL: '' });
+      expect(output).to.match(/"message":"request"[^\n]*"request_id":"req_/);
+      expect(output).to.not.contain(SCOPE_ENTERED);
+    });
+
+    it('handles requests outside the scope on Redis, and inside it when the store fails open', async () => {
+      const prefix = uniqueRedisPrefix('scope');
+      try {
+        const env = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix };
+        expect(await serveOneRequest(testConfigObject(upstream.url), env)).to.not.contain(SCOPE_ENTERED);
+        expect(await serveOneRequest({ ...testConfigObject(upstream.url), store: { failOpen: true } }, env)).to.contain(SCOPE_ENTERED);
+      } finally {
+        await deleteRedisPrefix(prefix);
+      }
+    });
   });
 });
