@@ -8,8 +8,11 @@
  * Usage: node dist/bench/gateway.js <upstream-url> <memory|redis>
  *   env REDIS_URL (for `redis`), BENCH_KEY_PREFIX (the Redis key prefix of this run).
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { loadConfig, parseConfig } from '../lib/config';
-import { startGateway } from '../lib/server';
+import { startServerGateway } from '../lib/server';
 import { serveChild } from './ipc';
 import { BENCH_KEY } from './scenarios';
 
@@ -38,12 +41,16 @@ async function main(): Promise<void> {
     REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' : undefined,
     REDIS_PREFIX: process.env.BENCH_KEY_PREFIX,
   });
-  const gateway = await startGateway({ config, host: '127.0.0.1' });
+  // Started as `npm start` starts it (lib/server.ts), so the figures are those of a deployment; the
+  // memory store's state file is this process's own, so runs never share usage.
+  const stateFile = path.join(os.tmpdir(), `bench-gateway-${process.pid}.json`);
+  const gateway = await startServerGateway({ ...config, stateFile }, { host: '127.0.0.1' });
   const port = Number(new URL(gateway.url).port);
   serveChild(port, {
     info: () => ({ store: gateway.store.kind }),
     async close() {
       await gateway.close();
+      fs.rmSync(stateFile, { force: true });
       return true;
     },
   });

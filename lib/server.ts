@@ -112,6 +112,21 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
 }
 
 /**
+ * The gateway as `npm start` runs it in its process (or in each cluster worker): `startGateway` with
+ * the memory store's state file from the config, and requests outside the logger's request scope,
+ * since the server's own lines (start, reload, shutdown) are written outside any request (a fail-open
+ * store still gets the scope: see `needsRequestScope` in lib/gateway.ts). The benchmark starts its
+ * gateway through this too, so it measures what a deployment runs.
+ * @throws as `startGateway` (the store or the port cannot be opened)
+ */
+export function startServerGateway(
+  config: GatewayConfig,
+  options: { logger?: Logger; loadConfig?: () => GatewayConfig; host?: string } = {},
+): Promise<RunningGateway> {
+  return startGateway({ config, ...options, stateFile: config.stateFile, requestScope: false });
+}
+
+/**
  * Worker processes asked for by `WEB_CONCURRENCY`: unset or empty means 1 (no cluster).
  * @throws ConfigError when the value is not a whole number from 1 to 256
  */
@@ -183,10 +198,7 @@ async function main(): Promise<void> {
     checkClusterConfig(config);
     return runPrimary(workers, logger);
   }
-  // The server's own lines (start, reload, shutdown) are written outside any request, so requests run
-  // without the logger's request scope (see `needsRequestScope` in lib/gateway.ts), as `startGateway`
-  // would without a logger; a fail-open store still gets it.
-  const gateway = await startGateway({ config, logger, loadConfig: () => loadConfig(), stateFile: config.stateFile, requestScope: false });
+  const gateway = await startServerGateway(config, { logger, loadConfig: () => loadConfig() });
   if (gateway.developmentKey) {
     // Shown once, on the terminal, so a fresh clone can be tried with curl; never written to the JSON log.
     process.stderr.write(
