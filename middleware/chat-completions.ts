@@ -16,7 +16,7 @@ import type { UpstreamClient } from '../lib/upstream';
 import { failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-request';
 import { convertNativeResponse } from '../translators/chat-response';
-import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
+import { createChatStreamTransform, isSerializedChunk, type ChatStreamRecord } from '../translators/chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { mapNativeErrorToChat } from '../translators/errors';
 import type { NativeMessage } from '../translators/native-types';
@@ -106,6 +106,7 @@ function streamReply(
     created,
     includeUsage: body.stream_options?.include_usage === true,
     onUnknownStopReason,
+    serializeDeltas: true,
   });
   ctx.usage = transform.usage;
 
@@ -120,7 +121,7 @@ function streamReply(
     openSseReply(res, ctx);
     let out = '';
     for (const record of records) {
-      out += formatSse(record);
+      out += formatSse(isSerializedChunk(record) ? record.json : record);
       streamedCharacters += countStreamedCharacters(record);
     }
     // Until message_delta brings the final count, usage is at least what the client has received,
@@ -144,7 +145,9 @@ function streamReply(
 
 /** Characters of generated text (content and tool-call arguments) in one outgoing record. */
 function countStreamedCharacters(record: ChatStreamRecord): number {
-  if (typeof record !== 'object' || !('choices' in record)) return 0;
+  if (typeof record !== 'object') return 0;
+  if (isSerializedChunk(record)) return record.characters;
+  if (!('choices' in record)) return 0;
   let count = 0;
   for (const choice of record.choices) {
     const delta = choice.delta as { content?: unknown; tool_calls?: Array<{ function?: { arguments?: unknown } }> };

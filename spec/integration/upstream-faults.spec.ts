@@ -176,6 +176,19 @@ describe('upstream faults', () => {
       expect(gw.upstream.requests).to.have.length(1);
     });
 
+    it('settles a chat stream reset mid-stream to what was streamed, deltas read in place included', async () => {
+      gw = await startTestGatewayWithUpstream((request) => ({
+        kind: 'stream', destroyAtEnd: true,
+        events: [...nativeTextEvents(['x'.repeat(400), 'y'.repeat(200), 'z"\\/'.repeat(50)], undefined, request.body.model).slice(0, 6), { pauseMs: 50 }],
+      }));
+      const reply = await rawRequest(gw.url, { path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody(true) });
+      const content = parseSseText(reply.text).map((r) => JSON.parse(r.data)).map((record) => record.choices?.[0]?.delta?.content ?? '').join('');
+      expect(content).to.equal('x'.repeat(400) + 'y'.repeat(200) + 'z"\\/'.repeat(50));
+      // 800 characters streamed (~200 tokens), not message_start's provisional count.
+      const line = await waitForLogLine(gw, (l) => l.message === 'request' && l.route === 'POST /v1/chat/completions');
+      expect(line.output_tokens).to.equal(200);
+    });
+
     it('ends a native stream that closes without message_stop with an error event', async () => {
       gw = await startTestGatewayWithUpstream((request) => ({
         kind: 'stream', events: nativeTextEvents(['abc'], undefined, request.body.model).slice(0, 4),

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createDeltaCharacterCounter, deltaText } from '../../../translators/delta-characters';
+import { createDeltaCharacterCounter, createDeltaReader, deltaText } from '../../../translators/delta-characters';
 
 /** What the counter must agree with: parse the event and measure its delta text. */
 function parsedCount(data: string): number {
@@ -71,5 +71,73 @@ describe('delta character counter (native content_block_delta text, read in plac
       }),
       { numRuns: 500 },
     );
+  });
+
+  describe('canonical reader (the chat translator copies the literal)', () => {
+    it('finds in place only literals written as JSON.stringify writes their text', () => {
+      const read = createDeltaReader({ canonical: true });
+      expect(read(textDelta('learn the frame')).kind).to.equal('parsed');
+      const inPlace = (data: string) => {
+        const found = read(data);
+        return found.kind === 'in-place' ? data.slice(found.start, found.end) : found.kind;
+      };
+      expect(inPlace(textDelta('a\nb\t"c"\\ \u0001 \u001f / 👋'))).to.equal(JSON.stringify('a\nb\t"c"\\ \u0001 \u001f / 👋'));
+      const framed = (literal: string) => `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${literal}}}`;
+      expect(inPlace(framed('"a\\/b"'))).to.equal('parsed');
+      expect(inPlace(framed('"caf\\u00e9"'))).to.equal('parsed');
+      expect(inPlace(framed('"\\ud83d\\ude00"'))).to.equal('parsed');
+      expect(inPlace(framed('"\\u000a"'))).to.equal('parsed');
+      expect(inPlace(framed('"\\u001F"'))).to.equal('parsed');
+      expect(inPlace(framed('"\\u001f"'))).to.equal('"\\u001f"');
+      expect(inPlace(framed('"\ud800"'))).to.equal('parsed');
+      expect(read(framed('"\\x"')).kind).to.equal('unreadable');
+    });
+
+    it('gives the frame of the event it stands for, and its text serialized (property)', () => {
+      // Runs of deltas of one block (as upstreams send them), mixed with odd and non-canonical events.
+      const slashes = (data: string) => data.replace(/"text":"(.*)"}}$/, (_m, body: string) => `"text":"${body.replace(/\//g, '\\/')}"}}`);
+      const uEscapes = (data: string) => data.replace(/"text":"(.*)"}}$/, (_m, body: string) =>
+        `"text":"${body.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}"}}`);
+      const run = fc.oneof(
+        fc.tuple(fc.nat(3), fc.array(fc.string({ unit: 'binary' }), { maxLength: 8 })).map(([index, texts]) => texts.map((text) => textDelta(text, index))),
+        fc.tuple(fc.nat(3), fc.array(fc.string(), { maxLength: 8 })).map(([index, parts]) => parts.map((part) => jsonDelta(part, index))),
+        fc.array(fc.string({ unit: 'grapheme' }), { maxLength: 4 }).map((texts) => texts.map(thinkingDelta)),
+        fc.array(fc.string(), { maxLength: 4 }).map((texts) => texts.map((text) => slashes(textDelta(text)))),
+        fc.array(fc.string({ unit: 'binary' }), { maxLength: 4 }).map((texts) => texts.map((text) => uEscapes(textDelta(text)))),
+        fc.string().map((data) => [data]),
+      );
+      const events = fc.array(run, { maxLength: 8 }).map((runs) => runs.flat());
+      let inPlace = 0;
+      fc.assert(
+        fc.property(events, (datas) => {
+          const read = createDeltaReader({ canonical: true });
+          for (const data of datas) {
+            const found = read(data);
+            let parsed: any;
+            try {
+              parsed = JSON.parse(data);
+            } catch {
+              expect(found.kind, data).to.equal('unreadable');
+              continue;
+            }
+            if (found.kind === 'parsed') {
+              expect(found.event).to.deep.equal(parsed);
+              continue;
+            }
+            expect(found.kind, data).to.equal('in-place');
+            if (found.kind !== 'in-place') continue;
+            inPlace++;
+            const text = parsed.delta[found.frame.field];
+            expect(deltaText(parsed.delta), data).to.equal(text);
+            expect(data.slice(found.start, found.end), data).to.equal(JSON.stringify(text));
+            expect(found.length).to.equal(text.length);
+            expect(found.frame.index).to.equal(parsed.index);
+            expect(found.frame.deltaType).to.equal(parsed.delta.type);
+          }
+        }),
+        { numRuns: 500 },
+      );
+      expect(inPlace, 'deltas found in place').to.be.greaterThan(500);
+    });
   });
 });
