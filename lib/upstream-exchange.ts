@@ -94,6 +94,11 @@ export async function readUpstreamError(response: http.IncomingMessage, upstream
 export interface UpstreamStreamHandlers {
   /** One parsed SSE event, in the tick it was parsed. */
   onEvent(event: SseEvent): void;
+  /**
+   * The events of one upstream chunk have all been reported, in the same tick: a route that gathers
+   * its output event by event writes it here, in one write per upstream chunk rather than per event.
+   */
+  onChunkParsed?(): void;
   /** The upstream ended its reply normally. */
   onEnd(): void;
   /** The connection was lost, or the stream went idle (`message` says which). Called at most once. */
@@ -104,7 +109,10 @@ export interface UpstreamStreamHandlers {
 export function followUpstreamStream(response: http.IncomingMessage, handlers: UpstreamStreamHandlers): void {
   let settled = false;
   const decoder = createSseDecoder(handlers.onEvent);
-  response.on('data', (chunk: Buffer) => decoder.write(chunk));
+  response.on('data', (chunk: Buffer) => {
+    decoder.write(chunk);
+    handlers.onChunkParsed?.();
+  });
   response.once('end', () => {
     decoder.end();
     if (settled) return;

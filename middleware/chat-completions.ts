@@ -1,7 +1,8 @@
 /**
  * The translator route: a chat-completions request is converted to a native request, sent upstream,
  * and the reply converted back: a `chat.completion`, or `chat.completion.chunk` records as each
- * upstream event is parsed (no batching, no sleeps), ending with `data: [DONE]`, or with an error
+ * upstream event is parsed (written in the tick the upstream chunk holding it was parsed, with the
+ * other events of that chunk; no timers, no sleeps), ending with `data: [DONE]`, or with an error
  * record when the reply did not complete.
  */
 import type http from 'node:http';
@@ -89,7 +90,7 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
 
 /**
  * Translate the upstream SSE stream record by record, writing each event's records in the tick the
- * event was parsed. Headers go out with the first record, so an upstream `error` event (or a lost
+ * event was parsed (one write for the events of one upstream chunk). Headers go out with the first record, so an upstream `error` event (or a lost
  * connection) before any output still becomes a real HTTP status in the chat error shape; after the
  * first byte it becomes a `data: {"error": ...}` record and the stream ends without `[DONE]`.
  */
@@ -111,6 +112,9 @@ function streamReply(
   ctx.usage = transform.usage;
 
   let streamedCharacters = 0;
+  // The records of the events of one upstream chunk, written together once the chunk is parsed (in
+  // the same tick), or with the end of the reply.
+  let pending = '';
   const write = (records: ChatStreamRecord[]) => {
     if (records.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent && transform.error && records.length === 1) {
@@ -119,9 +123,8 @@ function streamReply(
       return;
     }
     openSseReply(res, ctx);
-    let out = '';
     for (const record of records) {
-      out += formatSse(isSerializedChunk(record) ? record.json : record);
+      pending += formatSse(isSerializedChunk(record) ? record.json : record);
       streamedCharacters += countStreamedCharacters(record);
     }
     // Until message_delta brings the final count, usage is at least what the client has received,
@@ -129,8 +132,15 @@ function streamReply(
     if (transform.stopReason === null) {
       transform.usage.output_tokens = Math.max(transform.usage.output_tokens, Math.ceil(streamedCharacters / 4));
     }
-    res.write(out);
-    if (transform.closed) res.end();
+    if (transform.closed) {
+      res.end(pending);
+      pending = '';
+    }
+  };
+  const flush = () => {
+    if (pending === '') return;
+    if (!res.writableEnded && !res.destroyed) res.write(pending);
+    pending = '';
   };
 
   followUpstreamStream(response, {
@@ -138,6 +148,7 @@ function streamReply(
       write(transform.push(event));
       ctx.stopReason = transform.stopReason;
     },
+    onChunkParsed: flush,
     onEnd: () => write(transform.end()),
     onLost: (message) => write(transform.fail(message)),
   });

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import type { FakeHandler } from '../helpers/fake-upstream';
@@ -36,6 +37,48 @@ describe('chat completions (openai client): streams, usage, images, fields, erro
     });
 
   describe('streams', () => {
+    it('writes the records of the events of one upstream chunk together, in one HTTP chunk', async () => {
+      const events = fixtureStreamEvents('text');
+      let openSecond!: () => void;
+      const second = new Promise<void>((resolve) => (openSecond = resolve));
+      // Two bursts, each one upstream write: up to the first text delta, then the rest.
+      const burst = (items: Array<{ raw: string }>) => ({ raw: items.map((item) => item.raw).join('') });
+      gw.upstream.setHandler(() => ({ kind: 'stream', events: [burst(events.slice(0, 4)), { until: second }, burst(events.slice(4))] }));
+      const { port } = new URL(gw.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      const body = JSON.stringify({ model: 'sonnet', messages: [{ role: 'user', content: 'Hi' }], stream: true });
+      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${KEYS.all}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      // Read as latin1 (byte for byte, for the chunk sizes); the reply stays open (keep-alive) until its last chunk.
+      let raw = '';
+      await new Promise<void>((resolve, reject) => {
+        socket.on('data', (chunk: Buffer) => {
+          raw += chunk.toString('latin1');
+          if (raw.includes('llo"}')) openSecond();
+          if (raw.endsWith('\r\n0\r\n\r\n')) resolve();
+        });
+        socket.once('error', reject);
+        socket.once('close', () => reject(new Error(`closed before the last chunk: ${raw}`)));
+      }).finally(() => {
+        openSecond();
+        socket.destroy();
+      });
+      // The chunked body, HTTP chunk by HTTP chunk (chunk-size CRLF data CRLF, ending with size 0).
+      let rest = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+      const httpChunks: string[] = [];
+      for (;;) {
+        const size = parseInt(rest.slice(0, rest.indexOf('\r\n')), 16);
+        if (size === 0) break;
+        const start = rest.indexOf('\r\n') + 2;
+        httpChunks.push(Buffer.from(rest.slice(start, start + size), 'latin1').toString('utf8'));
+        rest = rest.slice(start + size + 2);
+      }
+      expect(httpChunks).to.have.length(2);
+      expect(dataRecords(httpChunks[0]).map((record) => JSON.parse(record).choices[0].delta)).to.deep.equal([{ role: 'assistant', content: '' }, { content: 'Héllo' }]);
+      expect(dataRecords(httpChunks[1]).at(-1)).to.equal('[DONE]');
+      expect(dataRecords(httpChunks.join('')).length).to.be.greaterThan(4);
+    });
+
     it('include_usage: usage null on every chunk, then one chunk with empty choices and the usage', async () => {
       const stream = await client.chat.completions.create({
         model: 'sonnet', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Hi' }],
