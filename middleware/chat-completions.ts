@@ -90,9 +90,10 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
 
 /**
  * Translate the upstream SSE stream record by record, writing each event's records in the tick the
- * event was parsed (one write for the events of one upstream chunk). Headers go out with the first record, so an upstream `error` event (or a lost
- * connection) before any output still becomes a real HTTP status in the chat error shape; after the
- * first byte it becomes a `data: {"error": ...}` record and the stream ends without `[DONE]`.
+ * event was parsed (one write for the events of one upstream chunk). Headers go out with the first
+ * record, so an upstream `error` event (or a lost connection) before any output still becomes a real
+ * HTTP status in the chat error shape; after the first byte it becomes a `data: {"error": ...}` record
+ * and the stream ends without `[DONE]`.
  */
 function streamReply(
   response: http.IncomingMessage,

@@ -7,10 +7,10 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage, type Usage } from '../lib/context';
-import { createDeltaReader, type DeltaRead } from './delta-characters';
 import type { SseEvent } from '../lib/sse';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
 import { toChatId } from './chat-response';
+import { createDeltaReader, type DeltaRead } from './delta-characters';
 import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
 import { convertUsageToChat, mergeNativeUsage } from './usage';
@@ -207,12 +207,11 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (!handler) return []; // ping, content_block_stop, and event types added later
       if (readDelta && name === 'content_block_delta') {
         const found = readDelta(event.data);
-        if (found.kind === 'in-place') {
-          const records = inPlaceDelta(event.data, found);
-          if (records) return records;
-        }
-        if (found.kind === 'parsed') return handler(found.event);
         if (found.kind === 'unreadable') return broken(`the upstream sent an unreadable ${name} event`);
+        if (found.kind === 'parsed') return handler(found.event);
+        const records = inPlaceDelta(event.data, found);
+        if (records) return records;
+        // A case only the parsed event can tell: parsed below.
       }
       let data: unknown;
       try {
