@@ -84,6 +84,39 @@ export function openSseReply(res: Response, ctx: RequestContext): void {
 }
 
 /**
+ * A streamed reply's output, written once per upstream chunk: what the events of one chunk produce is
+ * gathered, then written in one `res.write` when the chunk has been parsed (in the same tick: pass
+ * `flush` as `onChunkParsed` of {@link followUpstreamStream}), instead of one write (one HTTP chunk)
+ * per event. Nothing is written once the response has ended or was destroyed.
+ */
+export interface StreamWriter {
+  /** Gather `text` (SSE records) with the rest of the current upstream chunk's output. */
+  add(text: string): void;
+  /** Write what was gathered, in one write. */
+  flush(): void;
+  /** Write what was gathered and end the reply. */
+  end(): void;
+}
+
+export function createStreamWriter(res: Response): StreamWriter {
+  let pending = '';
+  const writable = () => !res.writableEnded && !res.destroyed;
+  return {
+    add(text) {
+      pending += text;
+    },
+    flush() {
+      if (pending !== '' && writable()) res.write(pending);
+      pending = '';
+    },
+    end() {
+      if (writable()) res.end(pending);
+      pending = '';
+    },
+  };
+}
+
+/**
  * The body of an upstream error reply (at most 1 MiB), with every upstream credential replaced by
  * `[redacted]`: an upstream may quote the gateway's own key back, and it must never reach a client.
  */
@@ -95,8 +128,8 @@ export interface UpstreamStreamHandlers {
   /** One parsed SSE event, in the tick it was parsed. */
   onEvent(event: SseEvent): void;
   /**
-   * The events of one upstream chunk have all been reported, in the same tick: a route that gathers
-   * its output event by event writes it here, in one write per upstream chunk rather than per event.
+   * The events of one upstream chunk have all been reported, in the same tick: where a route that
+   * gathers its output event by event writes it ({@link StreamWriter}'s `flush`).
    */
   onChunkParsed?(): void;
   /** The upstream ended its reply normally. */

@@ -14,7 +14,7 @@ import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-request';
 import { convertNativeResponse } from '../translators/chat-response';
 import { createChatStreamTransform, isSerializedChunk, type ChatStreamRecord } from '../translators/chat-stream';
@@ -113,9 +113,7 @@ function streamReply(
   ctx.usage = transform.usage;
 
   let streamedCharacters = 0;
-  // The records of the events of one upstream chunk, written together once the chunk is parsed (in
-  // the same tick), or with the end of the reply.
-  let pending = '';
+  const out = createStreamWriter(res);
   const write = (records: ChatStreamRecord[]) => {
     if (records.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent && transform.error && records.length === 1) {
@@ -125,7 +123,7 @@ function streamReply(
     }
     openSseReply(res, ctx);
     for (const record of records) {
-      pending += formatSse(isSerializedChunk(record) ? record.json : record);
+      out.add(formatSse(isSerializedChunk(record) ? record.json : record));
       streamedCharacters += countStreamedCharacters(record);
     }
     // Until message_delta brings the final count, usage is at least what the client has received,
@@ -133,15 +131,7 @@ function streamReply(
     if (transform.stopReason === null) {
       transform.usage.output_tokens = Math.max(transform.usage.output_tokens, Math.ceil(streamedCharacters / 4));
     }
-    if (transform.closed) {
-      res.end(pending);
-      pending = '';
-    }
-  };
-  const flush = () => {
-    if (pending === '') return;
-    if (!res.writableEnded && !res.destroyed) res.write(pending);
-    pending = '';
+    if (transform.closed) out.end();
   };
 
   followUpstreamStream(response, {
@@ -149,7 +139,7 @@ function streamReply(
       write(transform.push(event));
       ctx.stopReason = transform.stopReason;
     },
-    onChunkParsed: flush,
+    onChunkParsed: out.flush,
     onEnd: () => write(transform.end()),
     onLost: (message) => write(transform.fail(message)),
   });

@@ -14,7 +14,7 @@ import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
 import { sendJson } from '../lib/json-reply';
@@ -74,8 +74,9 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
 
 
 /**
- * Pass SSE records through as they are parsed. A record is re-serialised only when it must change
- * (model renamed, usage the client did not ask for); otherwise its data text is written unchanged.
+ * Pass SSE records through as they are parsed (one write for the records of one upstream chunk). A
+ * record is re-serialised only when it must change (model renamed, usage the client did not ask
+ * for); otherwise its data text is written unchanged.
  */
 function streamReply(
   response: http.IncomingMessage,
@@ -84,16 +85,17 @@ function streamReply(
   options: { rename: ModelRename | null; stripUsage: boolean },
 ): void {
   let finished = false;
+  const out = createStreamWriter(res);
   const write = (text: string) => {
     if (res.writableEnded || res.destroyed) return;
     openSseReply(res, ctx);
-    res.write(text);
+    out.add(text);
   };
   const fail = (message: string) => {
     if (finished) return;
     finished = true;
     write(formatSse({ error: { message, type: 'server_error', param: null, code: 'upstream_error' } }));
-    res.end();
+    out.end();
   };
 
   followUpstreamStream(response, {
@@ -102,7 +104,7 @@ function streamReply(
       if (event.data === '[DONE]') {
         finished = true;
         write(formatSse('[DONE]'));
-        res.end();
+        out.end();
         return;
       }
       const chunk = tryParseJson(event.data) as Record<string, any> | undefined;
@@ -123,9 +125,10 @@ function streamReply(
       write(formatSse(changed ? chunk : event.data));
       if (chunk.error) {
         finished = true;
-        res.end();
+        out.end();
       }
     },
+    onChunkParsed: out.flush,
     onEnd: () => fail('the upstream stream ended without [DONE]'),
     onLost: fail,
   });

@@ -12,7 +12,7 @@ import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
@@ -68,12 +68,14 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
 }
 
 /**
- * Translate the upstream chunks event by event. Headers go out with the first event, so an upstream
- * error record before any output still becomes a real HTTP status.
+ * Translate the upstream chunks event by event (one write for the events of one upstream chunk).
+ * Headers go out with the first event, so an upstream error record before any output still becomes a
+ * real HTTP status.
  */
 function streamReply(response: http.IncomingMessage, res: Response, ctx: RequestContext): void {
   const transform = createReverseStreamTransform({ model: ctx.model!.id });
   ctx.usage = transform.usage;
+  const out = createStreamWriter(res);
 
   const write = (events: NativeStreamEvent[]) => {
     ctx.stopReason = transform.stopReason;
@@ -85,10 +87,8 @@ function streamReply(response: http.IncomingMessage, res: Response, ctx: Request
       return;
     }
     openSseReply(res, ctx);
-    let out = '';
-    for (const event of events) out += formatSse(event.data, event.event);
-    res.write(out);
-    if (transform.closed) res.end();
+    for (const event of events) out.add(formatSse(event.data, event.event));
+    if (transform.closed) out.end();
   };
 
   followUpstreamStream(response, {
@@ -97,6 +97,7 @@ function streamReply(response: http.IncomingMessage, res: Response, ctx: Request
       const chunk = tryParseJson(event.data) as UpstreamChatChunk | undefined;
       write(chunk && typeof chunk === 'object' ? transform.push(chunk) : transform.fail('the upstream sent a record that is not JSON'));
     },
+    onChunkParsed: out.flush,
     onEnd: () => write(transform.end()),
     onLost: (message) => write(transform.fail(message)),
   });
