@@ -6,7 +6,7 @@
 /** The key every bench request carries (the bench gateway's one configured key). */
 export const BENCH_KEY = 'sk-cs4-bench-0000000000000001';
 
-export type ScenarioId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'chat-json' | 'chat-stream-tools';
+export type ScenarioId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'chat-json' | 'chat-stream-200' | 'chat-stream-tools';
 export type FloorId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'native-stream-tools';
 
 export interface BenchRequest {
@@ -49,6 +49,8 @@ export const SCENARIOS: Scenario[] = [
     request: nativeRequest({ max_tokens: 200, stream: true }) },
   { id: 'chat-json', title: 'chat-completions, non-streaming', stream: false, floor: 'native-json', completeMarker: '"chat.completion"',
     request: { path: '/v1/chat/completions', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', messages: MESSAGES, max_tokens: 64 }) } },
+  { id: 'chat-stream-200', title: 'chat-completions, streaming, 200 deltas', stream: true, floor: 'native-stream-200', completeMarker: 'data: [DONE]',
+    request: { path: '/v1/chat/completions', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', messages: MESSAGES, max_tokens: 200, stream: true }) } },
   { id: 'chat-stream-tools', title: `chat-completions, streaming, tool-call deltas (${TOOL_DELTAS})`, stream: true, floor: 'native-stream-tools',
     completeMarker: 'data: [DONE]',
     request: {
