@@ -24,6 +24,31 @@ export function median(values: number[]): number {
   return percentile([...values].sort((a, b) => a - b), 50);
 }
 
+/**
+ * The rows in the order of repeat `rep` (from 0): as built (each forwarder run before what is compared
+ * with it), except that the gateways of each scenario take turns at going first. Identical builds
+ * measured one after the other differed by position: the one run right after another server (the
+ * design floor, the warm-up) was the slowest more often than not. Taking turns spreads that over all
+ * of them, and the median of the repeats leaves it out.
+ */
+export function rowsForRepeat<T extends { target: { kind: string }; scenario: string }>(rows: T[], rep: number): T[] {
+  const ordered: T[] = [];
+  let i = 0;
+  while (i < rows.length) {
+    if (rows[i].target.kind !== 'gateway') {
+      ordered.push(rows[i++]);
+      continue;
+    }
+    let j = i;
+    while (j < rows.length && rows[j].target.kind === 'gateway' && rows[j].scenario === rows[i].scenario) j++;
+    const turn = rows.slice(i, j);
+    const shift = rep % turn.length;
+    ordered.push(...turn.slice(shift), ...turn.slice(0, shift));
+    i = j;
+  }
+  return ordered;
+}
+
 export interface LoadResult {
   /** Completed 2xx responses. */
   requests: number;

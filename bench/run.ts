@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
-import { checkComplete, median, openStreams, probe, runLoad, type LoadResult, type ProbeResult } from './measure';
+import { checkComplete, median, openStreams, probe, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
 import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatTextTable, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 
@@ -287,7 +287,7 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
   for (let rep = 0; rep < options.reps; rep++) {
     log(`repeat ${rep + 1}/${options.reps}`);
     const floorOfRep = new Map<FloorId, LoadResult>();
-    for (const row of rows) {
+    for (const row of rowsForRepeat(rows, rep)) {
       const result = (await measure(row, options, options.durationSec)) as LoadResult & { cpu: number; loopMax: number };
       row.runs.push(result);
       row.cpuPerRequest.push(result.cpu);
@@ -396,7 +396,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   }
 
   const notes = [
-    `Columns: req/s and latencies are medians over ${options.reps} interleaved repeat(s) of ${options.durationSec} s at ${options.connections} connections` +
+    `Columns: req/s and latencies are medians over ${options.reps} interleaved repeat(s) of ${options.durationSec} s at ${options.connections} connections (the gateways of a scenario taking turns at going first)` +
       `${options.delayMs ? ` (upstream delay ${options.delayMs} ms)` : ''}; "x forwarder" and "+p50" compare with the forwarder run of the same repeat, for the same upstream reply;` +
       ` CPU is the server process's user+system time per request; "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;` +
       ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart); "event lag max" the median and longest time a stamped delta took from the upstream's write to the client.`,
