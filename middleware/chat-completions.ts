@@ -10,6 +10,7 @@ import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
+import { sendJson } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
@@ -22,7 +23,6 @@ import type { ChatCompletionRequest } from '../translators/chat-types';
 import { mapNativeErrorToChat } from '../translators/errors';
 import type { NativeMessage } from '../translators/native-types';
 import { mergeNativeUsage } from '../translators/usage';
-import { sendJson } from '../lib/json-reply';
 
 export interface ChatCompletionsOptions {
   upstream: UpstreamClient;

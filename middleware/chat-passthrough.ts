@@ -11,13 +11,13 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
+import { sendJson } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
-import { sendJson } from '../lib/json-reply';
 
 export interface ChatPassthroughOptions {
   /** Client of a chat-completions upstream (bearer credential). */

@@ -7,9 +7,9 @@
 import type { ErrorRequestHandler } from 'express';
 import { getContext } from '../lib/context';
 import { errors, formatChatError, formatNativeError, GatewayError } from '../lib/errors';
+import { sendJson } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
 import { mapBodyParserError } from './json-body';
-import { sendJson } from '../lib/json-reply';
 
 export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: number }): ErrorRequestHandler {
   return (err, _req, res, _next) => {

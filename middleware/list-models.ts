@@ -9,8 +9,8 @@ import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { getContext } from '../lib/context';
 import { DEFAULT_KEY_GROUP } from '../lib/key-groups';
-import { isModelAllowed } from './model-whitelist';
 import { sendJson } from '../lib/json-reply';
+import { isModelAllowed } from './model-whitelist';
 
 /** Catalogue publication time reported for every model (the listing has no per-model dates). */
 const PUBLISHED_AT = '2026-01-01T00:00:00Z';

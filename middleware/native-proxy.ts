@@ -19,8 +19,8 @@ import { readBody, tryParseJson } from '../lib/read-body';
 import { createSseDecoder, formatSse } from '../lib/sse';
 import { watchIdle, type UpstreamClient, type UpstreamCredential } from '../lib/upstream';
 import { modelRenameOf, type ModelRename } from '../lib/upstream-exchange';
-import { mergeNativeUsage } from '../translators/usage';
 import { createDeltaCharacterCounter } from '../translators/delta-characters';
+import { mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
   upstream: UpstreamClient;

@@ -9,6 +9,7 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
+import { sendJson } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
@@ -18,7 +19,6 @@ import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
 import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/reverse-response';
 import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/reverse-stream';
-import { sendJson } from '../lib/json-reply';
 
 export interface ReverseMessagesOptions {
   /** Client of a chat-completions upstream. */
