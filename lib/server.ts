@@ -121,7 +121,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
  */
 export function startServerGateway(
   config: GatewayConfig,
-  options: { logger?: Logger; loadConfig?: () => GatewayConfig; host?: string } = {},
+  options: Pick<StartOptions, 'logger' | 'loadConfig' | 'host'> = {},
 ): Promise<RunningGateway> {
   return startGateway({ config, ...options, stateFile: config.stateFile, requestScope: false });
 }

@@ -39,7 +39,7 @@ export interface StoreGuardOptions {
  * line (`store unreachable`, the operation and the cause) is written by the error handler, with the
  * request id.
  */
-export function storeUnavailable(operation = 'store', cause = 'unknown'): GatewayError {
+export function storeUnavailable(operation: string, cause: string): GatewayError {
   return new GatewayError(503, 'api_error', 'the gateway cannot reach its usage store; try again shortly', {
     chatCode: 'service_unavailable', headers: { 'retry-after': '1' },
     log: { message: 'store unreachable', operation, error: cause },
