@@ -36,15 +36,16 @@ export function benchConfigObject(upstreamUrl: string): Record<string, unknown> 
 async function main(): Promise<void> {
   const [upstreamUrl, storeKind = 'memory'] = process.argv.slice(2);
   if (!upstreamUrl) throw new Error('usage: gateway.js <upstream-url> <memory|redis>');
+  // The memory store's state file is this process's own, so runs never share usage.
+  const stateFile = path.join(os.tmpdir(), `bench-gateway-${process.pid}.json`);
   const config = parseConfig(benchConfigObject(upstreamUrl), {
     PORT: '0',
     REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' : undefined,
     REDIS_PREFIX: process.env.BENCH_KEY_PREFIX,
+    GATEWAY_STATE_FILE: stateFile,
   });
-  // Started as `npm start` starts it (lib/server.ts), so the figures are those of a deployment; the
-  // memory store's state file is this process's own, so runs never share usage.
-  const stateFile = path.join(os.tmpdir(), `bench-gateway-${process.pid}.json`);
-  const gateway = await startServerGateway({ ...config, stateFile }, { host: '127.0.0.1' });
+  // Started as `npm start` starts it (lib/server.ts), so the figures are those of a deployment.
+  const gateway = await startServerGateway(config, { host: '127.0.0.1' });
   const port = Number(new URL(gateway.url).port);
   serveChild(port, {
     info: () => ({ store: gateway.store.kind }),
