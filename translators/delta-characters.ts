@@ -109,14 +109,28 @@ export function createDeltaReader(options: DeltaReaderOptions = {}): (data: stri
       // right after its own key (so it is the value read above, written as JSON.stringify writes it).
       const literal = JSON.stringify((delta as Record<string, string>)[field]);
       const at = data.indexOf(literal);
-      if (at !== -1 && data.indexOf(literal, at + 1) === -1 && KEY_BEFORE[field].test(data.slice(0, at))) {
-        prefix = data.slice(0, at);
-        suffix = data.slice(at + literal.length);
+      const before = at !== -1 && data.indexOf(literal, at + 1) === -1 ? detached(data.slice(0, at)) : null;
+      if (before !== null && KEY_BEFORE[field].test(before)) {
+        prefix = before;
+        suffix = detached(data.slice(at + literal.length));
         frame = { index: parsed!.index, deltaType: (delta as { type?: unknown }).type, field };
       }
     }
     return { kind: 'parsed', event: parsed };
   };
+}
+
+/**
+ * A copy of `text` that shares no memory with the string it was cut from. V8 makes a slice of a long
+ * string a view into that string, so a frame kept as slices of one event's `data` kept the whole
+ * decoded upstream chunk that data was cut from alive, for as long as the reader lived. In the bench,
+ * where the upstream sends a reply in one burst, that was every 200-delta chat stream's whole reply
+ * (about 28 KB): each outlived two young-generation collections and was copied to the old generation,
+ * against about 4 KB per request with copies (bench/RESULTS.md, phase 6). The key test runs on the
+ * copy too: a regular expression keeps its last subject until it next runs. Once per learned frame.
+ */
+function detached(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string;
 }
 
 /**

@@ -1,3 +1,5 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { createDeltaCharacterCounter, createDeltaReader, deltaText } from '../../../translators/delta-characters';
@@ -139,5 +141,26 @@ describe('delta character counter (native content_block_delta text, read in plac
       );
       expect(inPlace, 'deltas found in place').to.be.greaterThan(500);
     });
+  });
+
+  it('keeps nothing of the upstream chunk its frame was learned from alive', () => {
+    // An event's data is a slice of the decoded upstream chunk, and V8 makes a slice a view into its
+    // string: a frame kept as slices kept the whole chunk alive for as long as the reader lived.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const heapUsed = () => {
+      gc();
+      return v8.getHeapStatistics().used_heap_size;
+    };
+    const read = createDeltaReader({ canonical: true });
+    const before = heapUsed();
+    (() => {
+      const event = textDelta('Hello');
+      const chunk = Buffer.from(`${event}\n${'x'.repeat(8 * 1024 * 1024)}`).toString();
+      expect(read(chunk.slice(0, event.length)).kind).to.equal('parsed');
+    })();
+    const kept = heapUsed() - before;
+    expect(read(textDelta(' world')).kind, 'the frame was learned').to.equal('in-place');
+    expect(kept, 'bytes kept after the 8 MB chunk was dropped').to.be.below(1024 * 1024);
   });
 });
