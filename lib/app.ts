@@ -27,6 +27,7 @@ import { createSettlement } from './settlement';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import type { UpstreamClient } from './upstream';
+import { ADMIN_API_PATH, DASHBOARD_PATH, PUBLIC_ROUTES } from './routes';
 import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
 import { createAuth, type AuthHeaders } from '../middleware/auth';
 import { createChatCompletions } from '../middleware/chat-completions';
@@ -77,16 +78,7 @@ export interface AppDependencies {
   requestScope?: boolean;
 }
 
-/** The routes of the public API, as `METHOD /path` (the path check suggests them). */
-export const PUBLIC_ROUTES = [
-  'POST /v1/messages',
-  'POST /v1/messages/count_tokens',
-  'POST /v1/chat/completions',
-  'GET /v1/models',
-  'GET /healthz',
-  'GET /health',
-  'GET /metrics',
-];
+export { PUBLIC_ROUTES } from './routes';
 
 /**
  * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
@@ -206,12 +198,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), named('upstreamChat', chatHandler));
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   if (config.adminToken) {
-    router.use('/admin/v1', createAdminRouter({
+    router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,
       aliases: () => source.config.aliases,
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
     }));
-    router.use('/dashboard', createDashboard());
+    router.use(DASHBOARD_PATH, createDashboard());
     logger.info({ message: 'admin API on at /admin/v1 and dashboard at /dashboard (bearer ADMIN_TOKEN)' });
   } else {
     logger.info({ message: 'admin API and dashboard are off: set ADMIN_TOKEN to enable /admin/v1 and /dashboard' });

@@ -12,7 +12,9 @@
  *   credits_total{model}                                   credits of the usage at the model's prices
  *   refusals_total{reason}                                 rate-limit and credit-cap refusals (by error code)
  *   open_streams                                           SSE replies in progress
- * plus prom-client's default process metrics.
+ * plus prom-client's default process metrics. `route` is the route as the route table names it
+ * (`routeLabel` in lib/routes.ts: `POST /v1/messages`, `GET /admin/v1`, `unmatched`), never the path a
+ * client sent, so what clients send cannot add series.
  */
 import crypto from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
@@ -20,6 +22,7 @@ import client from 'prom-client';
 import { priceUsage } from './catalogue';
 import { getContext, type RequestContext } from './context';
 import { errors } from './errors';
+import { routeLabel } from './routes';
 
 /** Error codes (chat `error.code`) that count as rate-limit or credit-cap refusals. */
 export const REFUSAL_CODES: Readonly<Record<string, string>> = {
@@ -56,11 +59,12 @@ export function createMetrics(options: { collectDefault?: boolean } = {}): Gatew
   function recordRequest(ctx: RequestContext, res: Response): void {
     const model = ctx.model?.id ?? '';
     const status = String(res.statusCode);
-    requests.inc({ route: ctx.route, status, model });
-    duration.observe({ route: ctx.route, model }, Number(process.hrtime.bigint() - ctx.startedAt) / 1e9);
-    if (ctx.firstByteMs !== undefined) firstByte.observe({ route: ctx.route, model }, ctx.firstByteMs / 1000);
+    const route = routeLabel(ctx.route);
+    requests.inc({ route, status, model });
+    duration.observe({ route, model }, Number(process.hrtime.bigint() - ctx.startedAt) / 1e9);
+    if (ctx.firstByteMs !== undefined) firstByte.observe({ route, model }, ctx.firstByteMs / 1000);
     const reason = upstreamErrorReason(ctx, res.statusCode);
-    if (reason) upstreamErrors.inc({ route: ctx.route, model, reason });
+    if (reason) upstreamErrors.inc({ route, model, reason });
     const refusal = ctx.errorCode === undefined ? undefined : REFUSAL_CODES[ctx.errorCode];
     if (refusal) refusals.inc({ reason: refusal });
     if (ctx.usage && ctx.model) {

@@ -49,6 +49,27 @@ describe('observability', () => {
     expect(text).to.contain('gateway_process_cpu_user_seconds_total');
   });
 
+  it('labels series by the route table, so the paths clients send add no series', async () => {
+    gw = await startLibraryGateway(upstream.url);
+    for (let i = 0; i < 20; i++) expect((await fetch(`${gw.url}/scan/${i}/wp-login.php?x=${i}`)).status).to.equal(404);
+    expect((await fetch(`${gw.url}/v1/messages`, { method: 'PUT' })).status).to.equal(404);
+    // The router matches paths in any case and with a trailing slash: the same route, the same series.
+    const variant = await fetch(`${gw.url}/V1/Messages/`, {
+      method: 'POST', headers: nativeHeaders, body: JSON.stringify({ model: 'sonnet', max_tokens: 9, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect(variant.status).to.equal(200);
+    expect((await post(gw.url, { model: 'sonnet', max_tokens: 9, messages: [{ role: 'user', content: 'x' }] })).status).to.equal(200);
+    await eventually(() => gw!.logLines.filter((l) => l.message === 'request').length === 23);
+    // The log line keeps the path as sent.
+    expect(gw.logLines.filter((l) => l.message === 'request').map((l) => l.route)).to.include('GET /scan/7/wp-login.php');
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    const routes = new Set([...text.matchAll(/^gateway_requests_total\{route="([^"]*)"/gm)].map((m) => m[1]));
+    expect([...routes].sort()).to.deep.equal(['POST /v1/messages', 'PUT /v1/messages', 'unmatched']);
+    expect(sample(text, 'gateway_requests_total{route="unmatched",status="404",model=""}')).to.equal(20);
+    expect(sample(text, 'gateway_requests_total{route="POST /v1/messages",status="200",model="model-sonnet-4.6"}')).to.equal(2);
+    expect(text).not.to.contain('wp-login');
+  });
+
   it('counts unreachable upstreams and rate-limit / credit-cap refusals', async () => {
     gw = await startLibraryGateway('http://127.0.0.1:9', {
       hooks: {

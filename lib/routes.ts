@@ -1,0 +1,49 @@
+/**
+ * The gateway's route table as names: the public routes, where the admin API and dashboard are
+ * mounted, and the bounded route label the metrics use.
+ */
+
+/** The routes of the public API, as `METHOD /path` (the path check suggests them). */
+export const PUBLIC_ROUTES = [
+  'POST /v1/messages',
+  'POST /v1/messages/count_tokens',
+  'POST /v1/chat/completions',
+  'GET /v1/models',
+  'GET /healthz',
+  'GET /health',
+  'GET /metrics',
+];
+
+/** Where the admin API is mounted (when ADMIN_TOKEN is set). */
+export const ADMIN_API_PATH = '/admin/v1';
+
+/** Where the dashboard is mounted (when ADMIN_TOKEN is set). */
+export const DASHBOARD_PATH = '/dashboard';
+
+/** The label of every request whose path is none of the gateway's routes. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+const publicPaths = new Set(PUBLIC_ROUTES.map((route) => route.slice(route.indexOf(' ') + 1)));
+const publicRoutes = new Set(PUBLIC_ROUTES);
+
+/**
+ * The route label of a request's metrics series, from its `METHOD /path` (the request context's
+ * `route`, whose path is the one the client sent). A label is a series for as long as the process
+ * lives, so the label set must not grow with what clients send:
+ * - a public route's path, matched as the router matches it (any case, one trailing slash ignored):
+ *   `METHOD /v1/messages`, with the method as sent (a wrong method is a 404 on a known path);
+ * - anything under the admin API or the dashboard: `METHOD /admin/v1` or `METHOD /dashboard`;
+ * - any other path: `unmatched` (its 404s are counted together; the log line keeps the path).
+ * Methods are bounded already: Node's HTTP parser accepts only the methods it knows.
+ */
+export function routeLabel(route: string): string {
+  if (publicRoutes.has(route)) return route;
+  const space = route.indexOf(' ');
+  const method = route.slice(0, space);
+  const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
+  if (publicPaths.has(path)) return `${method} ${path}`;
+  for (const mount of [ADMIN_API_PATH, DASHBOARD_PATH]) {
+    if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
+  }
+  return UNMATCHED_ROUTE;
+}
