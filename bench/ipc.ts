@@ -136,18 +136,25 @@ export interface StartChildOptions {
   stdout?: number | 'ignore';
   /** Node flags, e.g. `--cpu-prof`. `--expose-gc` is always added. */
   execArgv?: string[];
+  /** A command that runs node, e.g. `['valgrind', '--tool=callgrind']`: the child is `wrapper node flags script`. */
+  wrapper?: string[];
+  /** How long the child may take to report ready, ms. Default 20,000. */
+  readyTimeoutMs?: number;
 }
 
 /**
  * Fork `script` (a compiled bench child) with `args`, and resolve once it reports `ready`.
- * @throws Error when the child exits or fails to report ready within 20 s
+ * @throws Error when the child exits or fails to report ready in time (20 s unless `readyTimeoutMs`)
  */
 export function startChild(name: string, script: string, args: string[], options: StartChildOptions = {}): Promise<BenchChild> {
+  const nodeArgs = ['--expose-gc', ...(options.execArgv ?? [])];
+  const [wrapper, ...wrapperArgs] = options.wrapper ?? [];
   const child: ChildProcess = fork(script, args, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', options.stdout ?? 'ignore', 'inherit', 'ipc'],
-    execArgv: ['--expose-gc', ...(options.execArgv ?? [])],
+    ...(wrapper === undefined ? { execArgv: nodeArgs } : { execPath: wrapper, execArgv: [...wrapperArgs, process.execPath, ...nodeArgs] }),
   });
+  const readyTimeoutMs = options.readyTimeoutMs ?? 20_000;
   let nextId = 1;
   const pending = new Map<number, { resolve(value: unknown): void; reject(err: Error): void }>();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -159,8 +166,8 @@ export function startChild(name: string, script: string, args: string[], options
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${name} did not start within 20 s`));
-    }, 20_000);
+      reject(new Error(`${name} did not start within ${readyTimeoutMs / 1000} s`));
+    }, readyTimeoutMs);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       reject(new Error(`${name} exited before it was ready (${code ?? signal})`));

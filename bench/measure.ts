@@ -63,10 +63,10 @@ export interface LoadResult {
 
 /**
  * Drive `baseUrl` with autocannon: `connections` keep-alive connections, each sending the next request
- * as soon as the previous reply ended, for `durationSec`. Latencies are taken from autocannon's
- * per-response event (its own histogram rounds to whole ms).
+ * as soon as the previous reply ended, for `durationSec`, or until `amount` requests were sent when it
+ * is given. Latencies are taken from autocannon's per-response event (its own histogram rounds to whole ms).
  */
-export function runLoad(baseUrl: string, request: BenchRequest, connections: number, durationSec: number): Promise<LoadResult> {
+export function runLoad(baseUrl: string, request: BenchRequest, connections: number, durationSec: number, amount?: number): Promise<LoadResult> {
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -76,7 +76,7 @@ export function runLoad(baseUrl: string, request: BenchRequest, connections: num
         headers: request.headers,
         body: request.body,
         connections,
-        duration: durationSec,
+        ...(amount === undefined ? { duration: durationSec } : { amount }),
         timeout: 10,
       },
       (err, result) => {
