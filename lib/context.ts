@@ -24,7 +24,10 @@ export interface RequestContext {
   readonly requestId: string;
   /** Wire format of the route; decides error shapes. */
   format: RouteFormat;
-  /** Route label for logs and metrics, e.g. `POST /v1/messages`. */
+  /**
+   * `METHOD /path` with the path as the client sent it, e.g. `POST /v1/messages`: the log line's route.
+   * The metrics label it through `routeLabel` (lib/routes.ts), so unknown paths add no series.
+   */
   route: string;
   /** `process.hrtime.bigint()` when the request arrived. */
   readonly startedAt: bigint;

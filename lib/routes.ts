@@ -21,10 +21,12 @@ export const ADMIN_API_PATH = '/admin/v1';
 export const DASHBOARD_PATH = '/dashboard';
 
 /** The label of every request whose path is none of the gateway's routes. */
-export const UNMATCHED_ROUTE = 'unmatched';
+const UNMATCHED_ROUTE = 'unmatched';
 
 const publicPaths = new Set(PUBLIC_ROUTES.map((route) => route.slice(route.indexOf(' ') + 1)));
 const publicRoutes = new Set(PUBLIC_ROUTES);
+/** Mount points labelled as one route each, whatever lies under them. */
+const MOUNTS = [ADMIN_API_PATH, DASHBOARD_PATH];
 
 /**
  * The route label of a request's metrics series, from its `METHOD /path` (the request context's
@@ -42,7 +44,7 @@ export function routeLabel(route: string): string {
   const method = route.slice(0, space);
   const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
   if (publicPaths.has(path)) return `${method} ${path}`;
-  for (const mount of [ADMIN_API_PATH, DASHBOARD_PATH]) {
+  for (const mount of MOUNTS) {
     if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
   }
   return UNMATCHED_ROUTE;
