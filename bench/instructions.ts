@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { startChild, type BenchChild } from './ipc';
-import { checkComplete, median, runLoad } from './measure';
+import { checkComplete, median, runRequests } from './measure';
 import { fixed, formatTextTable } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type ScenarioId } from './scenarios';
 
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
 
   const failures: string[] = [];
   const load = async (t: Target, amount: number) => {
-    const result = await runLoad(t.child!.url, t.request, connections, 0, amount);
+    const result = await runRequests(t.child!.url, t.request, connections, amount);
     const failed = result.non2xx + result.errors + result.timeouts;
     if (failed > 0) failures.push(`${t.label}: ${failed} of ${amount} requests failed`);
   };
@@ -192,6 +192,7 @@ async function main(): Promise<void> {
     t.withoutCompilers.map((n) => fixed(n / 1000, 1)).join(' '),
   ]);
   process.stdout.write(`\n${scenario.title}, ${requests} requests x ${reps} repeats at ${connections} connections, after ${warmup} to warm up\n`);
+  process.stdout.write('kIr/req: thousands of user-space instructions per request (median of the repeats); x forwarder: the forwarder\'s figure without compilers over the server\'s\n');
   process.stdout.write(`${formatTextTable([['server', 'kIr/req', 'kIr/req without compilers', 'x forwarder', 'repeats (without compilers)'], ...rows])}\n`);
   if (failures.length > 0) {
     process.stderr.write(`failed requests:\n${failures.join('\n')}\n`);

@@ -63,10 +63,19 @@ export interface LoadResult {
 
 /**
  * Drive `baseUrl` with autocannon: `connections` keep-alive connections, each sending the next request
- * as soon as the previous reply ended, for `durationSec`, or until `amount` requests were sent when it
- * is given. Latencies are taken from autocannon's per-response event (its own histogram rounds to whole ms).
+ * as soon as the previous reply ended, for `durationSec`. Latencies are taken from autocannon's
+ * per-response event (its own histogram rounds to whole ms).
  */
-export function runLoad(baseUrl: string, request: BenchRequest, connections: number, durationSec: number, amount?: number): Promise<LoadResult> {
+export function runLoad(baseUrl: string, request: BenchRequest, connections: number, durationSec: number): Promise<LoadResult> {
+  return drive(baseUrl, request, connections, { duration: durationSec });
+}
+
+/** As {@link runLoad}, until `amount` requests were sent (the instruction count's runs). */
+export function runRequests(baseUrl: string, request: BenchRequest, connections: number, amount: number): Promise<LoadResult> {
+  return drive(baseUrl, request, connections, { amount });
+}
+
+function drive(baseUrl: string, request: BenchRequest, connections: number, until: { duration: number } | { amount: number }): Promise<LoadResult> {
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -76,7 +85,7 @@ export function runLoad(baseUrl: string, request: BenchRequest, connections: num
         headers: request.headers,
         body: request.body,
         connections,
-        ...(amount === undefined ? { duration: durationSec } : { amount }),
+        ...until,
         timeout: 10,
       },
       (err, result) => {
@@ -85,7 +94,7 @@ export function runLoad(baseUrl: string, request: BenchRequest, connections: num
         const ok = result['2xx'];
         resolve({
           requests: ok,
-          rps: ok / (result.duration || durationSec),
+          rps: ok / (result.duration || ('duration' in until ? until.duration : 1)),
           p50: percentile(sorted, 50),
           p99: percentile(sorted, 99),
           non2xx: result.non2xx,
