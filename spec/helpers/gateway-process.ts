@@ -30,14 +30,22 @@ export function writeTempConfig(config: Record<string, unknown>): string {
 /**
  * Start `dist/lib/server.js` on an ephemeral port; resolves once it logs that it is listening.
  * `nodeOptions`: flags for node before the script (e.g. `--require` of a probe). Default none.
+ * Unless `env` names a GATEWAY_STATE_FILE, the memory store's state goes to a file of this process's
+ * own in a temporary directory (removed when it stops), never to the default `.gateway-usage.json` in
+ * the working directory: that is the developer's own, and the test keys saved in it would keep
+ * `npm start` from issuing a development key.
  */
 export function startGatewayProcess(env: Record<string, string>, nodeOptions: string[] = []): Promise<GatewayProcess> {
+  const stateDir = env.GATEWAY_STATE_FILE === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), 'gw-state-')) : undefined;
   const child = spawn(process.execPath, [...nodeOptions, SERVER], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...(stateDir ? { GATEWAY_STATE_FILE: path.join(stateDir, 'state.json') } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+    if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+    resolve(code);
+  }));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway process did not start:\n${output}`)), 15_000);
     const onData = (chunk: Buffer) => {

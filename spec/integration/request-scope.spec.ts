@@ -4,6 +4,7 @@
  * either way. See `needsRequestScope` in lib/gateway.ts.
  */
 import http from 'node:http';
+import os from 'node:os';
 import { expect } from 'chai';
 import { buildGateway, needsRequestScope, parseConfig, requestScope, type BuildOptions, type Gateway } from '../../lib';
 import { MemoryStore } from '../../lib/store';
@@ -109,6 +110,9 @@ describe('request scope of log lines', () => {
       const output = await serveOneRequest(testConfigObject(upstream.url), { REDIS_URL: '' });
       expect(output).to.match(/"message":"request"[^\n]*"request_id":"req_/);
       expect(output).to.not.contain(SCOPE_ENTERED);
+      // Its state went to a file of its own (spec/helpers/gateway-process.ts), not to the working tree's.
+      const saved = /"message":"in-memory store state saved","file":"([^"]+)"/.exec(output);
+      expect(saved?.[1]).to.match(new RegExp(`^${os.tmpdir()}/gw-state-`));
     });
 
     it('handles requests outside the scope on Redis, and inside it when the store fails open', async () => {
