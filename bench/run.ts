@@ -21,9 +21,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
-import { checkComplete, median, openStreams, probe, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
+import { checkComplete, cpuBudgetMicros, median, openStreams, probe, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
 import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatTextTable, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 
@@ -109,6 +110,12 @@ interface Row {
   runs: LoadResult[];
   /** Server CPU (user + system) per completed request, µs, per repeat. */
   cpuPerRequest: number[];
+  /** The kernel's part of it (system time), µs, per repeat. */
+  kernelPerRequest: number[];
+  /** CPU time of the server's main thread (its event loop) per completed request, µs, per repeat. */
+  mainPerRequest: number[];
+  /** That time over the run's wall time: 1.00 when the event loop never waited for work, per repeat. */
+  mainBusy: number[];
   /** Longest event-loop stall of the server during the run, ms, per repeat. */
   loopMax: number[];
   /** rps / floor rps within the same repeat. */
@@ -146,17 +153,30 @@ function cpuMicros(stats: ProcessStats): number {
   return stats.cpuUserMicros + stats.cpuSystemMicros;
 }
 
+/** A load run with what the server spent on it: process CPU, kernel and main-thread µs per request, main thread busy share, longest loop stall (ms). */
+type MeasuredRun = LoadResult & { cpu: number; kernel: number; main: number; mainBusy: number; loopMax: number };
+
 /** One load run of `row`, with the server's CPU time and loop stall over it. */
-async function measure(row: Row, options: Options, seconds: number): Promise<LoadResult> {
+async function measure(row: Row, options: Options, seconds: number): Promise<MeasuredRun> {
   await row.target.child.call('resetLoop');
   const before = await row.target.child.stats();
+  const started = performance.now();
   const result = await runLoad(row.target.child.url, row.request, options.connections, seconds);
+  const wallMicros = (performance.now() - started) * 1000;
   const after = await row.target.child.stats();
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0 || result.requests === 0) {
     problems.push(`${row.target.label} ${row.scenario}: ${result.requests} ok, ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
   }
-  return Object.assign(result, { cpu: (cpuMicros(after) - cpuMicros(before)) / Math.max(1, result.requests), loopMax: after.loopDelayMaxMs });
+  const served = Math.max(1, result.requests);
+  const main = after.mainThreadCpuMicros - before.mainThreadCpuMicros;
+  return Object.assign(result, {
+    cpu: (cpuMicros(after) - cpuMicros(before)) / served,
+    kernel: (after.cpuSystemMicros - before.cpuSystemMicros) / served,
+    main: main / served,
+    mainBusy: main / wallMicros,
+    loopMax: after.loopDelayMaxMs,
+  });
 }
 
 function redisReachable(url: string): Promise<boolean> {
@@ -254,7 +274,7 @@ function buildRows(targets: Target[], options: Options): Row[] {
   const floorsUsed = new Set<FloorId>();
   const gatewayScenarios = SCENARIOS.filter((s) => !options.only || options.only.test(s.id));
   for (const scenario of gatewayScenarios) floorsUsed.add(scenario.floor);
-  const empty = () => ({ runs: [], cpuPerRequest: [], loopMax: [], ratios: [], addedP50: [] });
+  const empty = () => ({ runs: [], cpuPerRequest: [], kernelPerRequest: [], mainPerRequest: [], mainBusy: [], loopMax: [], ratios: [], addedP50: [] });
   // Order: each floor, then every gateway scenario compared with it, so comparisons are measured together.
   for (const floor of floorsUsed) {
     for (const target of targets.filter((t) => t.kind === 'forwarder')) {
@@ -288,9 +308,12 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
     log(`repeat ${rep + 1}/${options.reps}`);
     const floorOfRep = new Map<FloorId, LoadResult>();
     for (const row of rowsForRepeat(rows, rep)) {
-      const result = (await measure(row, options, options.durationSec)) as LoadResult & { cpu: number; loopMax: number };
+      const result = await measure(row, options, options.durationSec);
       row.runs.push(result);
       row.cpuPerRequest.push(result.cpu);
+      row.kernelPerRequest.push(result.kernel);
+      row.mainPerRequest.push(result.main);
+      row.mainBusy.push(result.mainBusy);
       row.loopMax.push(result.loopMax);
       if (row.target.kind === 'forwarder') floorOfRep.set(row.floor, result);
       const floor = floorOfRep.get(row.floor);
@@ -327,7 +350,7 @@ interface Report {
 }
 
 function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, number>, options: Options): Report {
-  const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
+  const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'kernel µs/req', 'main thread µs/req', 'main thread busy', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
   const table = [header];
   for (const row of rows) {
     const floor = row.target.kind === 'forwarder';
@@ -340,6 +363,9 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
       fixed(median(row.runs.map((r) => r.p99)), 2),
       floor ? '-' : fixed(median(row.addedP50), 2),
       fixed(median(row.cpuPerRequest), 0),
+      fixed(median(row.kernelPerRequest), 0),
+      fixed(median(row.mainPerRequest), 0),
+      fixed(median(row.mainBusy), 2),
       fixed(median(row.loopMax), 1),
       fixed(row.probe?.total, 2),
       row.request.body.includes('"stream":true') ? fixed(row.probe?.ttfb, 2) : '-',
@@ -368,6 +394,16 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   }
   const added = nativeJson ? median(nativeJson.addedP50) : undefined;
   check('native non-streaming (memory) p50 added <= 1 ms', added, (v) => v <= 1, `${fixed(added, 2)} ms`);
+  const forwarder = find(/^forwarder$/, 'native-json');
+  if (forwarder && nativeJson) {
+    // What the two native targets ask of a server whose one event loop limits it (see cpuBudgetMicros, ratioForAddedP50).
+    const forwarderRps = median(forwarder.runs.map((r) => r.rps));
+    const main = (row?: Row) => (row ? `${fixed(median(row.mainPerRequest), 0)} µs (busy ${fixed(median(row.mainBusy), 2)} of the time)` : '-');
+    targets.push(`note    CPU budget: 0.6 x the forwarder's ${fixed(forwarderRps, 0)} req/s leaves an event loop ${fixed(cpuBudgetMicros(forwarderRps, 0.6), 0)} µs of CPU per request; ` +
+      `the design floor's main thread used ${main(designFloor)}, the gateway's (memory) ${main(nativeJson)}`);
+    const forwarderP50 = median(forwarder.runs.map((r) => r.p50));
+    targets.push(`note    at ${options.connections} connections, latency goes as 1 / req/s: p50 added <= 1 ms needs about ${fixed(ratioForAddedP50(forwarderP50, 1), 2)} x the forwarder's req/s (its p50: ${fixed(forwarderP50, 2)} ms)`);
+  }
   const chatJson = find(/memory/, 'chat-json');
   check('chat-completions non-streaming (memory) >= 0.5 x forwarder', ratio(chatJson), (v) => v >= 0.5, `${fixed(ratio(chatJson), 2)} x`);
   for (const scenario of ['native-json', 'chat-json']) {
@@ -398,7 +434,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   const notes = [
     `Columns: req/s and latencies are medians over ${options.reps} interleaved repeat(s) of ${options.durationSec} s at ${options.connections} connections (the gateways of a scenario taking turns at going first)` +
       `${options.delayMs ? ` (upstream delay ${options.delayMs} ms)` : ''}; "x forwarder" and "+p50" compare with the forwarder run of the same repeat, for the same upstream reply;` +
-      ` CPU is the server process's user+system time per request; "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;` +
+      ` CPU is the server process's user+system time per request (all its threads), "kernel" the system part of it, "main thread" the CPU time of the thread that runs the event loop, per request and as a share of the run's wall time (1.00: the loop never waited for work); "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;` +
       ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart); "event lag max" the median and longest time a stamped delta took from the upstream's write to the client.`,
   ];
   const heldText = held.length > 0 ? [formatTextTable(heldTable), ''] : [];
