@@ -29,6 +29,19 @@ describe('MemoryStore', () => {
     expect(Object.keys(store as object)).not.to.include('settled');
   });
 
+  it('does the work of a request\'s call at once and answers at the end of the turn (as a Redis reply arrives)', async () => {
+    const store = new MemoryStore();
+    const answers: string[] = [];
+    // Two reservations asked in one turn against a cap of 10: the first hold is in place when the second is checked.
+    const first = store.reserveCredits('k1', '2025-06', 6, 10, 60_000).then((r) => answers.push(`first ${r.ok}`));
+    const second = store.reserveCredits('k1', '2025-06', 6, 10, 60_000).then((r) => answers.push(`second ${r.ok}`));
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(answers, 'microtasks alone bring no answer').to.deep.equal([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answers).to.deep.equal(['first true', 'second false']);
+    await Promise.all([first, second]);
+  });
+
   describe('state file (graceful restart of one instance)', () => {
     let dir: string;
     beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-state-'))));
