@@ -1,5 +1,6 @@
 /** Sending a JSON reply: the one way the gateway's routes (and its simulated upstream) answer with a JSON body. */
 import type http from 'node:http';
+import { endOfTurn } from './turn';
 
 /**
  * Send `body` as the whole reply: status `status`, `content-type: application/json; charset=utf-8`
@@ -16,4 +17,16 @@ export function sendJson(res: http.ServerResponse, status: number, body: unknown
   const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
   res.end(bytes);
+}
+
+/**
+ * `sendJson` at the end of the event loop's turn (`endOfTurn`, lib/turn.ts): how the upstream routes
+ * send a whole (non-streaming) reply, so that under load the replies whose upstream answers arrived in
+ * one turn reach their clients in one burst. Whatever the reply is billed by must be on the request's
+ * context before the call: a client that goes away while the reply waits still gets its usage settled.
+ * @throws TypeError when `body` cannot be serialised, as `sendJson` does (as a rejection)
+ */
+export async function sendJsonAtEndOfTurn(res: http.ServerResponse, status: number, body: unknown): Promise<void> {
+  await endOfTurn();
+  sendJson(res, status, body);
 }

@@ -10,7 +10,7 @@ import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson } from '../lib/json-reply';
+import { sendJson, sendJsonAtEndOfTurn } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
@@ -71,7 +71,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       ctx.usage = mergeNativeUsage(emptyUsage(), message.usage);
       ctx.stopReason = message.stop_reason;
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
-      sendJson(res, 200, completion);
+      await sendJsonAtEndOfTurn(res, 200, completion);
     } catch (err) {
       failExchange(err, res, next);
     }

@@ -17,6 +17,7 @@ import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { mapUpstreamSocketError, errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { createSseDecoder, formatSse } from '../lib/sse';
+import { endOfTurn } from '../lib/turn';
 import { watchIdle, type UpstreamClient, type UpstreamCredential } from '../lib/upstream';
 import { modelRenameOf, type ModelRename } from '../lib/upstream-exchange';
 import { createDeltaCharacterCounter } from '../translators/delta-characters';
@@ -181,6 +182,8 @@ async function sendJsonReply(proxyRes: http.IncomingMessage, res: Response, ctx:
     text = Buffer.from(JSON.stringify(body));
   }
   proxyRes.headers['content-length'] = String(text.length);
+  // The usage is on the context: the reply can wait for the end of the turn (see sendJsonAtEndOfTurn).
+  await endOfTurn();
   res.writeHead(200, proxyRes.headers);
   res.end(text);
 }

@@ -9,7 +9,7 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson } from '../lib/json-reply';
+import { sendJson, sendJsonAtEndOfTurn } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
@@ -51,7 +51,7 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
       ctx.usage = message.usage;
       ctx.stopReason = message.stop_reason;
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      sendJson(res, 200, message);
+      await sendJsonAtEndOfTurn(res, 200, message);
     } catch (err) {
       failExchange(err, res, next);
     }
