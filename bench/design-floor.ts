@@ -4,8 +4,10 @@
  * agent that sends the parsed body upstream with the model renamed, reads the whole JSON reply, parses
  * it (as settlement must, for the usage) and sends it on. No auth, limits, credits, logging or metrics.
  *
- * What it shows: the most any gateway built on this design can reach on the native non-streaming
- * scenario, so the gateway's own cost is what lies between this row and the gateway's.
+ * What it shows: the fixed design used plainly, each request handled start to end as its bytes come
+ * in. Until phase 8 (bench/RESULTS.md) that was the most the gateway reached; since the gateway lets the
+ * requests of one event-loop turn go on together (lib/turn.ts), it passes this row, which is kept
+ * unchanged as the reference the earlier phases were measured against.
  *
  * Usage: node dist/bench/design-floor.js <upstream-url>
  */

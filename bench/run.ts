@@ -3,7 +3,7 @@
  * local fake upstream, in one run. Each server is a child process; autocannon drives them from this one.
  *
  * A third server, the design floor (bench/design-floor.ts: Express, express.json and http-proxy with none
- * of the gateway's steps), runs the native non-streaming scenario: the most this design can reach.
+ * of the gateway's steps), runs the native non-streaming scenario: the design used plainly.
  *
  * Runs are interleaved (forwarder, gateway on the memory store, gateway on the Redis store, for one
  * scenario, then the next scenario) and repeated; figures are medians over the repeats, and ratios are
