@@ -14,9 +14,9 @@
  * the memory store, and 15 % less on Redis, in user code and in the kernel alike. The work is the
  * same (the same system calls per request); what it costs falls, most likely because one step runs
  * for request after request while its code is hot, and because a burst wakes a sleeping peer process
- * once rather than once per request. Answering at once, or after a microtask, does not do it: microtasks run before
- * the next socket is read. On Redis, waiting for the end of the turn after each store reply made
- * things worse: the replies already arrive in bursts.
+ * once rather than once per request. Answering at once, or after a microtask, does not do it:
+ * microtasks run before the next socket is read. On Redis, waiting for the end of the turn after each
+ * store reply made things worse: the replies already arrive in bursts.
  */
 
 let turnEnd: Promise<void> | null = null;

@@ -6,7 +6,8 @@
  * The calls a request makes (key lookup, credit reservation, renewal, settlement) do their work at
  * once, so each is one step no other request interleaves with, and answer at the end of the event
  * loop's turn (`endOfTurn`, lib/turn.ts), as the Redis store's replies arrive: the requests of one
- * turn then go on together, which costs the process a quarter less CPU per request under load.
+ * turn then go on together, which costs the process about a third less CPU per request under load
+ * (bench/RESULTS.md, phase 8).
  *
  * Credits are held in integer credit units (credits.ts) so the cap comparison is exact.
  */
