@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import { expect } from 'chai';
-import { nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
+import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, nativeHeaders } from '../helpers/http-client';
 
@@ -77,4 +77,68 @@ describe('client aborts mid-stream', () => {
     expect(line.input_tokens).to.equal(12);
     expect(line.output_tokens).to.equal(100);
   });
+});
+
+/**
+ * A whole reply waits for the end of the event loop's turn before it is written (lib/turn.ts). The
+ * upstream has answered, and billed, by then. A client that leaves during that wait must still be
+ * billed: the usage goes on the request's context before the wait, and the finish step settles it.
+ * The test holds the wait open (the module's `endOfTurn`, which the routes call through the module
+ * object) until the client has gone and the request's log line is written.
+ */
+describe('client leaves while its whole reply waits for the end of the turn', () => {
+  // eslint-disable-next-line @typescript-eslint/no-var-requires
+  const turn = require('../../lib/turn') as { endOfTurn: () => Promise<void> };
+  const endOfTurn = turn.endOfTurn;
+  let gw: TestGateway;
+  /** Set when the upstream has answered: the next wait is the one before the reply is written. */
+  let armed = false;
+  /** What the test does in that wait. */
+  let leave: (() => Promise<void>) | undefined;
+  beforeEach(async () => {
+    gw = await startTestGateway();
+    gw.upstream.setHandler((request) => {
+      armed = true;
+      return { kind: 'json', body: nativeMessage('Hello, world', { input_tokens: 21, output_tokens: 8 }, request.body?.model) };
+    });
+    turn.endOfTurn = () => {
+      if (!armed || !leave) return endOfTurn();
+      armed = false;
+      return leave();
+    };
+  });
+  afterEach(async () => {
+    turn.endOfTurn = endOfTurn;
+    armed = false;
+    leave = undefined;
+    await gw.close();
+  });
+
+  for (const [route, headers, body] of [
+    ['/v1/messages', nativeHeaders(), { model: 'sonnet', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/chat/completions', chatHeaders(), { model: 'sonnet', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }],
+  ] as const) {
+    it(`${route}: the reply's usage is settled and logged, the client got nothing`, async () => {
+      const target = new URL(route, gw.url);
+      const req = http.request({ hostname: target.hostname, port: target.port, path: route, method: 'POST', headers: Object.fromEntries(headers) });
+      let answered = false;
+      req.once('response', () => (answered = true));
+      req.once('error', () => undefined);
+      let waited = false;
+      leave = async () => {
+        waited = true;
+        req.destroy();
+        await waitForLogLine(gw, `POST ${route}`);
+      };
+      req.end(JSON.stringify(body));
+      const line = await waitForLogLine(gw, `POST ${route}`);
+      expect(waited, 'the reply waited for the end of the turn').to.equal(true);
+      expect(answered).to.equal(false);
+      expect(line.aborted).to.equal(true);
+      expect(line).to.include({ input_tokens: 21, output_tokens: 8 });
+      const month = new Date().toISOString().slice(0, 7);
+      const usage = await gw.gateway.store.getUsage('team-all', month);
+      expect(usage.map((u) => [u.inputTokens, u.outputTokens, u.requests])).to.deep.equal([[21, 8, 1]]);
+    });
+  }
 });
