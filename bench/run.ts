@@ -100,24 +100,29 @@ interface Target {
   child: BenchChild;
 }
 
-/** One measured (target, scenario) pair: one LoadResult per repeat, plus what the server spent. */
+/** A load run with what the server spent on it. */
+interface MeasuredRun extends LoadResult {
+  /** Server CPU (user + system, all threads) per completed request, µs. */
+  cpu: number;
+  /** The kernel's part of it (system time), µs. */
+  kernel: number;
+  /** CPU time of the server's main thread (its event loop) per completed request, µs. */
+  main: number;
+  /** That time over the run's wall time: 1.00 when the event loop never waited for work. */
+  mainBusy: number;
+  /** Longest event-loop stall of the server during the run, ms. */
+  loopMax: number;
+}
+
+/** One measured (target, scenario) pair: its runs, one per repeat, and their comparison with the forwarder. */
 interface Row {
   target: Target;
   scenario: string;
   title: string;
   floor: FloorId;
   request: BenchRequest;
-  runs: LoadResult[];
-  /** Server CPU (user + system) per completed request, µs, per repeat. */
-  cpuPerRequest: number[];
-  /** The kernel's part of it (system time), µs, per repeat. */
-  kernelPerRequest: number[];
-  /** CPU time of the server's main thread (its event loop) per completed request, µs, per repeat. */
-  mainPerRequest: number[];
-  /** That time over the run's wall time: 1.00 when the event loop never waited for work, per repeat. */
-  mainBusy: number[];
-  /** Longest event-loop stall of the server during the run, ms, per repeat. */
-  loopMax: number[];
+  /** One run per repeat, with what the server spent on it. */
+  runs: MeasuredRun[];
   /** rps / floor rps within the same repeat. */
   ratios: number[];
   /** p50 - floor p50 within the same repeat, ms. */
@@ -152,9 +157,6 @@ function log(text: string): void {
 function cpuMicros(stats: ProcessStats): number {
   return stats.cpuUserMicros + stats.cpuSystemMicros;
 }
-
-/** A load run with what the server spent on it: process CPU, kernel and main-thread µs per request, main thread busy share, longest loop stall (ms). */
-type MeasuredRun = LoadResult & { cpu: number; kernel: number; main: number; mainBusy: number; loopMax: number };
 
 /** One load run of `row`, with the server's CPU time and loop stall over it. */
 async function measure(row: Row, options: Options, seconds: number): Promise<MeasuredRun> {
@@ -274,7 +276,7 @@ function buildRows(targets: Target[], options: Options): Row[] {
   const floorsUsed = new Set<FloorId>();
   const gatewayScenarios = SCENARIOS.filter((s) => !options.only || options.only.test(s.id));
   for (const scenario of gatewayScenarios) floorsUsed.add(scenario.floor);
-  const empty = () => ({ runs: [], cpuPerRequest: [], kernelPerRequest: [], mainPerRequest: [], mainBusy: [], loopMax: [], ratios: [], addedP50: [] });
+  const empty = () => ({ runs: [], ratios: [], addedP50: [] });
   // Order: each floor, then every gateway scenario compared with it, so comparisons are measured together.
   for (const floor of floorsUsed) {
     for (const target of targets.filter((t) => t.kind === 'forwarder')) {
@@ -310,11 +312,6 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
     for (const row of rowsForRepeat(rows, rep)) {
       const result = await measure(row, options, options.durationSec);
       row.runs.push(result);
-      row.cpuPerRequest.push(result.cpu);
-      row.kernelPerRequest.push(result.kernel);
-      row.mainPerRequest.push(result.main);
-      row.mainBusy.push(result.mainBusy);
-      row.loopMax.push(result.loopMax);
       if (row.target.kind === 'forwarder') floorOfRep.set(row.floor, result);
       const floor = floorOfRep.get(row.floor);
       if (floor) {
@@ -349,6 +346,11 @@ interface Report {
   targets: string[];
 }
 
+/** The median over a row's repeats of one figure of its runs. */
+function medianOf(row: Row, figure: 'rps' | 'p50' | 'p99' | 'cpu' | 'kernel' | 'main' | 'mainBusy' | 'loopMax'): number {
+  return median(row.runs.map((run) => run[figure]));
+}
+
 function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, number>, options: Options): Report {
   const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'kernel µs/req', 'main thread µs/req', 'main thread busy', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
   const table = [header];
@@ -357,16 +359,16 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
     table.push([
       row.target.label,
       row.title,
-      fixed(median(row.runs.map((r) => r.rps)), 0),
+      fixed(medianOf(row, 'rps'), 0),
       floor ? '1.00' : fixed(median(row.ratios), 2),
-      fixed(median(row.runs.map((r) => r.p50)), 2),
-      fixed(median(row.runs.map((r) => r.p99)), 2),
+      fixed(medianOf(row, 'p50'), 2),
+      fixed(medianOf(row, 'p99'), 2),
       floor ? '-' : fixed(median(row.addedP50), 2),
-      fixed(median(row.cpuPerRequest), 0),
-      fixed(median(row.kernelPerRequest), 0),
-      fixed(median(row.mainPerRequest), 0),
-      fixed(median(row.mainBusy), 2),
-      fixed(median(row.loopMax), 1),
+      fixed(medianOf(row, 'cpu'), 0),
+      fixed(medianOf(row, 'kernel'), 0),
+      fixed(medianOf(row, 'main'), 0),
+      fixed(medianOf(row, 'mainBusy'), 2),
+      fixed(medianOf(row, 'loopMax'), 1),
       fixed(row.probe?.total, 2),
       row.request.body.includes('"stream":true') ? fixed(row.probe?.ttfb, 2) : '-',
       fixed(row.probe?.medianEventLag, 2),
@@ -397,11 +399,11 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   const forwarder = find(/^forwarder$/, 'native-json');
   if (forwarder && nativeJson) {
     // What the two native targets ask of a server whose one event loop limits it (see cpuBudgetMicros, ratioForAddedP50).
-    const forwarderRps = median(forwarder.runs.map((r) => r.rps));
-    const main = (row?: Row) => (row ? `${fixed(median(row.mainPerRequest), 0)} µs (busy ${fixed(median(row.mainBusy), 2)} of the time)` : '-');
+    const forwarderRps = medianOf(forwarder, 'rps');
+    const main = (row?: Row) => (row ? `${fixed(medianOf(row, 'main'), 0)} µs (busy ${fixed(medianOf(row, 'mainBusy'), 2)} of the time)` : '-');
     targets.push(`note    CPU budget: 0.6 x the forwarder's ${fixed(forwarderRps, 0)} req/s leaves an event loop ${fixed(cpuBudgetMicros(forwarderRps, 0.6), 0)} µs of CPU per request; ` +
       `the design floor's main thread used ${main(designFloor)}, the gateway's (memory) ${main(nativeJson)}`);
-    const forwarderP50 = median(forwarder.runs.map((r) => r.p50));
+    const forwarderP50 = medianOf(forwarder, 'p50');
     targets.push(`note    at ${options.connections} connections, latency goes as 1 / req/s: p50 added <= 1 ms needs about ${fixed(ratioForAddedP50(forwarderP50, 1), 2)} x the forwarder's req/s (its p50: ${fixed(forwarderP50, 2)} ms)`);
   }
   const chatJson = find(/memory/, 'chat-json');
