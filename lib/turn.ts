@@ -35,3 +35,9 @@ export function endOfTurn(): Promise<void> {
     });
   }));
 }
+
+/** `value`, at the end of the current turn (see `endOfTurn`): how the in-memory store answers. */
+export async function atEndOfTurn<T>(value: T): Promise<T> {
+  await endOfTurn();
+  return value;
+}

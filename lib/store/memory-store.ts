@@ -5,7 +5,7 @@
  *
  * The calls a request makes (key lookup, credit reservation, renewal, settlement) do their work at
  * once, so each is one step no other request interleaves with, and answer at the end of the event
- * loop's turn (`endOfTurn`, lib/turn.ts), as the Redis store's replies arrive: the requests of one
+ * loop's turn (`atEndOfTurn`, lib/turn.ts), as the Redis store's replies arrive: the requests of one
  * turn then go on together, which costs the process about a third less CPU per request under load
  * (bench/RESULTS.md, phase 8).
  *
@@ -15,7 +15,7 @@ import crypto from 'node:crypto';
 import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { systemClock, type Clock } from './month';
-import { endOfTurn } from '../turn';
+import { atEndOfTurn } from '../turn';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
@@ -86,9 +86,7 @@ export class MemoryStore implements GatewayStore {
   constructor(private readonly clock: Clock = systemClock) {}
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
-    const found = this.findKeyNow(sha256, now);
-    await endOfTurn();
-    return found;
+    return atEndOfTurn(this.findKeyNow(sha256, now));
   }
 
   private findKeyNow(sha256: string, now: number): KeyRecord | null {
@@ -152,9 +150,7 @@ export class MemoryStore implements GatewayStore {
   }
 
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
-    const result = this.reserveNow(keyId, month, credits, cap, ttlMs);
-    await endOfTurn();
-    return result;
+    return atEndOfTurn(this.reserveNow(keyId, month, credits, cap, ttlMs));
   }
 
   /** The check and the hold as one step, as the Redis script is: nothing awaits in here. */
@@ -180,9 +176,7 @@ export class MemoryStore implements GatewayStore {
   }
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
-    const renewed = this.renewNow(reservation, ttlMs);
-    await endOfTurn();
-    return renewed;
+    return atEndOfTurn(this.renewNow(reservation, ttlMs));
   }
 
   private renewNow(reservation: Reservation, ttlMs: number): boolean {
@@ -198,8 +192,7 @@ export class MemoryStore implements GatewayStore {
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    this.settleNow(reservation, usage);
-    await endOfTurn();
+    return atEndOfTurn(this.settleNow(reservation, usage));
   }
 
   private settleNow(reservation: Reservation, usage: UsageEntry): void {
