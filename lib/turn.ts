@@ -6,7 +6,7 @@
  *   after the turn in which the question was asked. The requests that arrived in one turn (one poll
  *   of the sockets) then pass the rest of the pipeline together, in the turn's check phase, and their
  *   upstream requests leave in one burst, instead of each between the reads of the next requests;
- * - the whole (non-streaming) replies of the upstream routes (`sendJsonAtEndOfTurn`,
+ * - the successful whole (non-streaming) replies of the upstream routes (`sendJsonAtEndOfTurn`,
  *   lib/json-reply.ts): the replies whose upstream answers arrived in one turn reach their clients in
  *   one burst. Streamed events are not held: each is written in the tick it is parsed.
  *
