@@ -78,8 +78,6 @@ export interface AppDependencies {
   requestScope?: boolean;
 }
 
-export { PUBLIC_ROUTES } from './routes';
-
 /**
  * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
  * must take, in this order, before its upstream step. A test walks the route table against it.
@@ -204,9 +202,9 @@ export function createGatewayRouter(deps: AppDependencies): Router {
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
     }));
     router.use(DASHBOARD_PATH, createDashboard());
-    logger.info({ message: 'admin API on at /admin/v1 and dashboard at /dashboard (bearer ADMIN_TOKEN)' });
+    logger.info({ message: `admin API on at ${ADMIN_API_PATH} and dashboard at ${DASHBOARD_PATH} (bearer ADMIN_TOKEN)` });
   } else {
-    logger.info({ message: 'admin API and dashboard are off: set ADMIN_TOKEN to enable /admin/v1 and /dashboard' });
+    logger.info({ message: `admin API and dashboard are off: set ADMIN_TOKEN to enable ${ADMIN_API_PATH} and ${DASHBOARD_PATH}` });
   }
   router.use(createNotFound({ routes: PUBLIC_ROUTES }));
   router.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));

@@ -11,7 +11,8 @@
  */
 export { createGateway, buildGateway, mergeConfigObjects, defaultConfigFile, needsRequestScope } from './gateway';
 export type { Gateway, GatewayOptions, BuildOptions, ReloadResult } from './gateway';
-export { createApp, createGatewayRouter, PUBLIC_ROUTES } from './app';
+export { createApp, createGatewayRouter } from './app';
+export { PUBLIC_ROUTES } from './routes';
 export type { AppDependencies } from './app';
 export { startGateway } from './server';
 export { createHttpServer } from './http-server';

@@ -1,7 +1,6 @@
 /** The metrics' route label (lib/routes.ts): the route table's names, never what a client sent. */
 import { expect } from 'chai';
-import { PUBLIC_ROUTES } from '../../lib/app';
-import { routeLabel } from '../../lib/routes';
+import { PUBLIC_ROUTES, routeLabel } from '../../lib/routes';
 
 describe('route label of the metrics (routeLabel)', () => {
   it('keeps every public route as it is', () => {
