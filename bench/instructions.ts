@@ -16,7 +16,9 @@
  * in the next repeat).
  *
  * Options: --scenario=ID (bench/scenarios.ts; default native-json), --requests=N (default 2500),
- * --warmup=N (default 5000), --reps=N (default 3), --connections=N (default 32), --compare=DIR.
+ * --warmup=N (default 5000), --reps=N (default 3), --connections=N (default 32), --compare=DIR,
+ * --store=memory|redis (the gateways' store, default memory; redis: `REDIS_URL` or the local server,
+ * under a key prefix of the run's own, removed at the end).
  * Needs valgrind (callgrind, callgrind_control, callgrind_annotate). A run of the defaults takes
  * about 5 minutes. Exit status 1 when a request failed, 2 when valgrind is missing.
  */
@@ -27,6 +29,7 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { startChild, type BenchChild } from './ipc';
 import { checkComplete, median, runRequests } from './measure';
+import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
 import { fixed, formatTextTable } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type ScenarioId } from './scenarios';
 
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
       reps: { type: 'string', default: '3' },
       connections: { type: 'string', default: '32' },
       compare: { type: 'string' },
+      store: { type: 'string', default: 'memory' },
     },
   });
   const count = (name: keyof typeof values) => {
@@ -118,6 +122,11 @@ async function main(): Promise<void> {
   const connections = count('connections');
   const scenario = SCENARIOS.find((s) => s.id === (values.scenario as ScenarioId));
   if (!scenario) throw new Error(`--scenario: one of ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  const store = values.store!;
+  if (store !== 'memory' && store !== 'redis') throw new Error(`--store: "${store}" is not memory or redis`);
+  const redisUrl = benchRedisUrl();
+  if (store === 'redis' && !(await redisReachable(redisUrl))) throw new Error(`--store=redis: no Redis server at ${redisUrl}`);
+  const keyPrefix = benchKeyPrefix();
   if (!hasValgrind()) {
     process.stderr.write('bench:instructions needs valgrind (apt-get install -y valgrind)\n');
     process.exit(2);
@@ -133,11 +142,12 @@ async function main(): Promise<void> {
     fs.mkdirSync(dir);
     return { label, script: file, args, request, marker, dir, all: [], withoutCompilers: [] };
   };
+  const gatewayLabel = (label: string) => (store === 'redis' ? `${label} (redis)` : label);
   const targets = [target('forwarder', script(here, 'forwarder'), [upstream.url], floor.request, floor.completeMarker)];
   if (scenario.id === 'native-json') targets.push(target('design floor', script(here, 'design-floor'), [upstream.url], floor.request, floor.completeMarker));
-  targets.push(target('gateway', script(here, 'gateway'), [upstream.url, 'memory'], scenario.request, scenario.completeMarker));
+  targets.push(target(gatewayLabel('gateway'), script(here, 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
   if (values.compare) {
-    targets.push(target('gateway (before)', script(path.resolve(values.compare), 'gateway'), [upstream.url, 'memory'], scenario.request, scenario.completeMarker));
+    targets.push(target(gatewayLabel('gateway (before)'), script(path.resolve(values.compare), 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
   }
 
   const failures: string[] = [];
@@ -153,6 +163,7 @@ async function main(): Promise<void> {
         wrapper: ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${path.join(t.dir, 'callgrind.out.%p')}`, '-q'],
         execArgv: NODE_FLAGS,
         readyTimeoutMs: 120_000,
+        env: { BENCH_KEY_PREFIX: keyPrefix },
       });
       await checkComplete(t.child.url, t.request, t.marker);
       process.stdout.write(`${t.label}: warming up (${warmup} requests)...\n`);
@@ -181,6 +192,7 @@ async function main(): Promise<void> {
     await Promise.all(targets.map((t) => t.child?.stop()));
     await upstream.stop();
     fs.rmSync(work, { recursive: true, force: true });
+    if (store === 'redis') await cleanRedis(redisUrl, keyPrefix).catch(() => undefined);
   }
 
   const forwarder = median(targets[0].withoutCompilers);

@@ -14,17 +14,18 @@
  * --hold=S, --no-redis, --only=REGEX (scenario ids), --profile (gateway with --cpu-prof into
  * bench/profiles/), --out=FILE (default bench/RESULTS.md; `-` for none; smoke writes none),
  * --compare=DIR (also run the gateway built in DIR, a `dist` of another commit, as "gateway (before)",
- * interleaved with this one: what a change buys, measured in one run).
+ * interleaved with this one, and on the Redis store as "gateway (before, redis)" when Redis runs: what a
+ * change buys, measured in one run).
  * Exit status 1 when any request failed or a scenario produced no numbers.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
 import { checkComplete, cpuBudgetMicros, median, openStreams, probe, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
+import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
 import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatTextTable, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 
@@ -181,38 +182,10 @@ async function measure(row: Row, options: Options, seconds: number): Promise<Mea
   });
 }
 
-function redisReachable(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = net.connect(Number(port || 6379), hostname);
-    socket.setTimeout(1000, () => socket.destroy());
-    socket.once('connect', () => {
-      socket.end();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('close', () => resolve(false));
-  });
-}
-
 const script = (name: string) => path.join(__dirname, `${name}.js`);
 
 /** Prefix of every Redis key this run's gateways write; removed at the end. */
-const REDIS_PREFIX = `bench-${process.pid}-${Date.now()}:`;
-
-/** Remove this run's Redis keys (other engineers share the server). */
-async function cleanRedis(url: string): Promise<void> {
-  const { createClient } = await import('redis');
-  const redis = createClient({ url });
-  await redis.connect();
-  try {
-    const keys: string[] = [];
-    for await (const batch of redis.scanIterator({ MATCH: `${REDIS_PREFIX}*`, COUNT: 1000 })) keys.push(...([] as string[]).concat(batch));
-    for (let i = 0; i < keys.length; i += 1000) await redis.del(keys.slice(i, i + 1000));
-  } finally {
-    await redis.quit();
-  }
-}
+const REDIS_PREFIX = benchKeyPrefix();
 
 async function startGatewayChild(label: string, upstream: BenchChild, store: 'memory' | 'redis', logFd: number, options: Options, dist?: string): Promise<Target> {
   const execArgv = options.profile && store === 'memory' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(REPO_ROOT, 'bench', 'profiles')}`] : [];
@@ -387,8 +360,12 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
     targets.push(`${ok(value) ? 'met   ' : 'MISSED'}  ${name}: ${shown}`);
   };
   const ratio = (row?: Row) => (row ? median(row.ratios) : undefined);
-  const nativeJson = find(/memory/, 'native-json');
-  check('native non-streaming (memory) >= 0.6 x forwarder req/s', ratio(nativeJson), (v) => v >= 0.6, `${fixed(ratio(nativeJson), 2)} x`);
+  // The median and the spread of the repeats: on a shared machine one repeat can sit well off the others.
+  const shownRatio = (row?: Row) => (row && row.ratios.length > 1
+    ? `${fixed(ratio(row), 2)} x (repeats ${fixed(Math.min(...row.ratios), 2)} to ${fixed(Math.max(...row.ratios), 2)})`
+    : `${fixed(ratio(row), 2)} x`);
+  const nativeJson = find(/^gateway \(memory\)$/, 'native-json');
+  check('native non-streaming (memory) >= 0.6 x forwarder req/s', ratio(nativeJson), (v) => v >= 0.6, shownRatio(nativeJson));
   const designFloor = find(/^design floor$/, 'native-json');
   if (designFloor && nativeJson && ratio(designFloor)! > 0) {
     targets.push(`note    design floor (Express + express.json + http-proxy, no gateway step) on native non-streaming: ${fixed(ratio(designFloor), 2)} x forwarder; ` +
@@ -406,11 +383,11 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
     const forwarderP50 = medianOf(forwarder, 'p50');
     targets.push(`note    at ${options.connections} connections, latency goes as 1 / req/s: p50 added <= 1 ms needs about ${fixed(ratioForAddedP50(forwarderP50, 1), 2)} x the forwarder's req/s (its p50: ${fixed(forwarderP50, 2)} ms)`);
   }
-  const chatJson = find(/memory/, 'chat-json');
-  check('chat-completions non-streaming (memory) >= 0.5 x forwarder', ratio(chatJson), (v) => v >= 0.5, `${fixed(ratio(chatJson), 2)} x`);
+  const chatJson = find(/^gateway \(memory\)$/, 'chat-json');
+  check('chat-completions non-streaming (memory) >= 0.5 x forwarder', ratio(chatJson), (v) => v >= 0.5, shownRatio(chatJson));
   for (const scenario of ['native-json', 'chat-json']) {
-    const redisRow = find(/redis/, scenario);
-    check(`${scenario} (Redis store) >= 0.5 x forwarder`, ratio(redisRow), (v) => v >= 0.5, `${fixed(ratio(redisRow), 2)} x`);
+    const redisRow = find(/^gateway \(redis\)$/, scenario);
+    check(`${scenario} (Redis store) >= 0.5 x forwarder`, ratio(redisRow), (v) => v >= 0.5, shownRatio(redisRow));
   }
   for (const label of ['gateway (memory)', 'gateway (redis)']) {
     const chatStream = rows.find((r) => r.target.label === label && r.scenario === 'chat-stream-tools');
@@ -473,15 +450,17 @@ async function main(): Promise<void> {
       track(await startGatewayChild('gateway (memory)', upstream, 'memory', logFd, options)),
     ];
     if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, 'memory', logFd, options, options.compare)));
-    const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+    const redisUrl = benchRedisUrl();
     if (options.redis) {
       if (!(await redisReachable(redisUrl))) {
         warnings.push(`Redis scenarios not run: no Redis server at ${redisUrl} (run with --no-redis to leave them out)`);
       } else {
         const redisTarget = track(await startGatewayChild('gateway (redis)', upstream, 'redis', logFd, options));
         const { store } = await redisTarget.child.call<{ store: string }>('info');
-        if (store === 'redis') targets.push(redisTarget);
-        else warnings.push(`Redis scenarios not run: with REDIS_URL set the gateway used the "${store}" store (no Redis store in this build)`);
+        if (store === 'redis') {
+          targets.push(redisTarget);
+          if (options.compare) targets.push(track(await startGatewayChild('gateway (before, redis)', upstream, 'redis', logFd, options, options.compare)));
+        } else warnings.push(`Redis scenarios not run: with REDIS_URL set the gateway used the "${store}" store (no Redis store in this build)`);
       }
     }
 
@@ -536,7 +515,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await Promise.allSettled(children.map((child) => child.stop()));
-    if (options.redis) await cleanRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379').catch(() => undefined);
+    if (options.redis) await cleanRedis(benchRedisUrl(), REDIS_PREFIX).catch(() => undefined);
     try {
       fs.closeSync(logFd);
     } catch {
