@@ -142,12 +142,16 @@ async function main(): Promise<void> {
     fs.mkdirSync(dir);
     return { label, script: file, args, request, marker, dir, all: [], withoutCompilers: [] };
   };
-  const gatewayLabel = (label: string) => (store === 'redis' ? `${label} (redis)` : label);
+  // As `npm run bench` names them: "gateway (redis)", "gateway (before, redis)".
+  const gatewayLabel = (before: boolean) => {
+    const notes = [before ? 'before' : '', store === 'redis' ? 'redis' : ''].filter(Boolean);
+    return notes.length > 0 ? `gateway (${notes.join(', ')})` : 'gateway';
+  };
   const targets = [target('forwarder', script(here, 'forwarder'), [upstream.url], floor.request, floor.completeMarker)];
   if (scenario.id === 'native-json') targets.push(target('design floor', script(here, 'design-floor'), [upstream.url], floor.request, floor.completeMarker));
-  targets.push(target(gatewayLabel('gateway'), script(here, 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
+  targets.push(target(gatewayLabel(false), script(here, 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
   if (values.compare) {
-    targets.push(target(gatewayLabel('gateway (before)'), script(path.resolve(values.compare), 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
+    targets.push(target(gatewayLabel(true), script(path.resolve(values.compare), 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
   }
 
   const failures: string[] = [];
