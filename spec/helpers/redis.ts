@@ -4,7 +4,7 @@
  * A test that needs Redis fails when it cannot reach it: it is never skipped.
  */
 import crypto from 'node:crypto';
-import { createClient } from 'redis';
+import { cleanRedis } from '../../bench/redis';
 import { RedisStore } from '../../lib/store/redis-store';
 import type { Clock } from '../../lib/store/month';
 
@@ -20,16 +20,7 @@ export async function connectTestRedisStore(prefix = uniqueRedisPrefix(), clock?
   return RedisStore.connect({ url: TEST_REDIS_URL, prefix, clock });
 }
 
-/** Delete every key under `prefix`. */
-export async function deleteRedisPrefix(prefix: string): Promise<void> {
-  const client = createClient({ url: TEST_REDIS_URL });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 500 })) {
-      if (batch.length > 0) await client.del(batch);
-    }
-  } finally {
-    await client.close();
-  }
+/** Delete every key under `prefix` (the bench's clean-up, bench/redis.ts). */
+export function deleteRedisPrefix(prefix: string): Promise<void> {
+  return cleanRedis(TEST_REDIS_URL, prefix);
 }
