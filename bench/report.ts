@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { median } from './measure';
 
 export interface Machine {
   cpus: number;
@@ -67,6 +68,17 @@ export function formatMarkdownTable(rows: string[][]): string {
 /** `n` with `digits` decimals, or `-` when not a number. */
 export function fixed(n: number | undefined, digits = 1): string {
   return n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
+}
+
+/**
+ * A ratio target's figure: the median of the repeats' ratios to the forwarder, and their spread when
+ * there are several (on a shared machine one repeat can sit well off the others), e.g.
+ * `0.59 x (repeats 0.53 to 0.60)`; `-` when there are none.
+ */
+export function formatRatio(ratios: number[]): string {
+  if (ratios.length === 0) return '-';
+  const shown = `${fixed(median(ratios), 2)} x`;
+  return ratios.length > 1 ? `${shown} (repeats ${fixed(Math.min(...ratios), 2)} to ${fixed(Math.max(...ratios), 2)})` : shown;
 }
 
 export const START_MARKER = '<!-- bench:results:start (written by `npm run bench`; edit outside these markers) -->';

@@ -26,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
 import { checkComplete, cpuBudgetMicros, median, openStreams, probe, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
 import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
-import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatTextTable, writeResultsSection } from './report';
+import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatRatio, formatTextTable, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -360,10 +360,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
     targets.push(`${ok(value) ? 'met   ' : 'MISSED'}  ${name}: ${shown}`);
   };
   const ratio = (row?: Row) => (row ? median(row.ratios) : undefined);
-  // The median and the spread of the repeats: on a shared machine one repeat can sit well off the others.
-  const shownRatio = (row?: Row) => (row && row.ratios.length > 1
-    ? `${fixed(ratio(row), 2)} x (repeats ${fixed(Math.min(...row.ratios), 2)} to ${fixed(Math.max(...row.ratios), 2)})`
-    : `${fixed(ratio(row), 2)} x`);
+  const shownRatio = (row?: Row) => formatRatio(row?.ratios ?? []);
   const nativeJson = find(/^gateway \(memory\)$/, 'native-json');
   check('native non-streaming (memory) >= 0.6 x forwarder req/s', ratio(nativeJson), (v) => v >= 0.6, shownRatio(nativeJson));
   const designFloor = find(/^design floor$/, 'native-json');
