@@ -189,7 +189,7 @@ async function main(): Promise<void> {
         fs.rmSync(dump);
         t.all.push(counts.total / requests);
         t.withoutCompilers.push((counts.total - counts.compilers) / requests);
-        process.stdout.write(`  repeat ${rep + 1}/${reps} ${t.label.padEnd(16)} ${fixed(counts.total / requests / 1000, 1).padStart(7)} kIr/req, ${fixed((counts.total - counts.compilers) / requests / 1000, 1).padStart(7)} without compilers\n`);
+        process.stdout.write(`  repeat ${rep + 1}/${reps} ${t.label.padEnd(23)} ${fixed(counts.total / requests / 1000, 1).padStart(7)} kIr/req, ${fixed((counts.total - counts.compilers) / requests / 1000, 1).padStart(7)} without compilers\n`);
       }
     }
   } finally {

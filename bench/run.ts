@@ -291,7 +291,7 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
         row.ratios.push(result.rps / floor.rps);
         row.addedP50.push(result.p50 - floor.p50);
       }
-      log(`  ${row.target.label.padEnd(18)} ${row.scenario.padEnd(20)} ${fixed(result.rps, 0).padStart(7)} req/s  p50 ${fixed(result.p50, 2)} ms  p99 ${fixed(result.p99, 2)} ms  cpu ${fixed(result.cpu, 0)} µs/req`);
+      log(`  ${row.target.label.padEnd(23)} ${row.scenario.padEnd(20)} ${fixed(result.rps, 0).padStart(7)} req/s  p50 ${fixed(result.p50, 2)} ms  p99 ${fixed(result.p99, 2)} ms  cpu ${fixed(result.cpu, 0)} µs/req`);
     }
   }
 }
