@@ -15,18 +15,16 @@
  * heap (under valgrind, an idle server otherwise lost its compiled code and counted its recompilation
  * in the next repeat).
  *
- * Options: --scenario=ID (bench/scenarios.ts; default native-json), --requests=N (default 2500),
- * --warmup=N (default 5000), --reps=N (default 3), --connections=N (default 32), --compare=DIR,
- * --store=memory|redis (the gateways' store, default memory; redis: `REDIS_URL` or the local server,
- * under a key prefix of the run's own, removed at the end).
+ * Options: `npm run bench:instructions -- --help` (USAGE below).
  * Needs valgrind (callgrind, callgrind_control, callgrind_annotate). A run of the defaults takes
- * about 5 minutes. Exit status 1 when a request failed, 2 when valgrind is missing.
+ * about 5 minutes. Exit status 1 when a request failed, 2 when valgrind is missing or on a mistake in the options.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
+import { compareDirectory, exitWithError, parseCommandLine, UsageError } from './cli';
 import { startChild, type BenchChild } from './ipc';
 import { checkComplete, median, runRequests } from './measure';
 import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
@@ -99,8 +97,20 @@ function hasValgrind(): boolean {
   return ['valgrind', 'callgrind_control', 'callgrind_annotate'].every((command) => spawnSync(command, ['--version'], { stdio: 'ignore' }).error === undefined);
 }
 
+const USAGE = `usage: npm run bench:instructions -- [options]   (or: node dist/bench/instructions.js [options])
+
+  --scenario=ID      the scenario counted (default native-json): ${SCENARIOS.map((s) => s.id).join(', ')}
+  --requests=N       requests counted per server and repeat (default 2500)
+  --warmup=N         requests each server gets before counting starts (default 5000)
+  --reps=N           repeats, the servers taking turns (default 3)
+  --connections=N    connections of the load generator (default 32)
+  --compare=DIR      also count the gateway built in DIR (a dist of another commit) as "gateway (before)"
+  --store=KIND       the gateways' store: memory (default) or redis (REDIS_URL or the local server,
+                     under a key prefix of the run's own, removed at the end)
+  -h, --help         this text`;
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine(process.argv.slice(2), {
     options: {
       scenario: { type: 'string', default: 'native-json' },
       requests: { type: 'string', default: '2500' },
@@ -110,10 +120,10 @@ async function main(): Promise<void> {
       compare: { type: 'string' },
       store: { type: 'string', default: 'memory' },
     },
-  });
+  }, USAGE);
   const count = (name: keyof typeof values) => {
     const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: "${values[name]}" is not a positive whole number`);
+    if (!Number.isInteger(n) || n < 1) throw new UsageError(`--${name}: "${values[name]}" is not a positive whole number`);
     return n;
   };
   const requests = count('requests');
@@ -121,9 +131,10 @@ async function main(): Promise<void> {
   const reps = count('reps');
   const connections = count('connections');
   const scenario = SCENARIOS.find((s) => s.id === (values.scenario as ScenarioId));
-  if (!scenario) throw new Error(`--scenario: one of ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  if (!scenario) throw new UsageError(`--scenario: one of ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  const compare = values.compare ? compareDirectory(values.compare) : null;
   const store = values.store!;
-  if (store !== 'memory' && store !== 'redis') throw new Error(`--store: "${store}" is not memory or redis`);
+  if (store !== 'memory' && store !== 'redis') throw new UsageError(`--store: "${store}" is not memory or redis`);
   const redisUrl = benchRedisUrl();
   if (store === 'redis' && !(await redisReachable(redisUrl))) throw new Error(`--store=redis: no Redis server at ${redisUrl}`);
   const keyPrefix = benchKeyPrefix();
@@ -150,8 +161,8 @@ async function main(): Promise<void> {
   const targets = [target('forwarder', script(here, 'forwarder'), [upstream.url], floor.request, floor.completeMarker)];
   if (scenario.id === 'native-json') targets.push(target('design floor', script(here, 'design-floor'), [upstream.url], floor.request, floor.completeMarker));
   targets.push(target(gatewayLabel(false), script(here, 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
-  if (values.compare) {
-    targets.push(target(gatewayLabel(true), script(path.resolve(values.compare), 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
+  if (compare) {
+    targets.push(target(gatewayLabel(true), script(compare, 'gateway'), [upstream.url, store], scenario.request, scenario.completeMarker));
   }
 
   const failures: string[] = [];
@@ -217,8 +228,5 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((err) => {
-    process.stderr.write(`${(err as Error).stack}\n`);
-    process.exit(1);
-  });
+  main().catch((err) => exitWithError('bench:instructions', err));
 }

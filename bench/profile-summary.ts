@@ -5,6 +5,7 @@
  * Usage: node dist/bench/profile-summary.js <file.cpuprofile> [top=25]
  */
 import fs from 'node:fs';
+import { exitWithError, parseCommandLine, UsageError } from './cli';
 
 interface ProfileNode {
   id: number;
@@ -37,11 +38,25 @@ function label(node: ProfileNode): string {
   return `${functionName || '(anonymous)'} ${where}`.trim();
 }
 
+const USAGE = `usage: node dist/bench/profile-summary.js <file.cpuprofile> [top]
+
+  file.cpuprofile    a profile written by node --cpu-prof (npm run bench -- --profile writes them to bench/profiles/)
+  top                how many functions each list shows (default 25)
+  -h, --help         this text`;
+
 function main(): void {
-  const [file, topArg] = process.argv.slice(2);
-  if (!file) throw new Error('usage: profile-summary.js <file.cpuprofile> [top]');
+  const { positionals } = parseCommandLine(process.argv.slice(2), { options: {}, allowPositionals: true }, USAGE);
+  const [file, topArg] = positionals;
+  if (!file || positionals.length > 2) throw new UsageError(USAGE);
   const top = Number(topArg ?? 25);
-  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+  if (!Number.isInteger(top) || top < 1) throw new UsageError(`top: "${topArg}" is not a positive whole number`);
+  let profile: CpuProfile;
+  try {
+    profile = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+  } catch (err) {
+    throw new UsageError(`${file}: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(profile.nodes) || !Array.isArray(profile.samples)) throw new UsageError(`${file}: not a .cpuprofile (no nodes and samples)`);
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -83,4 +98,8 @@ function main(): void {
   print("Inclusive time of the gateway's own functions", inclusiveGateway, top);
 }
 
-main();
+try {
+  main();
+} catch (err) {
+  exitWithError('profile-summary', err);
+}

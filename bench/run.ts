@@ -9,20 +9,14 @@
  * scenario, then the next scenario) and repeated; figures are medians over the repeats, and ratios are
  * taken within one repeat, so a noisy moment of the shared machine hits both sides alike.
  *
- * Options: --smoke (about a second per scenario; checks numbers come out and nothing failed),
- * --duration=S, --reps=N, --connections=N, --delay-ms=N (upstream answers after N ms), --streams=N (0: no held-streams test),
- * --hold=S, --no-redis, --only=REGEX (scenario ids), --profile (gateway with --cpu-prof into
- * bench/profiles/), --out=FILE (default bench/RESULTS.md; `-` for none; smoke writes none),
- * --compare=DIR (also run the gateway built in DIR, a `dist` of another commit, as "gateway (before)",
- * interleaved with this one, and on the Redis store as "gateway (before, redis)" when Redis runs: what a
- * change buys, measured in one run).
- * Exit status 1 when any request failed or a scenario produced no numbers.
+ * Options: `npm run bench -- --help` (USAGE below).
+ * Exit status 1 when any request failed or a scenario produced no numbers, 2 on a mistake in the options.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
+import { compareDirectory, exitWithError, parseCommandLine, UsageError } from './cli';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
 import { checkComplete, cpuBudgetMicros, median, openStreams, probe, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
 import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
@@ -51,9 +45,26 @@ interface Options {
   compare: string | null;
 }
 
+const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [options])
+
+  --smoke            about a second per scenario, 200 held streams, no warm-up; checks that numbers
+                     come out and nothing failed (writes no results file)
+  --duration=S       seconds of each measured run (default 5; smoke 1)
+  --reps=N           repeats of every run, taking turns (default 3; smoke 1)
+  --connections=N    connections of the load generator (default 32)
+  --delay-ms=N       the fake upstream answers after N ms (default 0)
+  --streams=N        streams held open at once in the memory test (default 2000; smoke 200; 0: no test)
+  --hold=S           seconds those streams are held (default 3; smoke 1)
+  --no-redis         leave out the Redis store's scenarios
+  --only=REGEX       only the scenarios whose id matches: ${SCENARIOS.map((scenario) => scenario.id).join(', ')}
+  --profile          run the memory gateway with --cpu-prof; profiles go to bench/profiles/
+  --out=FILE         where the results section is written (default bench/RESULTS.md; - for none)
+  --compare=DIR      also run the gateway built in DIR (a dist of another commit) as "gateway (before)",
+                     and on Redis as "gateway (before, redis)": what a change buys, in one run
+  -h, --help         this text`;
+
 function parseOptions(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv,
+  const { values } = parseCommandLine(argv, {
     options: {
       smoke: { type: 'boolean', default: false },
       duration: { type: 'string' },
@@ -68,14 +79,23 @@ function parseOptions(argv: string[]): Options {
       out: { type: 'string' },
       compare: { type: 'string' },
     },
-  });
+  }, USAGE);
   const smoke = values.smoke!;
   const number = (value: string | undefined, fallback: number, name: string) => {
     const n = value === undefined ? fallback : Number(value);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name}: "${value}" is not a number`);
+    if (!Number.isFinite(n) || n < 0) throw new UsageError(`--${name}: "${value}" is not a number of 0 or more`);
     return n;
   };
   const out = values.out ?? (smoke ? '-' : path.join(REPO_ROOT, 'bench', 'RESULTS.md'));
+  let only: RegExp | null = null;
+  try {
+    only = values.only ? new RegExp(values.only) : null;
+  } catch (err) {
+    throw new UsageError(`--only: ${(err as Error).message}`);
+  }
+  if (only && !SCENARIOS.some((scenario) => only!.test(scenario.id))) {
+    throw new UsageError(`--only: "${values.only}" matches no scenario id (${SCENARIOS.map((scenario) => scenario.id).join(', ')})`);
+  }
   return {
     smoke,
     durationSec: number(values.duration, smoke ? 1 : 5, 'duration'),
@@ -87,10 +107,10 @@ function parseOptions(argv: string[]): Options {
     holdSec: number(values.hold, smoke ? 1 : 3, 'hold'),
     probeCount: smoke ? 5 : 30,
     redis: !values['no-redis'],
-    only: values.only ? new RegExp(values.only) : null,
+    only,
     profile: values.profile!,
     out: out === '-' ? null : path.resolve(out),
-    compare: values.compare ? path.resolve(values.compare) : null,
+    compare: values.compare ? compareDirectory(values.compare) : null,
   };
 }
 
@@ -534,8 +554,5 @@ async function main(): Promise<void> {
 main().then(
   // Exit once the report is out: a handle left by the load generator kept the process alive for minutes.
   () => process.exit(),
-  (err) => {
-    process.stderr.write(`bench failed: ${(err as Error).stack}\n`);
-    process.exit(1);
-  },
+  (err) => exitWithError('bench', err),
 );
