@@ -212,23 +212,40 @@ export interface ProbeResult {
 
 /** `count` requests one after another on one keep-alive connection (the upstream decides the pacing). */
 export async function probe(baseUrl: string, request: BenchRequest, count: number): Promise<ProbeResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const ttfbs: number[] = [];
-  const totals: number[] = [];
-  const lags: number[] = [];
+  return (await probeTogether(baseUrl, [request], count))[0];
+}
+
+/**
+ * As {@link probe} for several requests measured together: `count` rounds of one of each, in turn,
+ * one at a time, each request on a keep-alive connection of its own. Two figures compared with each
+ * other (the chat route's time to first byte against the native route's) are then taken over the same
+ * moments of a shared machine, not one noisy stretch against another.
+ * @returns one result per request, in the order of `requests`
+ * @throws Error when a reply is not a 200
+ */
+export async function probeTogether(baseUrl: string, requests: BenchRequest[], count: number): Promise<ProbeResult[]> {
+  const samples = requests.map(() => ({ agent: new http.Agent({ keepAlive: true, maxSockets: 1 }), ttfbs: [] as number[], totals: [] as number[], lags: [] as number[] }));
   try {
     for (let i = 0; i < count; i++) {
-      const reply = await exchange(agent, baseUrl, request);
-      const done = now();
-      if (reply.status !== 200) throw new Error(`${request.path} -> ${reply.status}: ${reply.body.slice(0, 300)}`);
-      ttfbs.push(reply.firstByteAt - reply.sentAt);
-      totals.push(done - reply.sentAt);
-      lags.push(...reply.eventLags);
+      for (const [index, request] of requests.entries()) {
+        const sample = samples[index];
+        const reply = await exchange(sample.agent, baseUrl, request);
+        const done = now();
+        if (reply.status !== 200) throw new Error(`${request.path} -> ${reply.status}: ${reply.body.slice(0, 300)}`);
+        sample.ttfbs.push(reply.firstByteAt - reply.sentAt);
+        sample.totals.push(done - reply.sentAt);
+        sample.lags.push(...reply.eventLags);
+      }
     }
   } finally {
-    agent.destroy();
+    for (const sample of samples) sample.agent.destroy();
   }
-  return { ttfb: median(ttfbs), total: median(totals), maxEventLag: lags.length ? Math.max(...lags) : NaN, medianEventLag: median(lags) };
+  return samples.map(({ ttfbs, totals, lags }) => ({
+    ttfb: median(ttfbs),
+    total: median(totals),
+    maxEventLag: lags.length ? Math.max(...lags) : NaN,
+    medianEventLag: median(lags),
+  }));
 }
 
 export interface HeldStreams {

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { compareDirectory, exitWithError, parseCommandLine, UsageError } from './cli';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
-import { checkComplete, cpuBudgetMicros, median, openStreams, probe, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
+import { checkComplete, cpuBudgetMicros, median, openStreams, probe, probeTogether, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
 import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
 import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatRatio, formatTextTable, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
@@ -149,6 +149,11 @@ interface Row {
   /** p50 - floor p50 within the same repeat, ms. */
   addedP50: number[];
   probe?: ProbeResult;
+  /**
+   * Gateway rows of the chat tool stream: the same server's native route for the same stream, probed
+   * in turn with this row's (`probeTogether`), for the time-to-first-byte target.
+   */
+  nativeProbe?: ProbeResult;
 }
 
 interface HeldResult {
@@ -323,7 +328,9 @@ async function runProbePhase(rows: Row[], upstream: BenchChild, options: Options
     for (const row of rows) {
       if (row.scenario.includes('200')) continue; // 200 deltas x the gap: too slow to probe, same path as 5 deltas
       const stream = row.target.kind === 'forwarder' ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
-      if (stream) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
+      if (row.target.kind === 'gateway' && row.scenario === 'chat-stream-tools') {
+        [row.probe, row.nativeProbe] = await probeTogether(row.target.child.url, [row.request, FLOORS['native-stream-tools'].request], options.probeCount);
+      } else if (stream) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
     }
   } finally {
     await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
@@ -344,7 +351,7 @@ function medianOf(row: Row, figure: 'rps' | 'p50' | 'p99' | 'cpu' | 'kernel' | '
   return median(row.runs.map((run) => run[figure]));
 }
 
-function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, number>, options: Options): Report {
+function summarize(rows: Row[], held: HeldResult[], options: Options): Report {
   const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'kernel µs/req', 'main thread µs/req', 'main thread busy', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
   const table = [header];
   for (const row of rows) {
@@ -408,7 +415,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
   }
   for (const label of ['gateway (memory)', 'gateway (redis)']) {
     const chatStream = rows.find((r) => r.target.label === label && r.scenario === 'chat-stream-tools');
-    const nativeTtfb = nativeToolTtfb.get(label);
+    const nativeTtfb = chatStream?.nativeProbe?.ttfb;
     if (chatStream?.probe && nativeTtfb !== undefined) {
       const difference = chatStream.probe.ttfb - nativeTtfb;
       check(`${label}: chat stream TTFB within 1 ms of the native route's`, difference, (v) => v <= 1,
@@ -431,7 +438,7 @@ function summarize(rows: Row[], held: HeldResult[], nativeToolTtfb: Map<string, 
     `Columns: req/s and latencies are medians over ${options.reps} interleaved repeat(s) of ${options.durationSec} s at ${options.connections} connections (the gateways of a scenario taking turns at going first)` +
       `${options.delayMs ? ` (upstream delay ${options.delayMs} ms)` : ''}; "x forwarder" and "+p50" compare with the forwarder run of the same repeat, for the same upstream reply;` +
       ` CPU is the server process's user+system time per request (all its threads), "kernel" the system part of it, "main thread" the CPU time of the thread that runs the event loop, per request and as a share of the run's wall time (1.00: the loop never waited for work); "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;` +
-      ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart); "event lag max" the median and longest time a stamped delta took from the upstream's write to the client.`,
+      ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart; a gateway's chat tool stream in turn with its native route's, which the TTFB target compares it with); "event lag max" the median and longest time a stamped delta took from the upstream's write to the client.`,
   ];
   const heldText = held.length > 0 ? [formatTextTable(heldTable), ''] : [];
   const text = [formatTextTable(table), '', ...heldText, 'Targets:', ...targets.map((t) => `  ${t}`)].join('\n');
@@ -485,14 +492,6 @@ async function main(): Promise<void> {
     await runLoadPhase(rows, options);
     await runProbePhase(rows, upstream, options);
 
-    // TTFB of the gateway's native route for the same tool stream the chat scenario gets.
-    const nativeToolTtfb = new Map<string, number>();
-    await upstream.call('mode', { name: 'paced', gapMs: PACED_GAP_MS });
-    for (const target of targets.filter((t) => t.kind === 'gateway')) {
-      nativeToolTtfb.set(target.label, (await probe(target.child.url, FLOORS['native-stream-tools'].request, options.probeCount)).ttfb);
-    }
-    await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
-
     for (const target of targets) if (target.kind === 'gateway') await target.child.stop();
     const held: HeldResult[] = [];
     // `--streams=0` leaves the held-streams test out (a per-stream figure of no streams means nothing).
@@ -510,7 +509,7 @@ async function main(): Promise<void> {
       }
     }
 
-    const report = summarize(rows, held, nativeToolTtfb, options);
+    const report = summarize(rows, held, options);
     fs.closeSync(logFd);
     const logLines = fs.readFileSync(logFile, 'utf8').split('\n').filter((line) => line.includes('"message":"request"')).length;
     const served = rows.filter((r) => r.target.kind === 'gateway').reduce((sum, r) => sum + r.runs.reduce((s, x) => s + x.requests, 0), 0);
