@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { tempDir } from './temp-dir';
 
 const SERVER = path.resolve(__dirname, '..', '..', 'lib', 'server.js');
 const KEYS_CLI = path.resolve(__dirname, '..', '..', 'lib', 'cli', 'keys.js');
@@ -19,9 +20,9 @@ export interface GatewayProcess {
   stop(): Promise<number | null>;
 }
 
-/** Write a config object to a temporary file; returns its path. */
+/** Write a config object to a temporary file (removed when the test run exits); returns its path. */
 export function writeTempConfig(config: Record<string, unknown>): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-config-'));
+  const dir = tempDir('gw-config-');
   const file = path.join(dir, 'config.json');
   fs.writeFileSync(file, JSON.stringify(config));
   return file;

@@ -4,6 +4,7 @@ import { GatewayError, parseConfig } from '../../lib';
 import { KEYS, testConfigObject } from '../helpers/gateway';
 import { nativeMessage, nativeTextEvents, startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { eventually, startLibraryGateway, type LibraryGateway } from '../helpers/library';
+import { tempDir } from '../helpers/temp-dir';
 
 const nativeHeaders = { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };
 const post = (url: string, body: unknown) => fetch(`${url}/v1/messages`, { method: 'POST', headers: nativeHeaders, body: JSON.stringify(body) });
@@ -137,9 +138,8 @@ describe('observability', () => {
     beforeEach(async () => {
       configFile = testConfigObject(upstream.url);
       const fs = await import('node:fs');
-      const os = await import('node:os');
       const path = await import('node:path');
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-reload-'));
+      const dir = tempDir('gw-reload-');
       const file = path.join(dir, 'config.json');
       const write = () => fs.writeFileSync(file, JSON.stringify(configFile));
       write();

@@ -1,12 +1,12 @@
 /** The server process re-reads its config file on SIGHUP (npm start / the Procfile's web process). */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { KEYS, testConfigObject } from '../helpers/gateway';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { eventually } from '../helpers/library';
+import { tempDir } from '../helpers/temp-dir';
 
 describe('SIGHUP', () => {
   let upstream: FakeUpstream;
@@ -20,7 +20,7 @@ describe('SIGHUP', () => {
   });
 
   it('reloads a valid config and keeps the old one when the new one is invalid', async () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-sighup-')), 'config.json');
+    const file = path.join(tempDir('gw-sighup-'), 'config.json');
     const config = testConfigObject(upstream.url);
     fs.writeFileSync(file, JSON.stringify(config));
     const lines: Array<Record<string, any>> = [];
