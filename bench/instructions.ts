@@ -29,7 +29,7 @@ import { startChild, type BenchChild } from './ipc';
 import { checkComplete, median, runRequests } from './measure';
 import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
 import { fixed, formatTextTable } from './report';
-import { FLOORS, SCENARIOS, type BenchRequest, type ScenarioId } from './scenarios';
+import { FLOORS, SCENARIO_IDS, SCENARIOS, type BenchRequest, type ScenarioId } from './scenarios';
 
 const run = promisify(execFile);
 
@@ -99,7 +99,7 @@ function hasValgrind(): boolean {
 
 const USAGE = `usage: npm run bench:instructions -- [options]   (or: node dist/bench/instructions.js [options])
 
-  --scenario=ID      the scenario counted (default native-json): ${SCENARIOS.map((s) => s.id).join(', ')}
+  --scenario=ID      the scenario counted (default native-json): ${SCENARIO_IDS}
   --requests=N       requests counted per server and repeat (default 2500)
   --warmup=N         requests each server gets before counting starts (default 5000)
   --reps=N           repeats, the servers taking turns (default 3)
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
   const reps = count('reps');
   const connections = count('connections');
   const scenario = SCENARIOS.find((s) => s.id === (values.scenario as ScenarioId));
-  if (!scenario) throw new UsageError(`--scenario: one of ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  if (!scenario) throw new UsageError(`--scenario: one of ${SCENARIO_IDS}`);
   const compare = values.compare ? compareDirectory(values.compare) : null;
   const store = values.store!;
   if (store !== 'memory' && store !== 'redis') throw new UsageError(`--store: "${store}" is not memory or redis`);

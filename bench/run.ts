@@ -21,7 +21,7 @@ import { startChild, type BenchChild, type ProcessStats } from './ipc';
 import { checkComplete, cpuBudgetMicros, median, openStreams, probe, probeTogether, ratioForAddedP50, rowsForRepeat, runLoad, type LoadResult, type ProbeResult } from './measure';
 import { benchKeyPrefix, benchRedisUrl, cleanRedis, redisReachable } from './redis';
 import { describeMachine, describeMachineMarkdown, fixed, formatMarkdownTable, formatRatio, formatTextTable, writeResultsSection } from './report';
-import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
+import { FLOORS, SCENARIO_IDS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 /** Gap between streamed deltas in the time-to-first-byte probe; an event held by a proxy shows as a lag of one gap or more. */
@@ -56,7 +56,7 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [
   --streams=N        streams held open at once in the memory test (default 2000; smoke 200; 0: no test)
   --hold=S           seconds those streams are held (default 3; smoke 1)
   --no-redis         leave out the Redis store's scenarios
-  --only=REGEX       only the scenarios whose id matches: ${SCENARIOS.map((scenario) => scenario.id).join(', ')}
+  --only=REGEX       only the scenarios whose id matches: ${SCENARIO_IDS}
   --profile          run the memory gateway with --cpu-prof; profiles go to bench/profiles/
   --out=FILE         where the results section is written (default bench/RESULTS.md; - for none)
   --compare=DIR      also run the gateway built in DIR (a dist of another commit) as "gateway (before)",
@@ -94,7 +94,7 @@ function parseOptions(argv: string[]): Options {
     throw new UsageError(`--only: ${(err as Error).message}`);
   }
   if (only && !SCENARIOS.some((scenario) => only!.test(scenario.id))) {
-    throw new UsageError(`--only: "${values.only}" matches no scenario id (${SCENARIOS.map((scenario) => scenario.id).join(', ')})`);
+    throw new UsageError(`--only: "${values.only}" matches no scenario id (${SCENARIO_IDS})`);
   }
   return {
     smoke,
@@ -304,6 +304,7 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
     log(`warming up (${options.warmupSec} s per scenario)...`);
     for (const row of rows) await runLoad(row.target.child.url, row.request, options.connections, options.warmupSec);
   }
+  const labelWidth = Math.max(...rows.map((row) => row.target.label.length));
   for (let rep = 0; rep < options.reps; rep++) {
     log(`repeat ${rep + 1}/${options.reps}`);
     const floorOfRep = new Map<FloorId, LoadResult>();
@@ -316,7 +317,7 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
         row.ratios.push(result.rps / floor.rps);
         row.addedP50.push(result.p50 - floor.p50);
       }
-      log(`  ${row.target.label.padEnd(23)} ${row.scenario.padEnd(20)} ${fixed(result.rps, 0).padStart(7)} req/s  p50 ${fixed(result.p50, 2)} ms  p99 ${fixed(result.p99, 2)} ms  cpu ${fixed(result.cpu, 0)} µs/req`);
+      log(`  ${row.target.label.padEnd(labelWidth)} ${row.scenario.padEnd(20)} ${fixed(result.rps, 0).padStart(7)} req/s  p50 ${fixed(result.p50, 2)} ms  p99 ${fixed(result.p99, 2)} ms  cpu ${fixed(result.cpu, 0)} µs/req`);
     }
   }
 }
@@ -328,7 +329,7 @@ async function runProbePhase(rows: Row[], upstream: BenchChild, options: Options
     for (const row of rows) {
       if (row.scenario.includes('200')) continue; // 200 deltas x the gap: too slow to probe, same path as 5 deltas
       const stream = row.target.kind === 'forwarder' ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
-      if (row.target.kind === 'gateway' && row.scenario === 'chat-stream-tools') {
+      if (row.scenario === 'chat-stream-tools') {
         [row.probe, row.nativeProbe] = await probeTogether(row.target.child.url, [row.request, FLOORS['native-stream-tools'].request], options.probeCount);
       } else if (stream) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
     }

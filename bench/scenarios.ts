@@ -63,6 +63,9 @@ export const SCENARIOS: Scenario[] = [
     } },
 ];
 
+/** The scenario ids, comma-separated, for usage texts and errors. */
+export const SCENARIO_IDS = SCENARIOS.map((scenario) => scenario.id).join(', ');
+
 /** The forwarder's scenarios: native requests straight to the upstream (the forwarder reads no header). */
 export const FLOORS: Record<FloorId, { title: string; stream: boolean; request: BenchRequest; completeMarker: string }> = {
   'native-json': { title: 'native, non-streaming', stream: false, request: nativeRequest({ max_tokens: 64 }), completeMarker: '"type":"message"' },
