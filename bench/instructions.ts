@@ -186,6 +186,7 @@ async function main(): Promise<void> {
       await control(t, '--instr=on');
       await load(t, 200);
     }
+    const labelWidth = Math.max(...targets.map((t) => t.label.length));
     for (let rep = 0; rep < reps; rep++) {
       // The servers take turns at going first (see rowsForRepeat in bench/measure.ts).
       const order = targets.map((_, i) => targets[(i + rep) % targets.length]);
@@ -200,7 +201,7 @@ async function main(): Promise<void> {
         fs.rmSync(dump);
         t.all.push(counts.total / requests);
         t.withoutCompilers.push((counts.total - counts.compilers) / requests);
-        process.stdout.write(`  repeat ${rep + 1}/${reps} ${t.label.padEnd(23)} ${fixed(counts.total / requests / 1000, 1).padStart(7)} kIr/req, ${fixed((counts.total - counts.compilers) / requests / 1000, 1).padStart(7)} without compilers\n`);
+        process.stdout.write(`  repeat ${rep + 1}/${reps} ${t.label.padEnd(labelWidth)} ${fixed(counts.total / requests / 1000, 1).padStart(7)} kIr/req, ${fixed((counts.total - counts.compilers) / requests / 1000, 1).padStart(7)} without compilers\n`);
       }
     }
   } finally {
