@@ -41,6 +41,8 @@ export interface RequestContext {
   model?: ModelConfig;
   /** Size of the request body as received, in bytes (set by the JSON body step). */
   bodyBytes?: number;
+  /** The request body as received (set by the JSON body step): the native proxy forwards it as is. */
+  rawBody?: Buffer;
   /** Whether the client asked for an SSE reply. */
   stream: boolean;
   /** Credit reservation held for this request, settled when the reply ends. */

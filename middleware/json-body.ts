@@ -39,10 +39,13 @@ const JSON_TYPE = /^\s*application\/json\s*(;|$)/i;
 export function createJsonBody(options: JsonBodyOptions): RequestHandler {
   const parse = express.json({
     limit: options.limitBytes, strict: false, type: () => true,
-    // The size as received, for the credit reservation's input bound (no re-serialising to measure it).
+    // The body as received: its size bounds the credit reservation, and the native proxy forwards
+    // its bytes unchanged.
     verify: (_req, res, raw) => {
       const ctx = (res as Response).locals?.gateway as RequestContext | undefined;
-      if (ctx) ctx.bodyBytes = raw.length;
+      if (!ctx) return;
+      ctx.bodyBytes = raw.length;
+      ctx.rawBody = raw;
     },
   });
   const rate = { windowMs: options.bodyTimeoutMs ?? 10_000, minBytesPerSecond: options.minBytesPerSecond ?? 1024 };

@@ -204,6 +204,23 @@ async function sendErrorReply(proxyRes: http.IncomingMessage, res: Response, ups
  */
 const BODY_WRITTEN_BY_PROXY_REQ = { pipe: (destination: NodeJS.WritableStream) => destination } as unknown as Stream;
 
+/**
+ * The body sent upstream: the client's bytes as received when the model needs no renaming (so every
+ * field, block and value the gateway does not read arrives exactly as sent), else the parsed body
+ * serialised again with the upstream's model name.
+ * @throws GatewayError 400 when the body is nested too deeply to serialise again
+ */
+function upstreamBody(body: Record<string, unknown>, ctx: RequestContext): Buffer {
+  const upstreamModel = ctx.model!.upstreamModel;
+  if (body.model === upstreamModel && ctx.rawBody) return ctx.rawBody;
+  try {
+    return Buffer.from(JSON.stringify({ ...body, model: upstreamModel }));
+  } catch (err) {
+    if (!(err instanceof RangeError)) throw err;
+    throw errors.invalidRequest('request body is nested too deeply');
+  }
+}
+
 export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   const { upstream } = options;
   const proxy = httpProxy.createProxyServer({
@@ -299,7 +316,12 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
 
   return function nativeProxy(req, res, next) {
     const ctx = getContext(res);
-    const body = Buffer.from(JSON.stringify({ ...req.body, model: ctx.model!.upstreamModel }));
+    let body: Buffer;
+    try {
+      body = upstreamBody(req.body, ctx);
+    } catch (err) {
+      return next(err);
+    }
     const version = (req.headers['anthropic-version'] ?? req.headers['vendor-version']) as string;
     const state: ProxyState = { next, body, credential: upstream.pickCredential(), retriesDone: 0, timedOut: false, replying: false };
     (req as ProxiedRequest)[PROXY_STATE] = state;

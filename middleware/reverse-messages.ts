@@ -19,6 +19,7 @@ import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
 import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/reverse-response';
 import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/reverse-stream';
+import { createBodyCheck, nativeTranslationSchema } from './validate-body';
 
 export interface ReverseMessagesOptions {
   /** Client of a chat-completions upstream. */
@@ -27,9 +28,11 @@ export interface ReverseMessagesOptions {
 
 export function createReverseMessages(options: ReverseMessagesOptions): RequestHandler {
   const { upstream } = options;
+  const checkTranslatable = createBodyCheck(nativeTranslationSchema);
   return async (req, res, next) => {
     const ctx = getContext(res);
     try {
+      checkTranslatable(req.body);
       const model = ctx.model!;
       const { request, warnings } = convertNativeRequestToChat(req.body as NativeMessagesRequest, { upstreamModel: model.upstreamModel });
       ctx.warnings.push(...warnings);

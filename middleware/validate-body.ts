@@ -26,45 +26,84 @@ export function describeValidationError(error: ErrorObject): { message: string; 
   return { message: `${field}: ${error.message ?? 'is invalid'}`, param: field };
 }
 
+/**
+ * Compile a schema once into a check of a parsed body.
+ * @throws GatewayError 400 `invalid_request_error` naming the first bad field (`param` in the chat shape)
+ */
+export function createBodyCheck(schema: object): (body: unknown) => void {
+  const validate: ValidateFunction = ajv.compile(schema);
+  return (body) => {
+    if (validate(body)) return;
+    const { message, param } = describeValidationError(validate.errors![0]);
+    throw errors.invalidRequest(message, param);
+  };
+}
+
 /** Compile a schema once; the validator rejects with 400 naming the first bad field. */
 export function createValidateBody(schema: object): RequestHandler {
-  const validate: ValidateFunction = ajv.compile(schema);
+  const check = createBodyCheck(schema);
   return (req, _res, next) => {
-    if (validate(req.body)) return next();
-    const { message, param } = describeValidationError(validate.errors![0]);
-    next(errors.invalidRequest(message, param));
+    try {
+      check(req.body);
+      next();
+    } catch (err) {
+      next(err);
+    }
   };
 }
 
 const contentSchema = { type: ['string', 'array'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } };
 
-/** `POST /v1/messages` (wire-formats.md §1.1). Unlisted fields pass through to the upstream. */
+/**
+ * `POST /v1/messages`: only what the gateway itself reads (the model for the whitelist and billing,
+ * `max_tokens` and the body's size for the credit reservation, `stream` for the reply's path). Every
+ * other field, role, content block type and beta goes upstream unchanged and the upstream judges it:
+ * the native API grows with each beta, and a frozen copy of it here would lock clients out of each new
+ * feature (for example Claude Code's `system` messages under its mid-conversation-system beta).
+ */
 export const messagesSchema = {
   type: 'object',
   required: ['model', 'messages', 'max_tokens'],
   properties: {
     model: { type: 'string', minLength: 1, maxLength: 256 },
-    max_tokens: { type: 'integer', minimum: 0 },
-    messages: {
-      type: 'array',
-      items: { type: 'object', required: ['role', 'content'], properties: { role: { enum: ['user', 'assistant'] }, content: contentSchema } },
-    },
-    system: contentSchema,
+    max_tokens: { type: 'integer', minimum: 1 },
+    messages: { type: 'array' },
     stream: { type: 'boolean' },
-    stop_sequences: { type: 'array', items: { type: 'string' } },
-    temperature: { type: 'number' },
-    top_p: { type: 'number' },
-    top_k: { type: 'integer' },
-    metadata: { type: 'object' },
-    tools: { type: 'array', items: { type: 'object' } },
-    tool_choice: { type: 'object' },
   },
 };
 
-/** `POST /v1/messages/count_tokens`: as messages, without `max_tokens` and `stream`. */
+/** `POST /v1/messages/count_tokens`: the model and the messages array; nothing else is read. */
 export const countTokensSchema = {
-  ...messagesSchema,
+  type: 'object',
   required: ['model', 'messages'],
+  properties: {
+    model: messagesSchema.properties.model,
+    messages: messagesSchema.properties.messages,
+  },
+};
+
+/**
+ * A native body that reverse translation (native client, chat-completions upstream) converts: stricter
+ * than `messagesSchema`, since the translator reads every message. Roles `system` (Claude Code's
+ * mid-conversation system beta) become chat `system` messages; unknown block types are dropped with a
+ * warning by the translator, unknown fields ignored.
+ */
+export const nativeTranslationSchema = {
+  ...messagesSchema,
+  properties: {
+    ...messagesSchema.properties,
+    messages: {
+      type: 'array',
+      items: { type: 'object', required: ['role', 'content'], properties: { role: { enum: ['user', 'assistant', 'system'] }, content: contentSchema } },
+    },
+    system: contentSchema,
+    stop_sequences: { type: 'array', items: { type: 'string' } },
+    temperature: { type: 'number' },
+    top_p: { type: 'number' },
+    metadata: { type: 'object' },
+    tools: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+    tool_choice: { type: 'object' },
+  },
 };
 
 /** A chat content part: a `type`, and for text and image parts the field that carries them. */

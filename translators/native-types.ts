@@ -39,7 +39,7 @@ export type NativeToolChoice =
   | { type: 'none' };
 
 export interface NativeMessageParam {
-  role: 'user' | 'assistant';
+  role: 'user' | 'assistant' | 'system';
   content: string | NativeContentBlock[];
 }
 

@@ -64,6 +64,7 @@ function systemText(system: NativeMessagesRequest['system']): string {
 }
 
 function convertMessage(message: NativeMessageParam, warnings: string[]): ChatMessage[] {
+  if (message.role === 'system') return [{ role: 'system', content: systemText(message.content as NativeMessagesRequest['system']) }];
   if (typeof message.content === 'string') return [{ role: message.role, content: message.content }];
   if (message.role === 'assistant') return [convertAssistant(message.content, warnings)];
 

@@ -9,7 +9,10 @@ export interface RecordedRequest {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;
+  /** The parsed JSON body (the text when it is not JSON). */
   body: any;
+  /** The body's bytes as received. */
+  raw: Buffer;
 }
 
 /** What the fake upstream does with one request. */
@@ -81,7 +84,8 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const text = Buffer.concat(chunks).toString('utf8');
+      const raw = Buffer.concat(chunks);
+      const text = raw.toString('utf8');
       let body: any;
       try {
         body = JSON.parse(text);
@@ -89,7 +93,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
         body = text;
       }
       const index = requests.length;
-      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body };
+      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw };
       requests.push(recorded);
       res.once('close', () => slot(index).resolve(Date.now()));
       const reply = current(recorded);

@@ -157,13 +157,14 @@ async function startLeanUpstream(handler: FakeHandler): Promise<{ url: string; c
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
+      const raw = Buffer.concat(chunks);
       let body: any;
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        body = JSON.parse(raw.toString('utf8'));
       } catch {
         body = undefined;
       }
-      const reply = handler({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      const reply = handler({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw });
       if (reply.kind === 'json') {
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
         res.end(JSON.stringify(reply.body));

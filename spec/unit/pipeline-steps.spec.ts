@@ -86,13 +86,19 @@ describe('body validation', () => {
   const messages = createValidateBody(messagesSchema);
   const chat = createValidateBody(chatCompletionsSchema);
   const good = { model: 'sonnet', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
-  it('passes a valid messages body with unknown fields (they go upstream)', async () => {
-    const { error } = await runMiddleware(messages, { body: { ...good, thinking: { type: 'disabled' } } });
+  it('passes unknown fields, roles and content block types (the upstream judges them)', async () => {
+    const body = {
+      ...good, thinking: { type: 'enabled', budget_tokens: 1024 }, context_management: { edits: [] }, system: 7,
+      messages: [{ role: 'system', content: [{ type: 'future_block', x: 1 }] }, { role: 'user' }, 'not even an object'],
+    };
+    const { error } = await runMiddleware(messages, { body });
     expect(error).to.equal(undefined);
   });
   const bad: Array<[string, unknown, RegExp, string]> = [
     ['missing max_tokens', { model: 'x', messages: [] }, /^max_tokens: field required$/, 'max_tokens'],
-    ['a wrong role', { ...good, messages: [{ role: 'system', content: 'x' }] }, /^messages\[0\]\.role: must be one of "user", "assistant"$/, 'messages[0].role'],
+    ['max_tokens 0', { ...good, max_tokens: 0 }, /^max_tokens: must be >= 1$/, 'max_tokens'],
+    ['messages not an array', { ...good, messages: { role: 'user' } }, /^messages: must be array$/, 'messages'],
+    ['a string stream', { ...good, stream: 'true' }, /^stream: must be boolean$/, 'stream'],
     ['a string max_tokens', { ...good, max_tokens: '10' }, /^max_tokens: must be integer$/, 'max_tokens'],
     ['an array body', [good], /request body must be a JSON object/, '(body)'],
   ];
