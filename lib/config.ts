@@ -19,6 +19,10 @@ export interface ModelPricing {
   cacheWritePerMillion?: number;
   /** Price of tokens read from the prompt cache. Default: `inputPerMillion`. */
   cacheReadPerMillion?: number;
+  /** Price of tokens written to the 1-hour prompt cache (`cache_creation.ephemeral_1h_input_tokens`). Default: `cacheWritePerMillion`. */
+  cacheWrite1hPerMillion?: number;
+  /** Credits per server-side web search (`server_tool_use.web_search_requests`). Default 0. */
+  webSearchPerRequest?: number;
 }
 
 /** One entry of the model catalogue. */
@@ -114,6 +118,8 @@ export interface GatewayConfig {
     bytesPerInputToken: number;
     /** Input tokens the upstream adds that are not in the body (tool-use system prompt, turn markers). Default 1024. */
     overheadInputTokens: number;
+    /** Web searches held for a request offering the web search tool without `max_uses`. Default 10. */
+    webSearchesPerRequest: number;
   };
   /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
   shutdownGraceMs: number;
@@ -154,6 +160,8 @@ const pricingSchema = {
     outputPerMillion: { type: 'number', minimum: 0 },
     cacheWritePerMillion: { type: 'number', minimum: 0 },
     cacheReadPerMillion: { type: 'number', minimum: 0 },
+    cacheWrite1hPerMillion: { type: 'number', minimum: 0 },
+    webSearchPerRequest: { type: 'number', minimum: 0 },
   },
 };
 
@@ -245,6 +253,7 @@ export const configSchema = {
       properties: {
         bytesPerInputToken: { type: 'number', exclusiveMinimum: 0 },
         overheadInputTokens: { type: 'integer', minimum: 0 },
+        webSearchesPerRequest: { type: 'integer', minimum: 0 },
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },
@@ -363,6 +372,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     reservation: {
       bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
       overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
+      webSearchesPerRequest: file.reservation?.webSearchesPerRequest ?? 10,
     },
     limits: {
       bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024,

@@ -7,17 +7,9 @@ import type { ModelConfig } from './config';
 import type { RouteFormat } from './errors';
 import type { KeyRecord, Reservation } from './store/types';
 
-/** Token counts of one reply, native naming (wire-formats.md §2.2). */
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  cache_creation_input_tokens: number;
-  cache_read_input_tokens: number;
-}
+import { emptyUsage, type Usage } from '../translators/usage';
 
-export function emptyUsage(): Usage {
-  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-}
+export { emptyUsage, type Usage };
 
 export interface RequestContext {
   /** `req_` + 24 random base62 characters; also the `request-id` and `x-request-id` reply headers. */

@@ -9,7 +9,7 @@
  */
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
-import { getContext, type RequestContext } from '../lib/context';
+import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { sendJsonAtEndOfTurn } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
@@ -62,7 +62,7 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
         throw errors.upstreamUnreachable('the upstream sent a reply that is not a chat completion');
       }
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      ctx.usage = convertChatUsageToNative(parsed.usage);
+      ctx.usage = { ...emptyUsage(), ...convertChatUsageToNative(parsed.usage) };
       ctx.stopReason = parsed.choices?.[0]?.finish_reason ?? null;
       if (parsed.model === model.upstreamModel) parsed.model = model.id;
       await sendJsonAtEndOfTurn(res, 200, parsed);
@@ -110,7 +110,7 @@ function streamReply(
       const chunk = tryParseJson(event.data) as Record<string, any> | undefined;
       if (!chunk || typeof chunk !== 'object') return fail('the upstream sent a record that is not JSON');
       let changed = false;
-      if (chunk.usage) ctx.usage = convertChatUsageToNative(chunk.usage);
+      if (chunk.usage) ctx.usage = { ...emptyUsage(), ...convertChatUsageToNative(chunk.usage) };
       const finishReason = chunk.choices?.[0]?.finish_reason;
       if (finishReason) ctx.stopReason = finishReason;
       if (options.stripUsage && 'usage' in chunk) {

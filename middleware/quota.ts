@@ -4,11 +4,14 @@
  * fits (spent + held by requests in flight + this one <= cap). The settlement finish step
  * (lib/settlement.ts) replaces the hold with the real cost when the reply ends, however it ends.
  *
- * Worst case = input bound x the model's highest input price (plain, cache write, cache read)
- *            + max_tokens x the output price, where
+ * Worst case = input bound x the model's highest input price (plain, cache writes, cache read)
+ *            + max_tokens x the output price
+ *            + web search bound x the price of a web search, where
  * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens,
  * the body's size as received (the JSON body step measures it; a body set without that step is
- * measured as serialised JSON).
+ * measured as serialised JSON), and web search bound = for each web search server tool offered
+ * (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest. The body's
+ * other fields are not read, so any shape the upstream accepts can be reserved for.
  *
  * Refused: 402 `billing_error` (chat: `insufficient_quota`). Not 429: no retry can succeed before the
  * month ends, and the SDKs retry 429 but not 402.
@@ -39,11 +42,27 @@ export function boundInputTokens(bodyBytes: number, reservation: GatewayConfig['
   return Math.ceil(bodyBytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
 }
 
-/** Credits of `inputTokens` input and `outputTokens` output at a model's prices, input at its highest price. */
-export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTokens: number): number {
+/** Web searches a request can be billed for, at most (see the module comment); 0 when it offers no web search tool. */
+export function boundWebSearches(body: unknown, reservation: GatewayConfig['reservation']): number {
+  const tools = (body as { tools?: unknown } | null)?.tools;
+  if (!Array.isArray(tools)) return 0;
+  let searches = 0;
+  for (const tool of tools) {
+    if (typeof tool?.type !== 'string' || !tool.type.startsWith('web_search')) continue;
+    const maxUses = tool.max_uses;
+    searches += Number.isInteger(maxUses) && maxUses >= 0 ? maxUses : reservation.webSearchesPerRequest;
+  }
+  return searches;
+}
+
+/**
+ * Credits of `inputTokens` input, `outputTokens` output and `webSearches` server-side searches at a
+ * model's prices, input at its highest price.
+ */
+export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTokens: number, webSearches = 0): number {
   const p = model.pricing;
-  const inputPrice = Math.max(p.inputPerMillion, p.cacheWritePerMillion ?? 0, p.cacheReadPerMillion ?? 0);
-  return (inputTokens * inputPrice + outputTokens * p.outputPerMillion) / 1_000_000;
+  const inputPrice = Math.max(p.inputPerMillion, p.cacheWritePerMillion ?? 0, p.cacheWrite1hPerMillion ?? 0, p.cacheReadPerMillion ?? 0);
+  return (inputTokens * inputPrice + outputTokens * p.outputPerMillion) / 1_000_000 + webSearches * (p.webSearchPerRequest ?? 0);
 }
 
 /** The output tokens a request may produce: native `max_tokens`; chat `max_completion_tokens`, `max_tokens`, else the model default. */
@@ -65,7 +84,9 @@ export function createQuota(options: QuotaOptions): RequestHandler {
       const key = ctx.key!;
       const model = ctx.model!;
       const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
-      const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservationNow()), maxOutputTokens(req, options.format, model, catalogue));
+      const reservation = reservationNow();
+      const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservation), maxOutputTokens(req, options.format, model, catalogue),
+        boundWebSearches(req.body, reservation));
       const now = clock();
       const month = utcMonth(now);
       const holdTtlMs = holdTtlNow();

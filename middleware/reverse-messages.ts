@@ -7,7 +7,7 @@
  */
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
-import { getContext, type RequestContext } from '../lib/context';
+import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { sendJson, sendJsonAtEndOfTurn } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
@@ -51,7 +51,7 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
         throw errors.upstreamUnreachable('the upstream sent a reply that is not a chat completion');
       }
       const message = convertChatCompletionToNative(completion, { model: model.id });
-      ctx.usage = message.usage;
+      ctx.usage = { ...emptyUsage(), ...message.usage };
       ctx.stopReason = message.stop_reason;
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
       await sendJsonAtEndOfTurn(res, 200, message);

@@ -2,7 +2,7 @@
  * Native reply -> chat-completions reply (`chat.completion`).
  * Source: wire-formats.md §8.3.
  */
-import { emptyUsage } from '../lib/context';
+import { emptyUsage } from './usage';
 import type { ChatCompletion, ChatToolCall } from './chat-types';
 import type { NativeMessage } from './native-types';
 import { mapStopReason } from './stop-reason';

@@ -6,7 +6,7 @@
  * The transform is pure (events in, records out): it never buffers, so the caller can write each
  * record in the tick its upstream event was parsed.
  */
-import { emptyUsage, type Usage } from '../lib/context';
+import { emptyUsage, type Usage } from './usage';
 import type { SseEvent } from '../lib/sse';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
 import { toChatId } from './chat-response';

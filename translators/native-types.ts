@@ -66,6 +66,10 @@ export interface NativeUsage {
   output_tokens?: number | null;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
+  /** The cache writes split by lifetime. */
+  cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null;
+  /** Server tools the upstream ran for this reply. */
+  server_tool_use?: { web_search_requests?: number | null; [tool: string]: unknown } | null;
   [field: string]: unknown;
 }
 

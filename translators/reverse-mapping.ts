@@ -2,7 +2,7 @@
  * Reverse mapping tables (chat-completions upstream -> native client): finish reason -> stop reason,
  * chat usage -> native usage. Source: wire-formats.md §8.4 (right-hand table), §8.5 read backwards.
  */
-import { emptyUsage, type Usage } from '../lib/context';
+import type { NativeTokenCounts } from './usage';
 
 const STOP_REASONS: Record<string, string> = {
   stop: 'end_turn',
@@ -32,8 +32,8 @@ const count = (value: unknown): number => (typeof value === 'number' && Number.i
  * input = prompt - cached - cache writes; cache_read = cached; cache_creation = cache writes;
  * output = completion.
  */
-export function convertChatUsageToNative(usage: ReportedChatUsage | null | undefined): Usage {
-  const result = emptyUsage();
+export function convertChatUsageToNative(usage: ReportedChatUsage | null | undefined): NativeTokenCounts {
+  const result: NativeTokenCounts = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
   if (!usage || typeof usage !== 'object') return result;
   const cached = count(usage.prompt_tokens_details?.cached_tokens);
   const written = count(usage.prompt_tokens_details?.cache_write_tokens);

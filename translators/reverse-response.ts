@@ -2,7 +2,7 @@
  * Reverse translation, reply side (non-streaming): a `chat.completion` becomes a native message.
  * Source: wire-formats.md §2 (native reply), §5 (chat.completion), §8.3 read right to left.
  */
-import type { Usage } from '../lib/context';
+import type { NativeTokenCounts } from './usage';
 import { convertChatUsageToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './reverse-mapping';
 
 /** A `chat.completion` as an upstream sends it (fields the translation reads). */
@@ -25,7 +25,7 @@ export interface ReverseMessage {
   content: Array<{ type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown }>;
   stop_reason: string;
   stop_sequence: null;
-  usage: Usage;
+  usage: NativeTokenCounts;
 }
 
 /** A native message id for a chat completion id (`msg_` prefix, same characters). */

@@ -13,7 +13,7 @@
  *
  * A stateful transform created per request; pure (no I/O).
  */
-import type { Usage } from '../lib/context';
+import { emptyUsage, toNativeTokenCounts, type Usage } from './usage';
 import { convertChatUsageToNative, mapChatErrorTypeToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './reverse-mapping';
 import { toMessageId } from './reverse-response';
 
@@ -53,7 +53,7 @@ export interface ReverseStreamTransform {
 }
 
 export function createReverseStreamTransform(options: { model: string }): ReverseStreamTransform {
-  const usage: Usage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  const usage: Usage = emptyUsage();
   let started = false;
   let closed = false;
   let stopReason: string | null = null;
@@ -70,7 +70,7 @@ export function createReverseStreamTransform(options: { model: string }): Revers
   const messageDelta = (out: NativeStreamEvent[]) => {
     if (deltaSent || stopReason === null) return;
     deltaSent = true;
-    out.push({ event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { ...usage } } });
+    out.push({ event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: toNativeTokenCounts(usage) } });
   };
   const start = (chunk: UpstreamChatChunk, out: NativeStreamEvent[]) => {
     if (started) return;

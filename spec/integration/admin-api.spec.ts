@@ -206,7 +206,7 @@ describe('admin API', () => {
     expect(reply.body.data).to.have.length(gateway.config.models.length);
     expect(reply.body.data.find((model: any) => model.id === 'model-haiku-4.5')).to.deep.equal({
       id: 'model-haiku-4.5', displayName: 'model-haiku-4.5', aliases: ['haiku'], keyGroup: 'default',
-      pricing: { inputPerMillion: 1, outputPerMillion: 5, cacheWritePerMillion: 1.25, cacheReadPerMillion: 0.1 },
+      pricing: { inputPerMillion: 1, outputPerMillion: 5, cacheWritePerMillion: 1.25, cacheReadPerMillion: 0.1, cacheWrite1hPerMillion: 2, webSearchPerRequest: 0.01 },
     });
   });
 

@@ -5,7 +5,7 @@ import { utcMonth } from '../../lib/store/month';
 import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
 import { EventEmitter } from 'node:events';
-import { boundInputTokens, createHoldRenewer, createQuota, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
+import { boundInputTokens, boundWebSearches, createHoldRenewer, createQuota, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
 import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 
@@ -29,14 +29,24 @@ function post(url: string, path: string, secret: string, body: Record<string, un
 
 describe('credit reservation: the worst case', () => {
   it('bounds input tokens by body bytes per token plus the overhead', () => {
-    expect(boundInputTokens(1000, { bytesPerInputToken: 1, overheadInputTokens: 1024 })).to.equal(2024);
-    expect(boundInputTokens(1001, { bytesPerInputToken: 2, overheadInputTokens: 0 })).to.equal(501);
+    expect(boundInputTokens(1000, { bytesPerInputToken: 1, overheadInputTokens: 1024, webSearchesPerRequest: 10 })).to.equal(2024);
+    expect(boundInputTokens(1001, { bytesPerInputToken: 2, overheadInputTokens: 0, webSearchesPerRequest: 10 })).to.equal(501);
   });
 
-  it('prices input at the model\'s highest input price (a cache write costs more than plain input)', () => {
-    // haiku: input 1, cache write 1.25, cache read 0.1, output 5 credits per million tokens
-    expect(priceWorstCase(haiku, 1_000_000, 0)).to.equal(1.25);
+  it('prices input at the model\'s highest input price (a 1-hour cache write costs more than plain input)', () => {
+    // haiku: input 1, cache write 1.25 (1 hour: 2), cache read 0.1, output 5 credits per million tokens, 0.01 a web search
+    expect(priceWorstCase(haiku, 1_000_000, 0)).to.equal(2);
     expect(priceWorstCase(haiku, 0, 1_000_000)).to.equal(5);
+    expect(priceWorstCase(haiku, 0, 0, 5)).to.equal(0.05);
+  });
+
+  it('holds web searches for each web search tool offered: its max_uses, else the configured default', () => {
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 };
+    expect(boundWebSearches({ tools: [{ name: 'Bash', input_schema: {} }] }, reservation)).to.equal(0);
+    expect(boundWebSearches({ tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] }, reservation)).to.equal(3);
+    expect(boundWebSearches({ tools: [{ type: 'web_search_20260101', name: 'web_search' }, null, 'x'] }, reservation)).to.equal(10);
+    expect(boundWebSearches({ tools: 'not an array' }, reservation)).to.equal(0);
+    expect(boundWebSearches(null, reservation)).to.equal(0);
   });
 
   it('takes max_tokens from the route\'s own field, else the model default', () => {
@@ -58,7 +68,7 @@ describe('credit reservation: the worst case', () => {
         return true;
       },
     } as unknown as GatewayStore;
-    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0 };
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 };
     const step = createQuota({ store, catalogue, format: 'native', reservation, holdTtlMs: 1000 });
     const body = { model: 'haiku', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] };
     const run = (bodyBytes: number | undefined) => new Promise<void>((resolve, reject) => {
@@ -89,7 +99,7 @@ describe('credit reservation: the worst case', () => {
         throw new Error('a released hold must not be renewed');
       },
     } as unknown as GatewayStore;
-    const step = createQuota({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0 }, holdTtlMs: 1000 });
+    const step = createQuota({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 }, holdTtlMs: 1000 });
     const ctx: Record<string, unknown> = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes: 10 };
     const listeners: string[] = [];
     const res = { locals: { gateway: ctx }, destroyed: false, once: (event: string) => listeners.push(event) };

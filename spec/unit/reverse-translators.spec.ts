@@ -10,6 +10,7 @@ import { convertChatErrorToNative, convertChatUsageToNative, mapFinishReasonToSt
 import { convertNativeRequestToChat } from '../../translators/reverse-request';
 import { convertChatCompletionToNative, parseToolArguments } from '../../translators/reverse-response';
 import { createReverseStreamTransform, type NativeStreamEvent } from '../../translators/reverse-stream';
+import { emptyUsage } from '../../translators/usage';
 
 const FIXTURES = path.resolve(__dirname, '..', '..', '..', 'spec', 'fixtures', 'reverse');
 const readLines = (file: string) => fs.readFileSync(path.join(FIXTURES, file), 'utf8').split('\n').filter((line) => line.trim() !== '');
@@ -127,7 +128,7 @@ describe('reverse translation', () => {
       const transform = createReverseStreamTransform({ model: 'm' });
       for (const line of readLines('text-with-usage.chat.jsonl')) if (line !== '[DONE]') transform.push(JSON.parse(line));
       expect(transform.stopReason).to.equal('end_turn');
-      expect(transform.usage).to.deep.equal({ input_tokens: 12, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 5 });
+      expect(transform.usage).to.deep.equal({ ...emptyUsage(), input_tokens: 12, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 5 });
       expect(transform.done().map((e) => e.event)).to.deep.equal(['message_stop']);
       expect(transform.push({ choices: [{ delta: { content: 'late' } }] })).to.deep.equal([]);
     });

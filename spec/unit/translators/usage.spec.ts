@@ -1,6 +1,5 @@
 import { expect } from 'chai';
-import { emptyUsage } from '../../../lib/context';
-import { convertUsageToChat, mergeNativeUsage } from '../../../translators/usage';
+import { convertUsageToChat, emptyUsage, mergeNativeUsage } from '../../../translators/usage';
 
 describe('usage mapping', () => {
   const cases: Array<{ name: string; native: Record<string, unknown>; chat: Record<string, unknown> }> = [
@@ -28,7 +27,21 @@ describe('usage mapping', () => {
     const usage = mergeNativeUsage(emptyUsage(), { input_tokens: 472, cache_read_input_tokens: 8, output_tokens: 2 });
     mergeNativeUsage(usage, { output_tokens: 89 });
     mergeNativeUsage(usage, { output_tokens: 90, input_tokens: 472 });
-    expect(usage).to.deep.equal({ input_tokens: 472, output_tokens: 90, cache_creation_input_tokens: 0, cache_read_input_tokens: 8 });
+    expect(usage).to.deep.equal({ ...emptyUsage(), input_tokens: 472, output_tokens: 90, cache_read_input_tokens: 8 });
+  });
+
+  it('reads the 5 m / 1 h cache write split and the server-side web searches', () => {
+    const usage = mergeNativeUsage(emptyUsage(), {
+      input_tokens: 50, output_tokens: 7, cache_creation_input_tokens: 300, cache_read_input_tokens: 20,
+      cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 200 }, server_tool_use: { web_search_requests: 3 },
+    });
+    expect(usage).to.deep.equal({
+      input_tokens: 50, output_tokens: 7, cache_creation_input_tokens: 300, cache_read_input_tokens: 20,
+      cache_creation_1h_input_tokens: 200, web_search_requests: 3,
+    });
+    // A split without the total gives the total; a null server_tool_use leaves the count as it was.
+    const splitOnly = mergeNativeUsage(emptyUsage(), { cache_creation: { ephemeral_5m_input_tokens: 4, ephemeral_1h_input_tokens: 6 }, server_tool_use: null });
+    expect(splitOnly).to.include({ cache_creation_input_tokens: 10, cache_creation_1h_input_tokens: 6, web_search_requests: 0 });
   });
 
   it('ignores negative, non-numeric and missing values', () => {
