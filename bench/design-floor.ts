@@ -17,7 +17,6 @@ import type { AddressInfo } from 'node:net';
 import type { Stream } from 'node:stream';
 import express from 'express';
 import httpProxy from 'http-proxy';
-import { createHttpServer } from '../lib/http-server';
 import { readBody } from '../lib/read-body';
 import { serveChild } from './ipc';
 
@@ -57,7 +56,7 @@ function main(): void {
     bodies.set(req, body);
     proxy.web(req, res, { target: `${target}/v1/messages`, buffer: BODY_WRITTEN_BY_PROXY_REQ, headers: { 'content-length': String(body.length) } });
   });
-  const server = createHttpServer(app);
+  const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   server.listen(0, '127.0.0.1', () => serveChild((server.address() as AddressInfo).port));
 }

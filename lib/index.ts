@@ -5,7 +5,6 @@
  *   import { createGateway } from 'model-gateway';
  *   const gateway = await createGateway({ config: { upstream: { url: 'https://...' } }, hooks: { ... } });
  *   gateway.app.listen(8080);            // or: parent.use('/llm', gateway.router)
- *   createHttpServer(gateway.app).listen(8080);  // the same, with less CPU per request (lib/http-server.ts)
  *
  * See README "Extending" for the contract of each hook.
  */
@@ -15,7 +14,6 @@ export { createApp, createGatewayRouter } from './app';
 export { PUBLIC_ROUTES } from './routes';
 export type { AppDependencies } from './app';
 export { startGateway } from './server';
-export { createHttpServer } from './http-server';
 export type { RunningGateway, StartOptions } from './server';
 
 export { mergeHooks, createHookContext, createHookStep, createUsageRecord } from './hooks';

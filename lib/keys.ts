@@ -28,7 +28,7 @@ export function digestsEqual(a: string, b: string): boolean {
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
-/** `length` uniformly random base62 characters (fresh CSPRNG bytes: for secrets). */
+/** `length` uniformly random base62 characters from the CSPRNG (secrets and request ids). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
@@ -40,25 +40,3 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** Random bytes drawn ahead for {@link randomIdBase62}, so each id does not cost a CSPRNG call. */
-const idBytes = Buffer.alloc(4096);
-let idOffset = idBytes.length;
-
-/**
- * `length` uniformly random base62 characters for identifiers that are not secrets (request ids):
- * the same CSPRNG as {@link randomBase62}, read 4 KiB at a time (a `randomBytes` call per request was
- * about 2 % of the gateway's CPU in the benchmark).
- */
-export function randomIdBase62(length: number): string {
-  let out = '';
-  while (out.length < length) {
-    if (idOffset === idBytes.length) {
-      crypto.randomFillSync(idBytes);
-      idOffset = 0;
-    }
-    const byte = idBytes[idOffset++];
-    // 248 = 4 * 62: reject the top bytes so every character is equally likely.
-    if (byte < 248) out += BASE62[byte % 62];
-  }
-  return out;
-}

@@ -10,7 +10,6 @@ import type { AddressInfo } from 'node:net';
 import { waitForFinishSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
-import { createHttpServer } from './http-server';
 import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
 import type { Clock } from './store/month';
@@ -65,7 +64,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     // logger may still write lines with it while requests run.
     requestScope: options.requestScope ?? options.logger !== undefined,
   });
-  const server = createHttpServer(gateway.app);
+  const server = http.createServer(gateway.app);
   server.keepAliveTimeout = 65_000;
   /** Responses not yet closed; a graceful shutdown waits for them (and their finish steps). */
   const inFlight = new InFlight();
@@ -159,6 +158,12 @@ export function checkClusterConfig(config: GatewayConfig): void {
  * most once a second, so a worker that cannot start does not spin); SIGHUP is passed on to every
  * worker; on SIGTERM/SIGINT each is asked to shut down gracefully, and the primary exits when all have.
  */
+/** Exit once every line logged so far has reached the logger's transports (winston passes them on asynchronously). */
+function exitAfterLogs(logger: Logger, code: number): void {
+  logger.once('finish', () => process.exit(code));
+  logger.end();
+}
+
 function runPrimary(workers: number, logger: Logger): void {
   let stopping = false;
   let lastFork = 0;
@@ -171,7 +176,7 @@ function runPrimary(workers: number, logger: Logger): void {
   logger.info({ message: 'cluster primary started', workers, pid: process.pid });
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
-      if (running().length === 0) process.exit(0);
+      if (running().length === 0) exitAfterLogs(logger, 0);
       return;
     }
     logger.error({ message: 'worker exited; starting a new one', worker_pid: worker.process.pid, code, signal });
@@ -184,7 +189,7 @@ function runPrimary(workers: number, logger: Logger): void {
     stopping = true;
     logger.info({ message: 'shutting down workers', signal });
     for (const worker of running()) worker.process.kill('SIGTERM');
-    if (running().length === 0) process.exit(0);
+    if (running().length === 0) exitAfterLogs(logger, 0);
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
@@ -212,11 +217,11 @@ async function main(): Promise<void> {
     gateway.close().then(
       () => {
         logger.info({ message: 'shutdown complete' });
-        setImmediate(() => process.exit(0));
+        exitAfterLogs(logger, 0);
       },
       (err) => {
         logger.error({ message: 'shutdown failed', error: (err as Error).message });
-        setImmediate(() => process.exit(1));
+        exitAfterLogs(logger, 1);
       },
     );
   };

@@ -8,6 +8,7 @@ import { sendJson } from './json-reply';
 import { randomBase62 } from './keys';
 import { listenOnLoopback, type LoopbackServer } from './loopback';
 import { formatSse } from './sse';
+import { CHARACTERS_PER_TOKEN, estimateTokens } from '../translators/usage';
 
 export interface SimulatedUpstreamOptions {
   /** Delay between streamed text deltas, in ms. Default 15, so a terminal shows the stream arrive. */
@@ -17,9 +18,9 @@ export interface SimulatedUpstreamOptions {
 /** The running simulated upstream: its URL, and `close()`. */
 export type SimulatedUpstream = LoopbackServer;
 
-/** Rough token count of a text: one token per 4 characters, at least 1. */
-export function estimateTokens(text: string): number {
-  return Math.max(1, Math.ceil(text.length / 4));
+/** Rough token count of a text (translators/usage.ts `estimateTokens`), at least 1. */
+function countTokens(text: string): number {
+  return Math.max(1, estimateTokens(text.length));
 }
 
 function textOf(content: unknown): string {
@@ -38,8 +39,8 @@ function composeReply(body: any): { text: string; inputTokens: number } {
   const said = textOf(lastUser?.content).trim().slice(0, 200);
   let text = `This is a simulated reply from ${String(body?.model)} (no upstream is configured). You said: "${said}"`;
   const maxTokens = Number.isInteger(body?.max_tokens) ? body.max_tokens : 4096;
-  if (estimateTokens(text) > maxTokens) text = text.slice(0, Math.max(1, maxTokens * 4));
-  return { text, inputTokens: estimateTokens(prompt) };
+  if (countTokens(text) > maxTokens) text = text.slice(0, Math.max(1, maxTokens * CHARACTERS_PER_TOKEN));
+  return { text, inputTokens: countTokens(prompt) };
 }
 
 async function streamReply(res: http.ServerResponse, body: any, delayMs: number): Promise<void> {
@@ -64,7 +65,7 @@ async function streamReply(res: http.ServerResponse, body: any, delayMs: number)
   }
   send('content_block_stop', { type: 'content_block_stop', index: 0 });
   send('message_delta', {
-    type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: estimateTokens(text) },
+    type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: countTokens(text) },
   });
   send('message_stop', { type: 'message_stop' });
   res.end();
@@ -92,7 +93,7 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string
   sendJson(res, 200, {
     id: `msg_sim_${randomBase62(20)}`, type: 'message', role: 'assistant', model: body.model,
     content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null,
-    usage: { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: estimateTokens(text) },
+    usage: { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: countTokens(text) },
   });
 }
 

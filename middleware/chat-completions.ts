@@ -10,7 +10,7 @@ import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson, sendJsonAtEndOfTurn } from '../lib/json-reply';
+import { sendJson } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
@@ -18,11 +18,11 @@ import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-request';
 import { convertNativeResponse } from '../translators/chat-response';
-import { createChatStreamTransform, isSerializedChunk, type ChatStreamRecord } from '../translators/chat-stream';
+import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { mapNativeErrorToChat } from '../translators/errors';
 import type { NativeMessage } from '../translators/native-types';
-import { mergeNativeUsage } from '../translators/usage';
+import { estimateTokens, mergeNativeUsage } from '../translators/usage';
 
 export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
@@ -71,7 +71,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       ctx.usage = mergeNativeUsage(emptyUsage(), message.usage);
       ctx.stopReason = message.stop_reason;
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
-      await sendJsonAtEndOfTurn(res, 200, completion);
+      sendJson(res, 200, completion);
     } catch (err) {
       failExchange(err, res, next);
     }
@@ -108,7 +108,6 @@ function streamReply(
     created,
     includeUsage: body.stream_options?.include_usage === true,
     onUnknownStopReason,
-    serializeDeltas: true,
   });
   ctx.usage = transform.usage;
 
@@ -123,13 +122,13 @@ function streamReply(
     }
     openSseReply(res, ctx);
     for (const record of records) {
-      out.add(formatSse(isSerializedChunk(record) ? record.json : record));
+      out.add(formatSse(record));
       streamedCharacters += countStreamedCharacters(record);
     }
     // Until message_delta brings the final count, usage is at least what the client has received,
     // so a stream cut short settles what was streamed rather than message_start's provisional count.
     if (transform.stopReason === null) {
-      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, Math.ceil(streamedCharacters / 4));
+      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(streamedCharacters));
     }
     if (transform.closed) out.end();
   };
@@ -148,7 +147,6 @@ function streamReply(
 /** Characters of generated text (content and tool-call arguments) in one outgoing record. */
 function countStreamedCharacters(record: ChatStreamRecord): number {
   if (typeof record !== 'object') return 0;
-  if (isSerializedChunk(record)) return record.characters;
   if (!('choices' in record)) return 0;
   let count = 0;
   for (const choice of record.choices) {

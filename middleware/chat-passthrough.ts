@@ -11,7 +11,7 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJsonAtEndOfTurn } from '../lib/json-reply';
+import { sendJson } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
@@ -65,7 +65,7 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       ctx.usage = { ...emptyUsage(), ...convertChatUsageToNative(parsed.usage) };
       ctx.stopReason = parsed.choices?.[0]?.finish_reason ?? null;
       if (parsed.model === model.upstreamModel) parsed.model = model.id;
-      await sendJsonAtEndOfTurn(res, 200, parsed);
+      sendJson(res, 200, parsed);
     } catch (err) {
       failExchange(err, res, next);
     }

@@ -17,11 +17,9 @@ import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { mapUpstreamSocketError, errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { createSseDecoder, formatSse } from '../lib/sse';
-import { endOfTurn } from '../lib/turn';
 import { watchIdle, type UpstreamClient, type UpstreamCredential } from '../lib/upstream';
 import { modelRenameOf, type ModelRename } from '../lib/upstream-exchange';
-import { createDeltaCharacterCounter } from '../translators/delta-characters';
-import { mergeNativeUsage } from '../translators/usage';
+import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
   upstream: UpstreamClient;
@@ -82,11 +80,6 @@ function stateOf(req: http.IncomingMessage): ProxyState | undefined {
   return (req as ProxiedRequest)[PROXY_STATE];
 }
 
-/** Rough token count of streamed text, for a stream cut before its final usage: 4 characters a token. */
-function estimateStreamedTokens(characters: number): number {
-  return Math.ceil(characters / 4);
-}
-
 /**
  * Pass a native SSE reply to the client as it arrives, reading usage and stop reason on the side.
  * When the upstream names the model differently from the catalogue, the first event (message_start)
@@ -101,18 +94,17 @@ function pipeStream(proxyRes: http.IncomingMessage, res: Response, ctx: RequestC
   let streamedCharacters = 0;
   let finalUsageSeen = false;
   let complete = false;
-  const countDeltaCharacters = createDeltaCharacterCounter();
   const decoder = createSseDecoder((event) => {
     if (event.event === 'message_stop') complete = true;
     if (event.event === 'content_block_delta') {
-      streamedCharacters += countDeltaCharacters(event.data);
+      streamedCharacters += countDeltaCharacters(tryParseJson(event.data));
     } else if (event.event === 'message_start' || event.event === 'message_delta') {
       const data = tryParseJson(event.data) as any;
       mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
       if (event.event === 'message_delta' && typeof data?.usage?.output_tokens === 'number') finalUsageSeen = true;
       if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) ctx.stopReason = data.delta.stop_reason;
     }
-    if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateStreamedTokens(streamedCharacters));
+    if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateTokens(streamedCharacters));
   });
   let head: Buffer | null = rename ? Buffer.alloc(0) : null;
   const flushHead = () => {
@@ -182,8 +174,6 @@ async function sendJsonReply(proxyRes: http.IncomingMessage, res: Response, ctx:
     text = Buffer.from(JSON.stringify(body));
   }
   proxyRes.headers['content-length'] = String(text.length);
-  // The usage is on the context: the reply can wait for the end of the turn (see sendJsonAtEndOfTurn).
-  await endOfTurn();
   res.writeHead(200, proxyRes.headers);
   res.end(text);
 }

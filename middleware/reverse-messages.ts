@@ -9,7 +9,7 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson, sendJsonAtEndOfTurn } from '../lib/json-reply';
+import { sendJson } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
@@ -54,7 +54,7 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
       ctx.usage = { ...emptyUsage(), ...message.usage };
       ctx.stopReason = message.stop_reason;
       ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      await sendJsonAtEndOfTurn(res, 200, message);
+      sendJson(res, 200, message);
     } catch (err) {
       failExchange(err, res, next);
     }

@@ -10,27 +10,12 @@ import { emptyUsage, type Usage } from './usage';
 import type { SseEvent } from '../lib/sse';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
 import { toChatId } from './chat-response';
-import { createDeltaReader, type DeltaRead } from './delta-characters';
 import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
 import { convertUsageToChat, mergeNativeUsage } from './usage';
 
-/**
- * A content or tool-call arguments chunk already serialized (option `serializeDeltas`): `json` is
- * exactly what `JSON.stringify` of the chunk gives; `characters`, the length of the text it carries.
- */
-export interface SerializedChunk {
-  readonly json: string;
-  readonly characters: number;
-}
-
 /** What the transform asks the caller to write: a chunk, an in-stream error record, or the terminator. */
-export type ChatStreamRecord = ChatCompletionChunk | ChatErrorBody | '[DONE]' | SerializedChunk;
-
-/** Whether a record is a {@link SerializedChunk}. */
-export function isSerializedChunk(record: ChatStreamRecord): record is SerializedChunk {
-  return typeof record === 'object' && 'json' in record;
-}
+export type ChatStreamRecord = ChatCompletionChunk | ChatErrorBody | '[DONE]';
 
 export interface ChatStreamOptions {
   /** Canonical model ID reported in every chunk. */
@@ -40,13 +25,6 @@ export interface ChatStreamOptions {
   /** `stream_options.include_usage`: `"usage": null` on every chunk, then one last chunk with empty `choices` and the usage. */
   includeUsage: boolean;
   onUnknownStopReason?: (value: string) => void;
-  /**
-   * Return the chunks of text and tool-call argument deltas as {@link SerializedChunk}s, built from the
-   * upstream event's text literal without parsing the event or serializing the chunk, where the event
-   * fits the frame of its block's earlier deltas (translators/delta-characters.ts). The records are
-   * byte for byte those of the default, which returns every chunk as an object. Default false.
-   */
-  serializeDeltas?: boolean;
 }
 
 export interface ChatStreamTransform {
@@ -70,10 +48,6 @@ export interface ChatStreamTransform {
 }
 
 type Handler = (data: any) => ChatStreamRecord[];
-
-/** Put where the delta goes in the chunk serialized as a template; only fixed fields follow the delta, so its last occurrence is that place. */
-const DELTA_PLACEHOLDER = '\u0000delta\u0000';
-const DELTA_PLACEHOLDER_JSON = JSON.stringify(DELTA_PLACEHOLDER);
 
 /** Status of failures of the stream itself (lost connection, unreadable event): a bad gateway. */
 const BROKEN_STREAM_STATUS = 502;
@@ -99,38 +73,6 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     ...usageField,
   });
-
-  // With serializeDeltas: the reader of delta texts, and the chunk serialized around a placeholder
-  // delta (whose JSON comes last but for fixed fields), re-made when the id changes.
-  const readDelta = options.serializeDeltas ? createDeltaReader({ canonical: true }) : undefined;
-  let template: { id: string; head: string; tail: string } | undefined;
-  const serializedChunk = (deltaJson: string, characters: number): SerializedChunk => {
-    if (template?.id !== id) {
-      const text = JSON.stringify(chunk(DELTA_PLACEHOLDER as unknown as ChatChunkDelta));
-      const at = text.lastIndexOf(DELTA_PLACEHOLDER_JSON);
-      template = { id, head: text.slice(0, at), tail: text.slice(at + DELTA_PLACEHOLDER_JSON.length) };
-    }
-    return { json: template.head + deltaJson + template.tail, characters };
-  };
-  /**
-   * The content_block_delta handler for a delta found in place, or undefined where only the parsed
-   * event can tell (the handler's other cases). Same records as the handler, serialized.
-   */
-  const inPlaceDelta = (data: string, found: Extract<DeltaRead, { kind: 'in-place' }>): ChatStreamRecord[] | undefined => {
-    const { frame } = found;
-    const literal = data.slice(found.start, found.end);
-    if (frame.deltaType === 'text_delta' && frame.field === 'text') {
-      return found.length === 0 ? [] : [serializedChunk(`{"content":${literal}}`, found.length)];
-    }
-    if (frame.deltaType === 'input_json_delta' && frame.field === 'partial_json') {
-      const index = toolIndexes.get(frame.index as number);
-      if (found.length === 0 || index === undefined) return [];
-      return [serializedChunk(`{"tool_calls":[{"index":${index},"function":{"arguments":${literal}}}]}`, found.length)];
-    }
-    // thinking_delta, signature_delta, ...: the handler sends nothing for these whatever their text.
-    if (frame.deltaType !== 'text_delta' && frame.deltaType !== 'input_json_delta') return [];
-    return undefined;
-  };
 
   const close = (translated: TranslatedError): ChatStreamRecord[] => {
     if (closed) return [];
@@ -205,14 +147,6 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const name = event.event ?? 'message';
       const handler = handlers[name];
       if (!handler) return []; // ping, content_block_stop, and event types added later
-      if (readDelta && name === 'content_block_delta') {
-        const found = readDelta(event.data);
-        if (found.kind === 'unreadable') return broken(`the upstream sent an unreadable ${name} event`);
-        if (found.kind === 'parsed') return handler(found.event);
-        const records = inPlaceDelta(event.data, found);
-        if (records) return records;
-        // A case only the parsed event can tell: parsed below.
-      }
       let data: unknown;
       try {
         data = JSON.parse(event.data);

@@ -31,6 +31,28 @@ export function emptyUsage(): Usage {
   };
 }
 
+/**
+ * Characters of text per token assumed where no count is known yet (a stream cut before its final
+ * usage, the simulated upstream): a rough average for English text.
+ */
+export const CHARACTERS_PER_TOKEN = 4;
+
+/** Tokens of `characters` characters of generated text, rounded up (see CHARACTERS_PER_TOKEN). */
+export function estimateTokens(characters: number): number {
+  return Math.ceil(characters / CHARACTERS_PER_TOKEN);
+}
+
+/**
+ * Characters of generated text a native `content_block_delta` event's data carries (text, tool input
+ * JSON, thinking); 0 for other events and for data that is not a delta.
+ */
+export function countDeltaCharacters(data: unknown): number {
+  const delta = (data as { delta?: Record<string, unknown> } | null)?.delta;
+  if (!delta || typeof delta !== 'object') return 0;
+  const text = delta.text ?? delta.partial_json ?? delta.thinking;
+  return typeof text === 'string' ? text.length : 0;
+}
+
 /** The four native counts of `usage`, for a native reply the gateway writes itself. */
 export function toNativeTokenCounts(usage: Usage): NativeTokenCounts {
   const { input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens } = usage;

@@ -3,11 +3,8 @@
  * so several instances, or surviving a crash, need the Redis store. The server writes `snapshot()`
  * to a file on graceful shutdown and `restore()`s it at start (see memory-persistence.ts).
  *
- * The calls a request makes (key lookup, credit reservation, renewal, settlement) do their work at
- * once, so each is one step no other request interleaves with, and answer at the end of the event
- * loop's turn (`atEndOfTurn`, lib/turn.ts), as the Redis store's replies arrive: the requests of one
- * turn then go on together, which costs the process about a third less CPU per request under load
- * (bench/RESULTS.md, phase 8).
+ * Each call a request makes (key lookup, credit reservation, renewal, settlement) does its work in one
+ * synchronous step, so no other request interleaves with it, as a Redis script would.
  *
  * Credits are held in integer credit units (credits.ts) so the cap comparison is exact.
  */
@@ -15,7 +12,6 @@ import crypto from 'node:crypto';
 import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { systemClock, type Clock } from './month';
-import { atEndOfTurn } from '../turn';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
@@ -86,7 +82,7 @@ export class MemoryStore implements GatewayStore {
   constructor(private readonly clock: Clock = systemClock) {}
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
-    return atEndOfTurn(this.findKeyNow(sha256, now));
+    return this.findKeyNow(sha256, now);
   }
 
   private findKeyNow(sha256: string, now: number): KeyRecord | null {
@@ -150,7 +146,7 @@ export class MemoryStore implements GatewayStore {
   }
 
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
-    return atEndOfTurn(this.reserveNow(keyId, month, credits, cap, ttlMs));
+    return this.reserveNow(keyId, month, credits, cap, ttlMs);
   }
 
   /** The check and the hold as one step, as the Redis script is: nothing awaits in here. */
@@ -176,7 +172,7 @@ export class MemoryStore implements GatewayStore {
   }
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
-    return atEndOfTurn(this.renewNow(reservation, ttlMs));
+    return this.renewNow(reservation, ttlMs);
   }
 
   private renewNow(reservation: Reservation, ttlMs: number): boolean {
@@ -192,7 +188,7 @@ export class MemoryStore implements GatewayStore {
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    return atEndOfTurn(this.settleNow(reservation, usage));
+    return this.settleNow(reservation, usage);
   }
 
   private settleNow(reservation: Reservation, usage: UsageEntry): void {

@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { hashSecret, randomIdBase62 } from '../../lib/keys';
+import { hashSecret, randomBase62 } from '../../lib/keys';
 
-describe('randomIdBase62 (request ids)', () => {
+describe('randomBase62 (secrets, request ids)', () => {
   it('gives ids of the asked length, base62 only, all distinct across many refills of its byte pool', () => {
     const ids = new Set<string>();
     for (let i = 0; i < 2000; i++) {
-      const id = randomIdBase62(24);
+      const id = randomBase62(24);
       expect(id).to.match(/^[A-Za-z0-9]{24}$/);
       ids.add(id);
     }
@@ -14,7 +14,7 @@ describe('randomIdBase62 (request ids)', () => {
 
   it('uses every base62 character about equally often (no modulo bias)', () => {
     const counts = new Map<string, number>();
-    const text = randomIdBase62(62 * 2000);
+    const text = randomBase62(62 * 2000);
     for (const ch of text) counts.set(ch, (counts.get(ch) ?? 0) + 1);
     expect(counts.size).to.equal(62);
     // Expected 2000 each; a biased generator (byte % 62 without rejection) gives the first 8 about 2,400.

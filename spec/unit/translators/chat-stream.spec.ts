@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { formatSse } from '../../../lib/sse';
-import { createChatStreamTransform, isSerializedChunk, type ChatStreamRecord } from '../../../translators/chat-stream';
+import { createChatStreamTransform, type ChatStreamRecord } from '../../../translators/chat-stream';
 import {
   readExpectedRecords,
   readNativeStreamBytes,
@@ -158,75 +158,5 @@ describe('chat stream translator: any split of the byte stream', () => {
     const bytes = readNativeStreamBytes('tool-calls');
     const pieces = [...bytes].map((byte) => Buffer.from([byte]));
     expect(translatePieces(pieces, { includeUsage: true })).to.deep.equal(readExpectedRecords('tool-calls'));
-  });
-});
-
-describe('chat stream translator, deltas serialized in place (serializeDeltas, as the chat route runs it)', () => {
-  /** The records as the chat route writes them. */
-  const wire = (records: ChatStreamRecord[]) => records.map((record) => formatSse(isSerializedChunk(record) ? record.json : record)).join('');
-  const serializedCount = (records: ChatStreamRecord[]) => records.filter(isSerializedChunk).length;
-
-  for (const { name, includeUsage } of FIXTURES) {
-    it(`"${name}": writes the same bytes as with every chunk an object`, () => {
-      const bytes = readNativeStreamBytes(name);
-      const serialized = translatePieces([bytes], { includeUsage, serializeDeltas: true });
-      expect(wire(serialized)).to.equal(wire(translatePieces([bytes], { includeUsage })));
-      if (name === 'text' || name === 'tool-calls') expect(serializedCount(serialized), 'chunks serialized in place').to.be.greaterThan(0);
-    });
-  }
-
-  it('writes the same bytes and counts the same characters for any stream (property)', () => {
-    const ev = (type: string, data: Record<string, unknown>) => ({ event: type, data: JSON.stringify({ type, ...data }) });
-    const text = fc.string({ unit: 'binary', maxLength: 12 });
-    /** One content block: start, a run of deltas (its own kind, or now and then another), stop. */
-    const block = fc.tuple(fc.constantFrom('text', 'tool_use', 'thinking'), fc.array(text, { maxLength: 8 }), fc.nat(3), fc.boolean())
-      .map(([kind, texts, index, odd]) => {
-        const start = kind === 'tool_use'
-          ? ev('content_block_start', { index, content_block: { type: 'tool_use', id: `toolu_${index}`, name: 'f', input: {} } })
-          : ev('content_block_start', { index, content_block: kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '' } });
-        const deltas = texts.map((t, i) => {
-          const delta = kind === 'text' ? { type: 'text_delta', text: t } : kind === 'tool_use' ? { type: 'input_json_delta', partial_json: t } : { type: 'thinking_delta', thinking: t };
-          // Odd ones: another block's index, a delta type that does not match its field, a slash
-          // written as \/ (valid JSON, but not as JSON.stringify writes it).
-          if (odd && i % 4 === 2) return ev('content_block_delta', { index: index + 1, delta });
-          if (odd && i % 4 === 3) return ev('content_block_delta', { index, delta: { type: 'input_json_delta', text: t, partial_json: `${t}!` } });
-          if (odd && i % 4 === 1) {
-            const slashed = ev('content_block_delta', { index, delta: { ...delta, [Object.keys(delta)[1]]: `${t}/` } });
-            return { ...slashed, data: slashed.data.replace(/\//g, '\\/') };
-          }
-          return ev('content_block_delta', { index, delta });
-        });
-        return [start, ...deltas, ev('content_block_stop', { index })];
-      });
-    const stream = fc.tuple(fc.array(block, { maxLength: 4 }), fc.constantFrom('end_turn', 'tool_use', 'max_tokens'), fc.boolean(), fc.boolean())
-      .map(([blocks, stopReason, complete, messageId]) => [
-        ev('message_start', { message: { id: messageId ? 'msg_01XyZ' : undefined, usage: { input_tokens: 9, output_tokens: 1 } } }),
-        ...blocks.flat(),
-        ...(complete ? [ev('message_delta', { delta: { stop_reason: stopReason }, usage: { output_tokens: 7 } }), ev('message_stop', {})] : []),
-      ]);
-    let serialized = 0;
-    fc.assert(
-      fc.property(stream, fc.boolean(), (events, includeUsage) => {
-        const run = (serializeDeltas: boolean) => {
-          const transform = createChatStreamTransform({ ...FIXTURE_STREAM_OPTIONS, includeUsage, serializeDeltas });
-          const records = events.flatMap((event) => transform.push(event));
-          records.push(...transform.end());
-          return records;
-        };
-        const objects = run(false);
-        const inPlace = run(true);
-        serialized += serializedCount(inPlace);
-        expect(wire(inPlace)).to.equal(wire(objects));
-        const characters = (records: ChatStreamRecord[]) => records.reduce((sum, record) => {
-          if (isSerializedChunk(record)) return sum + record.characters;
-          if (typeof record === 'string' || !('choices' in record)) return sum;
-          const delta = record.choices[0]?.delta;
-          return sum + (delta?.content?.length ?? 0) + (delta?.tool_calls ?? []).reduce((n, call) => n + (call.function.arguments?.length ?? 0), 0);
-        }, 0);
-        expect(characters(inPlace)).to.equal(characters(objects));
-      }),
-      { numRuns: 400 },
-    );
-    expect(serialized, 'chunks serialized in place').to.be.greaterThan(400);
   });
 });
