@@ -28,7 +28,7 @@ import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import type { UpstreamClient } from './upstream';
 import { ADMIN_API_PATH, DASHBOARD_PATH, PUBLIC_ROUTES } from './routes';
-import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
+import { createUpstreamPool, type UpstreamPool } from './upstream';
 import { createAuth, type AuthHeaders } from '../middleware/auth';
 import { createChatCompletions } from '../middleware/chat-completions';
 import { createChatPassthrough } from '../middleware/chat-passthrough';

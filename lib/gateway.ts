@@ -20,7 +20,7 @@ import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
-import { createUpstreamPool, type UpstreamPool } from './upstream-pool';
+import { createUpstreamPool, type UpstreamPool } from './upstream';
 
 /** Options of `createGateway`. Every field is optional. */
 export interface GatewayOptions {

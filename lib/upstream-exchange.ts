@@ -1,59 +1,30 @@
 /**
- * What every translating route does around its upstream call, in one place: send with the client's
- * lifetime (a client that goes away cancels the attempt and any retry wait), open an SSE reply
- * lazily with the first record, read a bounded error body with the gateway's credentials redacted,
- * and follow an upstream stream to its end, loss or idle timeout.
+ * What every upstream route (native proxy, chat translator, chat pass-through, native via a chat
+ * upstream) does around its upstream call, in one place: send through the upstream client's retry
+ * loop with the client's lifetime (a client that goes away cancels the attempt and any retry wait),
+ * record what the reply showed for the finish step (status, time to first byte, usage, stop reason),
+ * write reply heads and SSE records, read a bounded error body with the gateway's credentials
+ * redacted, and follow an upstream stream to its end, loss or idle timeout.
  */
 import type http from 'node:http';
 import type { NextFunction, Response } from 'express';
 import type { ModelConfig } from './config';
-import { getContext, type RequestContext } from './context';
+import { getContext, type RequestContext, type Usage } from './context';
 import { errors, GatewayError } from './errors';
 import { readBody } from './read-body';
 import { createSseDecoder, type SseEvent } from './sse';
-import type { CancelSignal, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
+import type { StartAttempt, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
 
 /**
- * The cancellation signal of one exchange: set when the client goes away. It does what an
- * AbortController's signal does for the upstream client (its `aborted` flag and abort listeners) and
- * nothing more. An AbortController per request, with its EventTarget and listener records, cost the
- * chat route about 20 µs of CPU per request in the bench (217 -> 197 µs, same run) and kept part of
- * each request alive through young-generation GCs (197 -> about 100 KB promoted per scavenge).
- */
-export class ClientGone implements CancelSignal {
-  aborted = false;
-  private listeners: Array<() => void> = [];
-
-  /** Call `listener` once, when the client goes away (never, if it already has). */
-  addEventListener(_type: 'abort', listener: () => void): void {
-    if (!this.aborted) this.listeners.push(listener);
-  }
-
-  removeEventListener(_type: 'abort', listener: () => void): void {
-    const at = this.listeners.indexOf(listener);
-    if (at !== -1) this.listeners.splice(at, 1);
-  }
-
-  /** The client went away: set `aborted` and call each listener once. */
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const listeners = this.listeners;
-    this.listeners = [];
-    for (const listener of listeners) listener();
-  }
-}
-
-/**
- * Send `request` for the client behind `res`. When the client goes away before the reply has been
- * written, the attempt under way (and any retry wait) is cancelled. The `accept` header follows the
- * client's `stream` choice unless `request.headers` sets one, and the reply's status goes on the
- * context (`upstreamStatus`).
- * @returns the reply, or undefined when the client was already gone (its reply has been aborted)
+ * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
+ * (the native proxy's) through `upstream.exchange`. When the client goes away before its reply has
+ * been written, the attempt under way (and any retry wait) is cancelled. The reply's status goes on
+ * the context.
+ * @returns the reply, or undefined when the client was already gone (the reply has been aborted)
  * @throws GatewayError 502/504 from the upstream client
  */
-export async function sendForClient(res: Response, upstream: UpstreamClient, request: Omit<UpstreamRequest, 'signal'>): Promise<UpstreamReply | undefined> {
-  const clientGone = new ClientGone();
+export async function sendForClient(res: Response, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): Promise<UpstreamReply | undefined> {
+  const clientGone = new AbortController();
   let reply: UpstreamReply | undefined;
   res.once('close', () => {
     if (res.writableFinished) return;
@@ -61,33 +32,67 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     reply?.abort();
   });
   const ctx = getContext(res);
-  const accept = ctx.stream ? 'text/event-stream' : 'application/json';
-  reply = await upstream.send({ ...request, headers: { accept, ...request.headers }, signal: clientGone });
+  if (typeof request === 'function') {
+    reply = await upstream.exchange(request, clientGone.signal);
+  } else {
+    const accept = ctx.stream ? 'text/event-stream' : 'application/json';
+    reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal);
+  }
   if (res.destroyed) {
     reply.abort();
     return undefined;
   }
-  ctx.upstreamStatus = reply.response.statusCode;
+  recordReply(ctx, { status: reply.response.statusCode ?? 502 });
   return reply;
 }
 
-/** Send the SSE reply head if it has not gone yet, and note the time to first byte. */
-export function openSseReply(res: Response, ctx: RequestContext): void {
+/** What a reply showed, for settlement, the log line and the metrics. */
+export interface ReplyFacts {
+  /** The upstream's HTTP status. */
+  status?: number;
+  /** The usage so far (a stream's object may be updated in place as events arrive). */
+  usage?: Usage;
+  stopReason?: string | null;
+  /** The first byte of the reply went to the client now. */
+  firstByte?: boolean;
+}
+
+/** Record what a reply showed on the request's context: the one place every upstream route reports it. */
+export function recordReply(ctx: RequestContext, facts: ReplyFacts): void {
+  if (facts.status !== undefined) ctx.upstreamStatus = facts.status;
+  if (facts.usage !== undefined) ctx.usage = facts.usage;
+  if (facts.stopReason !== undefined) ctx.stopReason = facts.stopReason;
+  if (facts.firstByte) ctx.firstByteMs ??= Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+}
+
+/** Write the reply head (status and headers) and record the time to first byte. */
+export function writeReplyHead(res: Response, status: number, headers: http.OutgoingHttpHeaders): void {
+  res.writeHead(status, headers);
+  recordReply(getContext(res), { firstByte: true });
+}
+
+/**
+ * Send `body` as the whole JSON reply of an upstream route (the headers already set on `res` kept),
+ * recording the time to first byte.
+ * @throws TypeError when `body` cannot be serialised, as `JSON.stringify` does
+ */
+export function sendJsonReply(res: Response, status: number, body: unknown): void {
+  const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
+  writeReplyHead(res, status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
+  res.end(bytes);
+}
+
+/** Send the SSE reply head if it has not gone yet. */
+export function openSseReply(res: Response): void {
   if (res.headersSent) return;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    'x-accel-buffering': 'no',
-    connection: 'keep-alive',
-  });
-  ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+  writeReplyHead(res, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', connection: 'keep-alive' });
 }
 
 /**
  * A streamed reply's output, written once per upstream chunk: what the events of one chunk produce is
  * gathered, then written in one `res.write` when the chunk has been parsed (in the same tick: pass
- * `flush` as `onChunkParsed` of {@link followUpstreamStream}), instead of one write (one HTTP chunk)
- * per event. Nothing is written once the response has ended or was destroyed.
+ * `flush` as `onChunkParsed` of {@link followUpstreamStream}), so one upstream chunk is one HTTP chunk
+ * to the client. Nothing is written once the response has ended or was destroyed.
  */
 export interface StreamWriter {
   /** Gather `text` (SSE records) with the rest of the current upstream chunk's output. */
@@ -116,26 +121,28 @@ export function createStreamWriter(res: Response): StreamWriter {
   };
 }
 
+/** Largest upstream error body read (they are small JSON objects). */
+const ERROR_BODY_LIMIT = 1024 * 1024;
+
 /**
- * The body of an upstream error reply (at most 1 MiB), with every upstream credential replaced by
- * `[redacted]`: an upstream may quote the gateway's own key back, and it must never reach a client.
+ * The body of an upstream error reply, with every upstream credential replaced by `[redacted]`: an
+ * upstream may quote the gateway's own key back, and it must never reach a client.
  */
 export async function readUpstreamError(response: http.IncomingMessage, upstream: UpstreamClient): Promise<string> {
-  return upstream.redact((await readBody(response, 1024 * 1024)).toString('utf8'));
+  return upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
 }
 
 export interface UpstreamStreamHandlers {
+  /** The bytes of one upstream chunk, before its events are parsed (the native proxy passes them on). */
+  onChunk?(chunk: Buffer): void;
   /** One parsed SSE event, in the tick it was parsed. */
   onEvent(event: SseEvent): void;
-  /**
-   * The events of one upstream chunk have all been reported, in the same tick: where a route that
-   * gathers its output event by event writes it ({@link StreamWriter}'s `flush`).
-   */
+  /** The events of one upstream chunk have all been reported, in the same tick ({@link StreamWriter}'s `flush`). */
   onChunkParsed?(): void;
   /** The upstream ended its reply normally. */
   onEnd(): void;
-  /** The connection was lost, or the stream went idle (`message` says which). Called at most once. */
-  onLost(message: string): void;
+  /** The connection was lost, or the stream went idle (`idle` true). Called at most once. */
+  onLost(message: string, idle: boolean): void;
 }
 
 /** Parse an upstream SSE reply as it arrives and report its end, loss or idle timeout once. */
@@ -143,6 +150,7 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
   let settled = false;
   const decoder = createSseDecoder(handlers.onEvent);
   response.on('data', (chunk: Buffer) => {
+    handlers.onChunk?.(chunk);
     decoder.write(chunk);
     handlers.onChunkParsed?.();
   });
@@ -152,13 +160,14 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
     settled = true;
     handlers.onEnd();
   });
-  const lost = (message: string) => {
+  const lost = (message: string, idle = false) => {
     if (settled) return;
     settled = true;
-    handlers.onLost(message);
+    handlers.onLost(message, idle);
   };
   // A reset socket emits `error` then `close` without `end`; an idle stream is destroyed with UPSTREAM_IDLE.
-  response.once('error', (err: NodeJS.ErrnoException) => lost(err.code === 'UPSTREAM_IDLE' ? err.message : 'the upstream connection was lost mid-stream'));
+  response.once('error', (err: NodeJS.ErrnoException) =>
+    err.code === 'UPSTREAM_IDLE' ? lost(err.message, true) : lost('the upstream connection was lost mid-stream'));
   response.once('close', () => lost('the upstream connection was lost mid-stream'));
 }
 
@@ -175,12 +184,15 @@ export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>):
 
 /**
  * A failure during an exchange: before the reply head it becomes an error response (a GatewayError as
- * it is, anything else a 502); after it, the connection is closed, since the status is already sent.
+ * it is, an idle reply body a 504, anything else a 502); after it, the connection is closed, since the
+ * status is already sent.
  */
 export function failExchange(err: unknown, res: Response, next: NextFunction): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  next(err instanceof GatewayError ? err : errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+  if (err instanceof GatewayError) return next(err);
+  if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
+  next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
 }

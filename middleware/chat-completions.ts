@@ -10,12 +10,11 @@ import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-request';
 import { convertNativeResponse } from '../translators/chat-response';
 import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
@@ -68,10 +67,9 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
         throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
       }
-      ctx.usage = mergeNativeUsage(emptyUsage(), message.usage);
-      ctx.stopReason = message.stop_reason;
+      recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage), stopReason: message.stop_reason });
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
-      sendJson(res, 200, completion);
+      sendJsonReply(res, 200, completion);
     } catch (err) {
       failExchange(err, res, next);
     }
@@ -85,7 +83,7 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
   for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
-  sendJson(res, translated.status, translated.body);
+  sendJsonReply(res, translated.status, translated.body);
 }
 
 /**
@@ -109,7 +107,7 @@ function streamReply(
     includeUsage: body.stream_options?.include_usage === true,
     onUnknownStopReason,
   });
-  ctx.usage = transform.usage;
+  recordReply(ctx, { usage: transform.usage });
 
   let streamedCharacters = 0;
   const out = createStreamWriter(res);
@@ -117,10 +115,10 @@ function streamReply(
     if (records.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent && transform.error && records.length === 1) {
       for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
-      sendJson(res, transform.error.status, transform.error.body);
+      sendJsonReply(res, transform.error.status, transform.error.body);
       return;
     }
-    openSseReply(res, ctx);
+    openSseReply(res);
     for (const record of records) {
       out.add(formatSse(record));
       streamedCharacters += countStreamedCharacters(record);
@@ -136,7 +134,7 @@ function streamReply(
   followUpstreamStream(response, {
     onEvent(event) {
       write(transform.push(event));
-      ctx.stopReason = transform.stopReason;
+      recordReply(ctx, { stopReason: transform.stopReason });
     },
     onChunkParsed: out.flush,
     onEnd: () => write(transform.end()),

@@ -11,11 +11,10 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { createStreamWriter, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, recordReply, sendJsonReply, writeReplyHead, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
 
@@ -53,19 +52,17 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       if (response.statusCode !== 200) {
         // The upstream's own error body (already in the chat shape), without any credential it quotes.
         const text = await readUpstreamError(response, upstream);
-        ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-        res.status(response.statusCode ?? 502).end(text);
+        writeReplyHead(res, response.statusCode ?? 502, {});
+        res.end(text);
         return;
       }
       const parsed = tryParseJson((await readBody(response)).toString('utf8')) as Record<string, any> | undefined;
       if (!parsed || typeof parsed !== 'object' || !Array.isArray(parsed.choices)) {
         throw errors.upstreamUnreachable('the upstream sent a reply that is not a chat completion');
       }
-      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      ctx.usage = { ...emptyUsage(), ...convertChatUsageToNative(parsed.usage) };
-      ctx.stopReason = parsed.choices?.[0]?.finish_reason ?? null;
+      recordReply(ctx, { usage: { ...emptyUsage(), ...convertChatUsageToNative(parsed.usage) }, stopReason: parsed.choices?.[0]?.finish_reason ?? null });
       if (parsed.model === model.upstreamModel) parsed.model = model.id;
-      sendJson(res, 200, parsed);
+      sendJsonReply(res, 200, parsed);
     } catch (err) {
       failExchange(err, res, next);
     }
@@ -88,7 +85,7 @@ function streamReply(
   const out = createStreamWriter(res);
   const write = (text: string) => {
     if (res.writableEnded || res.destroyed) return;
-    openSseReply(res, ctx);
+    openSseReply(res);
     out.add(text);
   };
   const fail = (message: string) => {
@@ -110,9 +107,9 @@ function streamReply(
       const chunk = tryParseJson(event.data) as Record<string, any> | undefined;
       if (!chunk || typeof chunk !== 'object') return fail('the upstream sent a record that is not JSON');
       let changed = false;
-      if (chunk.usage) ctx.usage = { ...emptyUsage(), ...convertChatUsageToNative(chunk.usage) };
+      if (chunk.usage) recordReply(ctx, { usage: { ...emptyUsage(), ...convertChatUsageToNative(chunk.usage) } });
       const finishReason = chunk.choices?.[0]?.finish_reason;
-      if (finishReason) ctx.stopReason = finishReason;
+      if (finishReason) recordReply(ctx, { stopReason: finishReason });
       if (options.stripUsage && 'usage' in chunk) {
         if (Array.isArray(chunk.choices) && chunk.choices.length === 0) return; // the usage-only chunk
         delete chunk.usage;

@@ -9,11 +9,10 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendJson } from '../lib/json-reply';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/reverse-request';
 import { convertChatErrorToNative } from '../translators/reverse-mapping';
@@ -51,10 +50,8 @@ export function createReverseMessages(options: ReverseMessagesOptions): RequestH
         throw errors.upstreamUnreachable('the upstream sent a reply that is not a chat completion');
       }
       const message = convertChatCompletionToNative(completion, { model: model.id });
-      ctx.usage = { ...emptyUsage(), ...message.usage };
-      ctx.stopReason = message.stop_reason;
-      ctx.firstByteMs = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-      sendJson(res, 200, message);
+      recordReply(ctx, { usage: { ...emptyUsage(), ...message.usage }, stopReason: message.stop_reason });
+      sendJsonReply(res, 200, message);
     } catch (err) {
       failExchange(err, res, next);
     }
@@ -67,7 +64,7 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
   const translated = convertChatErrorToNative(response.statusCode ?? 502, tryParseJson(raw));
   const retryAfter = response.headers['retry-after'];
   if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
-  sendJson(res, translated.status, { ...translated.body, request_id: ctx.requestId });
+  sendJsonReply(res, translated.status, { ...translated.body, request_id: ctx.requestId });
 }
 
 /**
@@ -77,19 +74,19 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
  */
 function streamReply(response: http.IncomingMessage, res: Response, ctx: RequestContext): void {
   const transform = createReverseStreamTransform({ model: ctx.model!.id });
-  ctx.usage = transform.usage;
+  recordReply(ctx, { usage: transform.usage });
   const out = createStreamWriter(res);
 
   const write = (events: NativeStreamEvent[]) => {
-    ctx.stopReason = transform.stopReason;
+    recordReply(ctx, { stopReason: transform.stopReason });
     if (events.length === 0 || res.writableEnded) return;
     if (!res.headersSent && events[0].event === 'error') {
       const error = events[0].data.error as { type: string; message: string };
       const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
-      sendJson(res, status, { type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
+      sendJsonReply(res, status, { type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
       return;
     }
-    openSseReply(res, ctx);
+    openSseReply(res);
     for (const event of events) out.add(formatSse(event.data, event.event));
     if (transform.closed) out.end();
   };

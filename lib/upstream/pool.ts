@@ -3,8 +3,8 @@
  * config reloads (a reload that points a group elsewhere gets a new client; one that does not keeps
  * the warm keep-alive agent).
  */
-import type { KeyGroupConfig } from './key-groups';
-import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './upstream';
+import type { KeyGroupConfig } from '../key-groups';
+import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './client';
 
 export interface UpstreamPool {
   /** The client of a group's upstream. A native group without a URL uses the default client. */

@@ -1,0 +1,101 @@
+/**
+ * One attempt at an upstream request, whoever built it (the upstream client's own POST, or http-proxy
+ * for the native route): wait for its reply head within the head timeout, cancel it when the client
+ * goes away, and watch the reply body for idle gaps.
+ */
+import type http from 'node:http';
+import type { Readable } from 'node:stream';
+
+/**
+ * What an attempt listens to for cancellation: the part of `AbortSignal` it uses.
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+export interface UpstreamReply {
+  response: http.IncomingMessage;
+  /** Destroys the request and its socket (client went away, stream idle). */
+  abort(): void;
+}
+
+/** Why an attempt brought no reply head: its socket error, and whether the head timeout caused it. */
+export interface AttemptFailure {
+  error: NodeJS.ErrnoException;
+  timedOut: boolean;
+  /** The request went out on a kept-alive socket (a reset there means the upstream closed it while idle). */
+  reusedSocket: boolean;
+}
+
+/** What one attempt came back with: a reply head, or a failure. */
+export type AttemptOutcome = { status: number; headers: http.IncomingHttpHeaders } | AttemptFailure;
+
+/** The error a reply body is destroyed with when it stays idle too long (`code` `UPSTREAM_IDLE`). */
+export function createIdleError(idleMs: number): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(`the upstream sent nothing for ${idleMs} ms`);
+  error.code = 'UPSTREAM_IDLE';
+  return error;
+}
+
+/**
+ * Wait for the reply head of `request` (already sent, or being sent).
+ * @param headTimeoutMs time allowed for the head; then the request is destroyed and the attempt fails as timed out
+ * @param idleMs longest gap between two chunks of the reply body; then the body is destroyed with an UPSTREAM_IDLE error
+ * @param signal destroys the request when it aborts
+ * @returns the reply head; rejects with an {@link AttemptFailure}
+ */
+export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: number, idleMs: number, signal?: CancelSignal): Promise<UpstreamReply> {
+  return new Promise((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      request.destroy();
+    }, headTimeoutMs);
+    const onAbort = () => request.destroy();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) request.destroy();
+    request.once('response', (response) => {
+      clearTimeout(timer);
+      // The socket's idle timer, not a 'data' listener: the reply stays paused until its reader attaches.
+      request.setTimeout(idleMs, () => {
+        response.destroy(createIdleError(idleMs));
+        request.destroy();
+      });
+      response.once('close', () => signal?.removeEventListener('abort', onAbort));
+      resolve({ response, abort: () => request.destroy() });
+    });
+    request.once('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      reject({ error, timedOut, reusedSocket: request.reusedSocket } satisfies AttemptFailure);
+    });
+  });
+}
+
+/**
+ * Watch a readable for idle gaps: `onIdle` runs once when no chunk arrived for `idleMs`. It listens to
+ * 'data', so attach it in the same tick as the stream's reader (or the first chunks go unread).
+ * @returns stop(), which also runs by itself when the stream ends or closes
+ */
+export function watchIdle(stream: Readable, idleMs: number, onIdle: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined = setTimeout(fire, idleMs);
+  function fire() {
+    timer = undefined;
+    stop();
+    onIdle();
+  }
+  function reset() {
+    timer?.refresh();
+  }
+  function stop() {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    stream.off('data', reset);
+  }
+  stream.on('data', reset);
+  stream.once('end', stop);
+  stream.once('close', stop);
+  return stop;
+}

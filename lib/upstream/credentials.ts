@@ -1,0 +1,61 @@
+/**
+ * The upstream credentials of one client, used in turn. A credential the upstream rejected (401) or
+ * rate-limited (429) rests for a while, and the others carry the traffic meanwhile.
+ */
+
+/** One upstream credential as the rotation hands it out. */
+export interface UpstreamCredential {
+  /** Position in the configured list (never the secret), for logs. */
+  readonly index: number;
+  /** `{ 'x-api-key': secret }` or `{ authorization: 'Bearer ...' }`; `{}` when no credential is configured. */
+  readonly headers: Record<string, string>;
+}
+
+export interface CredentialRotation {
+  /** The next credential in turn, skipping resting ones (when all rest, the one that wakes first). */
+  pick(): UpstreamCredential;
+  /** Leave the credential at `index` out of the rotation until `untilMs` (epoch ms). */
+  rest(index: number, untilMs: number): void;
+  /** True when a credential other than `index` is not resting. */
+  anotherAwake(index: number): boolean;
+  /** `text` with every credential replaced by `[redacted]`; `text` itself when it holds none. */
+  redact(text: string): string;
+}
+
+/**
+ * @param secrets the credentials; empty strings are ignored, and none sends no credential (the simulated upstream)
+ * @param auth how a credential is sent: `x-api-key` (native upstreams) or `bearer` (chat-completions upstreams)
+ * @param now clock, epoch ms
+ */
+export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 'bearer', now: () => number): CredentialRotation {
+  const usable = secrets.filter((secret) => secret !== '');
+  const restingUntil = usable.map(() => 0);
+  let turn = 0;
+  return {
+    pick(): UpstreamCredential {
+      if (usable.length === 0) return { index: -1, headers: {} };
+      const at = now();
+      let chosen = -1;
+      for (let step = 0; step < usable.length && chosen === -1; step++) {
+        const index = (turn + step) % usable.length;
+        if (restingUntil[index] <= at) chosen = index;
+      }
+      if (chosen === -1) chosen = restingUntil.indexOf(Math.min(...restingUntil));
+      turn = (chosen + 1) % usable.length;
+      const secret = usable[chosen];
+      return { index: chosen, headers: auth === 'bearer' ? { authorization: `Bearer ${secret}` } : { 'x-api-key': secret } };
+    },
+    rest(index, untilMs) {
+      if (index >= 0) restingUntil[index] = untilMs;
+    },
+    anotherAwake(index) {
+      const at = now();
+      return restingUntil.some((until, i) => i !== index && until <= at);
+    },
+    redact(text) {
+      let out = text;
+      for (const secret of usable) if (out.includes(secret)) out = out.split(secret).join('[redacted]');
+      return out;
+    },
+  };
+}
