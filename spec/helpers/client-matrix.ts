@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
+import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { listenOnLoopback } from '../../lib/loopback';
 import { createAgentUpstream, type AgentUpstream, type ReportedUsage } from './agent-upstream';
@@ -92,8 +93,13 @@ export async function startRefusingProxy(): Promise<{ url: string; attempts: str
   return { url, attempts, close };
 }
 
+const dynamicImport = new Function('url', 'return import(url)') as (url: string) => Promise<any>;
+
 /**
  * `import()` of an ES module from this CommonJS build: TypeScript would turn a written `import()`
- * into `require()`, which cannot load the ESM-only packages (ai, @ai-sdk/*, the agent SDK).
+ * into `require()`, which cannot load the ESM-only packages (ai, @ai-sdk/*, the agent SDK). The
+ * package is resolved from this file first, so the import does not depend on the working directory.
  */
-export const importEsm = new Function('specifier', 'return import(specifier)') as <T = any>(specifier: string) => Promise<T>;
+export function importEsm<T = any>(specifier: string): Promise<T> {
+  return dynamicImport(pathToFileURL(require.resolve(specifier)).href);
+}
