@@ -40,7 +40,6 @@ export function claudeEnv(home: string, gateway: Record<string, string>, proxyUr
     CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
     ANTHROPIC_MODEL: 'model-sonnet-4.6',
     ANTHROPIC_DEFAULT_HAIKU_MODEL: 'model-haiku-4.5',
-    ANTHROPIC_SMALL_FAST_MODEL: 'model-haiku-4.5',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_TELEMETRY: '1',
     DISABLE_AUTOUPDATER: '1',

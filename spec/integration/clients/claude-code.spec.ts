@@ -2,15 +2,22 @@
  * Client matrix: Claude Code (`@anthropic-ai/claude-code`, pinned in package.json) in print mode,
  * through the gateway's native route, against the agent-like fake upstream.
  *
- * What Claude Code 2.1.331 sends (recorded by these tests' fake upstream): `POST /v1/messages?beta=true`,
- * always `stream: true` (print mode included: there is no non-streamed variant to test), with
- * `anthropic-version: 2023-06-01`, `anthropic-beta: claude-code-20250219,interleaved-thinking-2025-05-14,
- * context-management-2025-06-27,...,effort-2025-11-24`, `anthropic-dangerous-direct-browser-access`,
- * `x-app: cli` and the `x-stainless-*` headers; a body with `model`, `messages` (the first user turn
- * opens with `<system-reminder>` text blocks), `system` (text blocks with `cache_control`), `tools`
- * (Agent, Bash, Edit, Read, Write, Skill, ToolSearch, ...), `metadata.user_id`, `max_tokens`,
- * `thinking`, `context_management`, `output_config` and `stream`. ANTHROPIC_API_KEY goes in
- * `x-api-key`; ANTHROPIC_AUTH_TOKEN in `Authorization: Bearer`.
+ * What Claude Code 2.1.331 sends (recorded by these tests' fake upstream), one request per turn:
+ * - `POST /v1/messages?beta=true`, always `stream: true` (print mode too: there is no non-streamed
+ *   variant to test, so check 1 is the printed answer and check 2 the stream-json deltas);
+ * - headers `anthropic-version: 2023-06-01`, `anthropic-beta: claude-code-20250219,
+ *   interleaved-thinking-2025-05-14,context-management-2025-06-27,mid-conversation-tool-changes-2026-07-01,
+ *   thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24`,
+ *   `anthropic-dangerous-direct-browser-access: true`, `x-app: cli`, `x-claude-code-session-id`,
+ *   `user-agent: claude-cli/2.1.331 (external, sdk-cli)` and the `x-stainless-*` headers;
+ *   ANTHROPIC_API_KEY goes in `x-api-key`, ANTHROPIC_AUTH_TOKEN in `Authorization: Bearer`;
+ * - body fields `model`, `messages` (roles `user` then `system`: a mid-conversation system turn after
+ *   the prompt), `system` (three text blocks, two with `cache_control`), `tools` (Agent, Bash, Edit,
+ *   ListAgents, Read, ReportFindings, ScheduleWakeup, Skill, ToolSearch, Workflow, Write, and one with
+ *   `defer_loading`), `metadata.user_id`, `max_tokens: 32000`, `thinking: {type: 'adaptive'}`,
+ *   `context_management` (clear_thinking edits), `output_config: {effort: 'high'}`, `stream`.
+ * With CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC it sends nothing else (no count_tokens, no side
+ * requests to the small model); the refusing proxy shows it contacts no other address.
  */
 import fs from 'node:fs';
 import path from 'node:path';
