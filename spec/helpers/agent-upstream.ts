@@ -104,23 +104,21 @@ export function createAgentUpstream(initial: AgentScript = {}): AgentUpstream {
     reported.push(usage);
 
     const results = lastToolResults(body);
+    const call = results.length === 0 ? script.chooseTool?.(offeredTools(body), request) ?? null : null;
     let content: Array<Record<string, unknown>>;
-    let stopReason = 'end_turn';
+    let pieces: string[] | null = null;
     if (results.length > 0) {
       const asked = findToolName(body, results[0].tool_use_id);
       content = [{ type: 'text', text: toolAnswer(asked, toolResultText(results[0])) }];
+    } else if (call) {
+      const id = `toolu_fake_${String(toolUseIds.length + 1).padStart(3, '0')}`;
+      toolUseIds.push(id);
+      content = [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id, name: call.name, input: call.input }];
     } else {
-      const call = script.chooseTool?.(offeredTools(body), request) ?? null;
-      if (call) {
-        const id = `toolu_fake_${String(toolUseIds.length + 1).padStart(3, '0')}`;
-        toolUseIds.push(id);
-        content = [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id, name: call.name, input: call.input }];
-        stopReason = 'tool_use';
-      } else {
-        content = [{ type: 'text', text: (script.pieces ?? TEXT_PIECES).join('') }];
-      }
+      pieces = script.pieces ?? TEXT_PIECES;
+      content = [{ type: 'text', text: pieces.join('') }];
     }
-    const pieces = results.length === 0 && stopReason === 'end_turn' ? script.pieces ?? TEXT_PIECES : null;
+    const stopReason = call ? 'tool_use' : 'end_turn';
     const message = { id: `msg_fake_${n}`, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: nativeUsage(usage) };
     return body.stream === true ? { kind: 'stream', events: streamEvents(message, pieces) } : { kind: 'json', body: message };
   };

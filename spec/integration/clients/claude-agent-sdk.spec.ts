@@ -51,7 +51,7 @@ describe('clients: Claude Agent SDK query() through the native route', function 
   it('answers a prompt with the upstream text', async () => {
     const { result } = await run('hello');
     expect(result.result).to.equal(TEXT_PIECES.join(''));
-    const sent = c.gw.upstream.requests.find((r) => r.url.startsWith('/v1/messages'));
+    const sent = c.gw.upstream.requests.find((r) => r.url.split('?')[0] === '/v1/messages');
     expect(sent?.body).to.include({ model: 'model-sonnet-4.6', stream: true });
   });
 
