@@ -1,0 +1,105 @@
+/**
+ * What the client-matrix specs (spec/integration/clients/) share: one gateway per spec file in front
+ * of the agent-like fake upstream, one key per client (so each client's ledger is its own), the
+ * ledger check, a probe that notices traffic to any address but the gateway, and ESM loading.
+ */
+import http from 'node:http';
+import type net from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { expect } from 'chai';
+import { listenOnLoopback } from '../../lib/loopback';
+import { createAgentUpstream, type AgentUpstream, type ReportedUsage } from './agent-upstream';
+import { startTestGateway, type TestGateway } from './gateway';
+
+export interface ClientGateway {
+  gw: TestGateway;
+  agent: AgentUpstream;
+  /** The secret of each client's key, by key id. */
+  keys: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** A gateway with one key per id in `keyIds` (`sk-cs4-` + the id, padded), on the agent-like fake. */
+export async function startClientGateway(keyIds: string[]): Promise<ClientGateway> {
+  const agent = createAgentUpstream();
+  const keys = Object.fromEntries(keyIds.map((id) => [id, `sk-cs4-client-${id}-${'0'.repeat(12)}`]));
+  const gw = await startTestGateway({
+    handler: agent.handler,
+    overrides: { keys: keyIds.map((id) => ({ id, key: keys[id], rateLimitPerMinute: 100000 })) },
+  });
+  return { gw, agent, keys, close: () => gw.close() };
+}
+
+/** The ledger fields the fake reports, summed over models. */
+interface Totals {
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+}
+
+function sumReported(reported: ReportedUsage[]): Totals {
+  return {
+    requests: reported.length,
+    inputTokens: reported.reduce((s, u) => s + u.input_tokens, 0),
+    outputTokens: reported.reduce((s, u) => s + u.output_tokens, 0),
+    cacheCreationInputTokens: reported.reduce((s, u) => s + u.cache_creation_input_tokens, 0),
+    cacheReadInputTokens: reported.reduce((s, u) => s + u.cache_read_input_tokens, 0),
+  };
+}
+
+async function ledgerTotals(gw: TestGateway, keyId: string): Promise<Totals> {
+  const rows = await gw.gateway.store.getUsage(keyId, new Date().toISOString().slice(0, 7));
+  const sum = (field: keyof Totals) => rows.reduce((s, row) => s + row[field], 0);
+  return { requests: sum('requests'), inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens'), cacheCreationInputTokens: sum('cacheCreationInputTokens'), cacheReadInputTokens: sum('cacheReadInputTokens') };
+}
+
+/**
+ * Asserts the key's ledger for this month equals the sum of `reported` (the fake's replies to this
+ * key's requests), with at least one request. A reply is settled when its response closes, which
+ * may be just after the client has read it, so the ledger is read again for up to 5 s until it
+ * matches.
+ */
+export async function expectLedgerEquals(gw: TestGateway, keyId: string, reported: ReportedUsage[]): Promise<void> {
+  const expected = sumReported(reported);
+  expect(expected.requests, 'the upstream was asked at least once').to.be.greaterThan(0);
+  const deadline = Date.now() + 5000;
+  let actual = await ledgerTotals(gw, keyId);
+  while (JSON.stringify(actual) !== JSON.stringify(expected) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    actual = await ledgerTotals(gw, keyId);
+  }
+  expect(actual).to.deep.equal(expected);
+}
+
+/**
+ * An HTTP(S) proxy that refuses everything and remembers what was asked of it. Given to a client
+ * as HTTPS_PROXY / HTTP_PROXY (with NO_PROXY for loopback), it shows whether the client tried to
+ * reach any address other than the gateway (telemetry, update checks, ...).
+ */
+export async function startRefusingProxy(): Promise<{ url: string; attempts: string[]; close(): Promise<void> }> {
+  const attempts: string[] = [];
+  const server = http.createServer((req, res) => {
+    attempts.push(`${req.method} ${req.url}`);
+    res.writeHead(403).end();
+  });
+  server.on('connect', (req: http.IncomingMessage, socket: net.Socket) => {
+    attempts.push(`CONNECT ${req.url}`);
+    socket.on('error', () => undefined);
+    socket.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+  });
+  const { url, close } = await listenOnLoopback(server);
+  return { url, attempts, close };
+}
+
+const dynamicImport = new Function('url', 'return import(url)') as (url: string) => Promise<any>;
+
+/**
+ * `import()` of an ES module from this CommonJS build: TypeScript would turn a written `import()`
+ * into `require()`, which cannot load the ESM-only packages (ai, @ai-sdk/*, the agent SDK). The
+ * package is resolved from this file first, so the import does not depend on the working directory.
+ */
+export function importEsm<T = any>(specifier: string): Promise<T> {
+  return dynamicImport(pathToFileURL(require.resolve(specifier)).href);
+}

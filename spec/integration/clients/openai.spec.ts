@@ -1,0 +1,94 @@
+/**
+ * Client matrix: the `openai` package, the current major (7.x) and 6.x (the `openai-v6` alias), both
+ * pinned, on the gateway's chat-completions route (`baseURL: <gateway>/v1`, the key as `apiKey`, sent
+ * as `Authorization: Bearer`). The gateway translates to the native format, so the fake upstream sees
+ * native requests: a `tool` message arrives as a `tool_result` block.
+ */
+import { expect } from 'chai';
+import OpenAI from 'openai';
+import OpenAIv6 from 'openai-v6';
+import { lastToolResults, TEXT_PIECES, toolAnswer } from '../../helpers/agent-upstream';
+import { expectLedgerEquals, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
+
+const WEATHER_TOOL = {
+  type: 'function' as const,
+  function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+const VERSIONS: Array<[string, string, (options: { apiKey: string; baseURL: string; maxRetries: number }) => OpenAI]> = [
+  ['openai 7.x', 'openai-7', (options) => new OpenAI(options)],
+  ['openai 6.x', 'openai-6', (options) => new OpenAIv6(options) as unknown as OpenAI],
+];
+
+describe('clients: openai (chat completions) through the chat route', () => {
+  let c: ClientGateway;
+  before(async () => {
+    c = await startClientGateway(VERSIONS.map(([, keyId]) => keyId));
+  });
+  after(async () => c?.close());
+
+  for (const [name, keyId, create] of VERSIONS) {
+    describe(name, () => {
+      let client: OpenAI;
+      const billedFrom = { index: 0 };
+      before(() => {
+        client = create({ apiKey: c.keys[keyId], baseURL: `${c.gw.url}/v1`, maxRetries: 0 });
+        billedFrom.index = c.agent.reported.length;
+      });
+      beforeEach(() => {
+        c.gw.upstream.requests.length = 0;
+        c.agent.setScript({});
+      });
+
+      it('creates a chat completion', async () => {
+        const completion = await client.chat.completions.create({ model: 'sonnet', messages: [{ role: 'user', content: 'hello' }] });
+        expect(completion.choices[0].message.content).to.equal(TEXT_PIECES.join(''));
+        expect(completion.choices[0].finish_reason).to.equal('stop');
+        expect(completion.usage?.completion_tokens).to.equal(c.agent.reported[c.agent.reported.length - 1].output_tokens);
+      });
+
+      it('streams a chat completion delta by delta, with the usage chunk', async () => {
+        const stream = await client.chat.completions.create({ model: 'sonnet', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello' }] });
+        const texts: string[] = [];
+        let usage: OpenAI.CompletionUsage | null | undefined;
+        for await (const chunk of stream) {
+          const text = chunk.choices[0]?.delta?.content;
+          if (text) texts.push(text);
+          if (chunk.usage) usage = chunk.usage;
+        }
+        expect(texts).to.deep.equal(TEXT_PIECES);
+        const last = c.agent.reported[c.agent.reported.length - 1];
+        expect(usage).to.include({ completion_tokens: last.output_tokens, prompt_tokens: last.input_tokens + last.cache_creation_input_tokens + last.cache_read_input_tokens });
+      });
+
+      it('runs a tool round trip: a streamed tool call, then the tool message reaches the upstream as its tool_result', async () => {
+        c.agent.setScript({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+        const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
+        const stream = await client.chat.completions.create({ model: 'sonnet', stream: true, tools: [WEATHER_TOOL], messages });
+        const call = { id: '', name: '', arguments: '' };
+        let finish: string | null = null;
+        for await (const chunk of stream) {
+          for (const delta of chunk.choices[0]?.delta?.tool_calls ?? []) {
+            call.id ||= delta.id ?? '';
+            call.name ||= delta.function?.name ?? '';
+            call.arguments += delta.function?.arguments ?? '';
+          }
+          finish = chunk.choices[0]?.finish_reason ?? finish;
+        }
+        expect(finish).to.equal('tool_calls');
+        expect(call).to.deep.equal({ id: c.agent.toolUseIds[c.agent.toolUseIds.length - 1], name: 'get_weather', arguments: '{"city":"Paris"}' });
+
+        messages.push({ role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }] });
+        messages.push({ role: 'tool', tool_call_id: call.id, content: '18 C and sunny' });
+        const answer = await client.chat.completions.create({ model: 'sonnet', tools: [WEATHER_TOOL], messages });
+        expect(answer.choices[0].message.content).to.equal(toolAnswer('get_weather', '18 C and sunny'));
+        const [result] = lastToolResults(c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body);
+        expect(result).to.deep.include({ type: 'tool_result', tool_use_id: call.id });
+      });
+
+      it("bills the key exactly the usage the upstream reported", async () => {
+        await expectLedgerEquals(c.gw, keyId, c.agent.reported.slice(billedFrom.index));
+      });
+    });
+  }
+});
