@@ -4,6 +4,7 @@
  * Shapes: native `{type: "error", error: {type, message}}` (wire-formats.md §4);
  * chat `{error: {message, type, param, code}}` (wire-formats.md §7).
  */
+import { TranslationError } from '../translators/translation-error';
 
 /** Native error types (wire-formats.md §4, SDK `ErrorType`). */
 export type NativeErrorType =
@@ -104,6 +105,14 @@ export const errors = {
   upstreamTimeout: (message: string) => new GatewayError(504, 'api_error', message, { chatCode: 'upstream_error' }),
   internal: (message = 'internal error') => new GatewayError(500, 'api_error', message, { chatCode: 'server_error' }),
 };
+
+/**
+ * The gateway error for a failure that is not one yet: a translator's TranslationError (the client's
+ * request could not be converted) is a 400 naming its field; anything else is undefined.
+ */
+export function fromTranslationError(err: unknown): GatewayError | undefined {
+  return err instanceof TranslationError ? errors.invalidRequest(err.message, err.param) : undefined;
+}
 
 /**
  * Map an upstream socket-level failure to the gateway error the client sees (before any byte was sent).

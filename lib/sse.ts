@@ -5,11 +5,9 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
-/** One parsed SSE event: its `event:` name (undefined when absent) and its `data:` text. */
-export interface SseEvent {
-  event?: string;
-  data: string;
-}
+import type { SseEvent } from '../translators/native-types';
+
+export type { SseEvent };
 
 /**
  * Format one outgoing SSE record. With `event`, an `event:` line precedes the data (native streams);

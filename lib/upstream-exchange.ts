@@ -10,7 +10,7 @@ import type http from 'node:http';
 import type { NextFunction, Response } from 'express';
 import type { ModelConfig } from './config';
 import { getContext, type RequestContext, type Usage } from './context';
-import { errors, GatewayError } from './errors';
+import { errors, fromTranslationError, GatewayError } from './errors';
 import { readBody } from './read-body';
 import { createSseDecoder, type SseEvent } from './sse';
 import type { StartAttempt, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
@@ -193,6 +193,8 @@ export function failExchange(err: unknown, res: Response, next: NextFunction): v
     return;
   }
   if (err instanceof GatewayError) return next(err);
+  const translated = fromTranslationError(err);
+  if (translated) return next(translated);
   if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
   next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
 }

@@ -16,6 +16,7 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, recordReply, sendJsonReply, writeReplyHead, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
+import { formatChatStreamFailure } from '../translators/errors';
 import { convertChatUsageToNative } from '../translators/reverse-mapping';
 
 export interface ChatPassthroughOptions {
@@ -91,7 +92,7 @@ function streamReply(
   const fail = (message: string) => {
     if (finished) return;
     finished = true;
-    write(formatSse({ error: { message, type: 'server_error', param: null, code: 'upstream_error' } }));
+    write(formatSse(formatChatStreamFailure(message)));
     out.end();
   };
 

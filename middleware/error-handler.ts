@@ -6,7 +6,7 @@
  */
 import type { ErrorRequestHandler } from 'express';
 import { getContext } from '../lib/context';
-import { errors, formatChatError, formatNativeError, GatewayError } from '../lib/errors';
+import { errors, formatChatError, formatNativeError, fromTranslationError, GatewayError } from '../lib/errors';
 import { sendJson } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
 import { mapBodyParserError } from './json-body';
@@ -15,7 +15,10 @@ export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: nu
   return (err, _req, res, _next) => {
     const ctx = getContext(res);
     let error: GatewayError;
-    if (err instanceof GatewayError) {
+    const translated = fromTranslationError(err);
+    if (translated) {
+      error = translated;
+    } else if (err instanceof GatewayError) {
       error = err;
       if (error.log) {
         const { message, ...fields } = error.log;

@@ -15,7 +15,7 @@ import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/reverse-request';
-import { convertChatErrorToNative } from '../translators/reverse-mapping';
+import { convertChatErrorToNative, convertStreamErrorToNativeReply } from '../translators/reverse-mapping';
 import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/reverse-response';
 import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/reverse-stream';
 import { createBodyCheck, nativeTranslationSchema } from './validate-body';
@@ -81,9 +81,8 @@ function streamReply(response: http.IncomingMessage, res: Response, ctx: Request
     recordReply(ctx, { stopReason: transform.stopReason });
     if (events.length === 0 || res.writableEnded) return;
     if (!res.headersSent && events[0].event === 'error') {
-      const error = events[0].data.error as { type: string; message: string };
-      const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
-      sendJsonReply(res, status, { type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message }, request_id: ctx.requestId });
+      const { status, body } = convertStreamErrorToNativeReply(events[0].data.error as { type: string; message: string });
+      sendJsonReply(res, status, { ...body, request_id: ctx.requestId });
       return;
     }
     openSseReply(res);

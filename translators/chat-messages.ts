@@ -5,7 +5,7 @@
  * Every function here is pure and throws a 400 GatewayError whose `param` names the message (and
  * part) at fault, so a client learns which element the native format cannot take.
  */
-import { errors } from '../lib/errors';
+import { TranslationError } from './translation-error';
 import type { ChatContentPart, ChatMessage, ChatToolCall } from './chat-types';
 import type {
   NativeContentBlock,
@@ -61,12 +61,12 @@ export function convertChatMessages(chatMessages: ChatMessage[]): ConvertedMessa
         return appendTurn(messages, 'user', [convertToolMessage(message, index)]);
       case 'function': {
         if (!lastFunctionCallId) {
-          throw errors.invalidRequest(`messages[${index}]: a "function" message must follow an assistant function_call`, `messages[${index}]`);
+          throw new TranslationError(`messages[${index}]: a "function" message must follow an assistant function_call`, `messages[${index}]`);
         }
         return appendTurn(messages, 'user', [{ type: 'tool_result', ...toolResultContent(message.content, `messages[${index}]`), tool_use_id: lastFunctionCallId }]);
       }
       default:
-        throw errors.invalidRequest(`messages[${index}].role: "${message.role}" is not supported`, `messages[${index}].role`);
+        throw new TranslationError(`messages[${index}].role: "${message.role}" is not supported`, `messages[${index}].role`);
     }
   });
   return { system, messages };
@@ -85,7 +85,7 @@ function textOfPart(part: ChatContentPart, path: string): string {
 }
 
 function unsupportedPart(part: ChatContentPart, path: string, accepted: string) {
-  return errors.invalidRequest(`${path}: content part of type "${part.type}" is not supported (${accepted})`, path);
+  return new TranslationError(`${path}: content part of type "${part.type}" is not supported (${accepted})`, path);
 }
 
 /** User content: text, images (`image_url`) and PDF files (`file.file_data`); empty text is skipped. */
@@ -100,7 +100,7 @@ export function convertUserContent(content: ChatMessage['content'], path: string
       if (text) blocks.push({ type: 'text', text });
     } else if (part.type === 'image_url') {
       const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
-      if (typeof url !== 'string') throw errors.invalidRequest(`${partPath}.image_url.url: field required`, `${partPath}.image_url.url`);
+      if (typeof url !== 'string') throw new TranslationError(`${partPath}.image_url.url: field required`, `${partPath}.image_url.url`);
       blocks.push(convertImageUrl(url, partPath));
     } else if (part.type === 'file') {
       blocks.push(convertFilePart(part, partPath));
@@ -119,11 +119,11 @@ export function convertImageUrl(url: string, path: string): NativeImageBlock | N
   if (/^https?:\/\//i.test(url)) return { type: 'image', source: { type: 'url', url } };
   const data = parseDataUrl(url);
   if (!data) {
-    throw errors.invalidRequest(`${path}: image_url.url must be an http(s) URL or a base64 data: URL`, path);
+    throw new TranslationError(`${path}: image_url.url must be an http(s) URL or a base64 data: URL`, path);
   }
   if (data.mediaType === 'application/pdf') return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: data.base64 } };
   if (!IMAGE_MEDIA_TYPES.has(data.mediaType)) {
-    throw errors.invalidRequest(`${path}: image type "${data.mediaType}" is not supported (use jpeg, png, gif or webp)`, path);
+    throw new TranslationError(`${path}: image type "${data.mediaType}" is not supported (use jpeg, png, gif or webp)`, path);
   }
   return { type: 'image', source: { type: 'base64', media_type: data.mediaType, data: data.base64 } };
 }
@@ -133,7 +133,7 @@ function convertFilePart(part: ChatContentPart, path: string): NativeDocumentBlo
   const fileData = (part as { file?: { file_data?: unknown } }).file?.file_data;
   const data = typeof fileData === 'string' ? parseDataUrl(fileData) : undefined;
   if (!data || data.mediaType !== 'application/pdf') {
-    throw errors.invalidRequest(`${path}: file parts are supported only as a base64 PDF in file.file_data`, path);
+    throw new TranslationError(`${path}: file parts are supported only as a base64 PDF in file.file_data`, path);
   }
   return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: data.base64 } };
 }
@@ -184,7 +184,7 @@ export function convertToolCalls(toolCalls: ChatToolCall[], messageIndex: number
   return toolCalls.map((call, j) => {
     const path = `messages[${messageIndex}].tool_calls[${j}]`;
     if (call.type !== undefined && call.type !== 'function') {
-      throw errors.invalidRequest(`${path}.type: only "function" tool calls are supported`, `${path}.type`);
+      throw new TranslationError(`${path}.type: only "function" tool calls are supported`, `${path}.type`);
     }
     return {
       type: 'tool_use',
@@ -202,10 +202,10 @@ export function parseToolArguments(text: string, path: string): Record<string, u
   try {
     value = JSON.parse(text);
   } catch {
-    throw errors.invalidRequest(`${path}: not valid JSON`, path);
+    throw new TranslationError(`${path}: not valid JSON`, path);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw errors.invalidRequest(`${path}: must be a JSON object`, path);
+    throw new TranslationError(`${path}: must be a JSON object`, path);
   }
   return value as Record<string, unknown>;
 }
@@ -221,7 +221,7 @@ export function sanitizeToolId(id: string): string {
 /** A `tool` message -> a `tool_result` block (content omitted when the tool answered nothing). */
 export function convertToolMessage(message: ChatMessage, index: number): NativeToolResultBlock {
   if (typeof message.tool_call_id !== 'string' || message.tool_call_id === '') {
-    throw errors.invalidRequest(`messages[${index}].tool_call_id: field required`, `messages[${index}].tool_call_id`);
+    throw new TranslationError(`messages[${index}].tool_call_id: field required`, `messages[${index}].tool_call_id`);
   }
   return { type: 'tool_result', tool_use_id: sanitizeToolId(message.tool_call_id), ...toolResultContent(message.content, `messages[${index}]`) };
 }

@@ -3,7 +3,7 @@
  * Source: wire-formats.md §8.1 (fields) and §8.2 (message conversion); the README section
  * "Chat-completions translation" lists every field's treatment.
  */
-import { errors } from '../lib/errors';
+import { TranslationError } from './translation-error';
 import { convertChatMessages } from './chat-messages';
 import { convertToolChoice, convertTools } from './chat-tools';
 import type { ChatCompletionRequest, ChatResponseFormat } from './chat-types';
@@ -34,12 +34,12 @@ export const NATIVE_TEMPERATURE_RANGE = { min: 0, max: 1 } as const;
  */
 export function convertChatRequest(body: ChatCompletionRequest, options: ConvertChatRequestOptions): ConvertedChatRequest {
   if (typeof body.n === 'number' && body.n > 1) {
-    throw errors.invalidRequest('n: only one choice per request is supported (n must be 1)', 'n');
+    throw new TranslationError('n: only one choice per request is supported (n must be 1)', 'n');
   }
   const warnings: string[] = [];
   const { system, messages } = convertChatMessages(body.messages);
   if (messages.length === 0) {
-    throw errors.invalidRequest('messages: at least one user, assistant or tool message with content is required', 'messages');
+    throw new TranslationError('messages: at least one user, assistant or tool message with content is required', 'messages');
   }
   const instruction = formatResponseFormatInstruction(body.response_format);
   if (instruction) {
@@ -122,7 +122,7 @@ function convertToolFields(body: ChatCompletionRequest): Pick<NativeMessagesRequ
   const { toolChoice, allowedTools } = convertToolChoice(body.tool_choice, body.parallel_tool_calls);
   if (allowedTools) tools = tools.filter((tool) => allowedTools.includes(tool.name));
   if (toolChoice?.type === 'tool' && !tools.some((tool) => tool.name === toolChoice.name)) {
-    throw errors.invalidRequest(`tool_choice.function.name: "${toolChoice.name}" is not one of the tools`, 'tool_choice.function.name');
+    throw new TranslationError(`tool_choice.function.name: "${toolChoice.name}" is not one of the tools`, 'tool_choice.function.name');
   }
   if (tools.length === 0) return {};
   return toolChoice ? { tools, tool_choice: toolChoice } : { tools };

@@ -7,8 +7,8 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage, type Usage } from './usage';
-import type { SseEvent } from '../lib/sse';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
+import type { SseEvent } from './native-types';
 import { toChatId } from './chat-response';
 import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './errors';
 import { mapStopReason, type FinishReason } from './stop-reason';

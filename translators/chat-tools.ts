@@ -2,7 +2,7 @@
  * Chat-completions `tools`, `tool_choice` and `parallel_tool_calls` -> native `tools` and `tool_choice`.
  * Source: wire-formats.md §1.3 (native tools) and §8.1 (mapping).
  */
-import { errors } from '../lib/errors';
+import { TranslationError } from './translation-error';
 import type { ChatTool, ChatToolChoice } from './chat-types';
 import type { NativeTool, NativeToolChoice } from './native-types';
 
@@ -18,7 +18,7 @@ const NO_PARAMETERS = { type: 'object', properties: {} };
 export function convertTools(tools: ChatTool[]): NativeTool[] {
   return tools.map((tool, i) => {
     if (tool.type !== 'function' || !tool.function) {
-      throw errors.invalidRequest(`tools[${i}].type: only "function" tools are supported (got "${tool.type}")`, `tools[${i}].type`);
+      throw new TranslationError(`tools[${i}].type: only "function" tools are supported (got "${tool.type}")`, `tools[${i}].type`);
     }
     const { name, description, parameters } = tool.function;
     const converted: NativeTool = { name, input_schema: parameters ?? NO_PARAMETERS };
@@ -58,19 +58,19 @@ function convertChoiceValue(choice: ChatToolChoice | null | undefined): Converte
   if (typeof choice === 'object' && choice.type === 'function') {
     const name = (choice as { function?: { name?: unknown } }).function?.name;
     if (typeof name === 'string' && name) return { toolChoice: { type: 'tool', name } };
-    throw errors.invalidRequest('tool_choice.function.name: field required', 'tool_choice.function.name');
+    throw new TranslationError('tool_choice.function.name: field required', 'tool_choice.function.name');
   }
   if (typeof choice === 'object' && choice.type === 'allowed_tools') {
     const allowed = (choice as { allowed_tools?: { mode?: unknown; tools?: unknown } }).allowed_tools;
     if (!allowed || !Array.isArray(allowed.tools) || (allowed.mode !== 'auto' && allowed.mode !== 'required')) {
-      throw errors.invalidRequest('tool_choice.allowed_tools: needs mode "auto" or "required" and a tools array', 'tool_choice.allowed_tools');
+      throw new TranslationError('tool_choice.allowed_tools: needs mode "auto" or "required" and a tools array', 'tool_choice.allowed_tools');
     }
     const names = allowed.tools
       .map((tool: { function?: { name?: unknown } }) => tool?.function?.name)
       .filter((name): name is string => typeof name === 'string');
     return { toolChoice: { type: allowed.mode === 'required' ? 'any' : 'auto' }, allowedTools: names };
   }
-  throw errors.invalidRequest(
+  throw new TranslationError(
     'tool_choice: must be "none", "auto", "required", {"type":"function"} or {"type":"allowed_tools"}',
     'tool_choice',
   );

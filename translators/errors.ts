@@ -74,6 +74,14 @@ export function mapNativeErrorToChat(status: number, body: NativeErrorBody | unk
 }
 
 /**
+ * The chat error record that ends a stream the gateway could not finish (an upstream record that is
+ * not JSON, a stream cut before `[DONE]`): a server error with code `upstream_error`.
+ */
+export function formatChatStreamFailure(message: string): ChatErrorBody {
+  return { error: { message, type: 'server_error', param: null, code: 'upstream_error' } };
+}
+
+/**
  * Map the data of an upstream `event: error` (`{type: "error", error: {type, message}}`) to the chat
  * shape, with the status its native type stands for (overloaded_error -> 503, rate_limit_error -> 429,
  * api_error -> 500, ...).

@@ -85,6 +85,12 @@ export interface NativeMessage {
   usage: NativeUsage;
 }
 
+/** One parsed SSE event of an upstream stream: its `event:` name (undefined when absent) and its `data:` text. */
+export interface SseEvent {
+  event?: string;
+  data: string;
+}
+
 /** Native error body (wire-formats.md §4). */
 export interface NativeErrorBody {
   type: 'error';

@@ -63,6 +63,16 @@ export function mapChatErrorTypeToNative(type: string | null | undefined, code: 
 }
 
 /**
+ * The HTTP status of a native stream error that ends the reply before any byte went out (the client
+ * then gets a real status): a rate limit is a 429, a bad request a 400, anything else a 502 whose
+ * type is `api_error`.
+ */
+export function convertStreamErrorToNativeReply(error: { type: string; message: string }): { status: number; body: { type: 'error'; error: { type: string; message: string } } } {
+  const status = error.type === 'rate_limit_error' ? 429 : error.type === 'invalid_request_error' ? 400 : 502;
+  return { status, body: { type: 'error', error: { type: status === 502 ? 'api_error' : error.type, message: error.message } } };
+}
+
+/**
  * A chat-completions error reply as a native error reply: same status, native body
  * `{type: "error", error: {type, message}}` with the upstream's message (or a generic one).
  */

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { GatewayError } from '../../../lib/errors';
+import { fromTranslationError } from '../../../lib/errors';
+import { TranslationError } from '../../../translators/translation-error';
 import { clampTemperature, convertChatRequest, convertStop, formatResponseFormatInstruction } from '../../../translators/chat-request';
 import {
   appendTurn,
@@ -18,16 +19,16 @@ function convert(fields: Partial<ChatCompletionRequest>) {
   return convertChatRequest({ model: 'sonnet', messages: [{ role: 'user', content: 'Hi' }], ...fields } as ChatCompletionRequest, OPTIONS);
 }
 
-/** The 400 a call throws, with its param. */
+/** The translation error a call throws, as the route answers it (status, param, message). */
 function rejection(fn: () => unknown): { status: number; param: string | null; message: string } {
   try {
     fn();
   } catch (err) {
-    expect(err).to.be.instanceOf(GatewayError);
-    const { status, param, message } = err as GatewayError;
+    expect(err).to.be.instanceOf(TranslationError);
+    const { status, param, message } = fromTranslationError(err)!;
     return { status, param, message };
   }
-  throw new Error('expected a GatewayError');
+  throw new Error('expected a TranslationError');
 }
 
 describe('chat request -> native request: messages', () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { GatewayError } from '../../../lib/errors';
+import { TranslationError } from '../../../translators/translation-error';
 import { convertToolChoice, convertTools } from '../../../translators/chat-tools';
 import type { ChatTool, ChatToolChoice } from '../../../translators/chat-types';
 
@@ -24,8 +24,8 @@ describe('tools mapping', () => {
       convertTools([{ type: 'function', function: { name: 'a' } }, { type: 'custom', custom: { name: 'grammar' } }]);
       expect.fail('should throw');
     } catch (err) {
-      expect(err).to.be.instanceOf(GatewayError);
-      expect((err as GatewayError).param).to.equal('tools[1].type');
+      expect(err).to.be.instanceOf(TranslationError);
+      expect((err as TranslationError).param).to.equal('tools[1].type');
     }
   });
 });
@@ -55,7 +55,7 @@ describe('tool_choice mapping', () => {
   }
   for (const choice of [{ type: 'custom', custom: { name: 'x' } }, { type: 'function', function: {} }, 'sometimes'] as ChatToolChoice[]) {
     it(`400 for tool_choice ${JSON.stringify(choice)}`, () => {
-      expect(() => convertToolChoice(choice)).to.throw(GatewayError, /tool_choice/);
+      expect(() => convertToolChoice(choice)).to.throw(TranslationError, /tool_choice/);
     });
   }
 });
