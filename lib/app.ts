@@ -18,7 +18,7 @@ import { createAdminRouter } from './admin/admin-router';
 import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
-import { createFinisher, type FinishHook } from './finish';
+import { createAfterResponse, type AfterResponseStep } from './after-response';
 import { createHookContext, createHookStep, createUsageRecord, mergeHooks, type GatewayHooks } from './hooks';
 import type { KeyGroupConfig } from './key-groups';
 import { withRequestIds, type Logger } from './logger';
@@ -42,11 +42,11 @@ import { createListModels } from '../middleware/list-models';
 import { createModelWhitelist } from '../middleware/model-whitelist';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
-import { createQuota } from '../middleware/quota';
+import { createCreditReservation } from '../middleware/credit-reservation';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
-import { createReverseMessages } from '../middleware/reverse-messages';
+import { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstream';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
@@ -64,7 +64,7 @@ export interface AppDependencies {
   /** True when `upstream` is the embedded simulated upstream (reported by /health). */
   simulated?: boolean;
   /** Extra finish steps (after settlement, before the log line). */
-  finishHooks?: FinishHook[];
+  afterResponseSteps?: AfterResponseStep[];
   /** Integrator hooks (see lib/hooks.ts). */
   hooks?: GatewayHooks | GatewayHooks[];
   /** The metrics registry. Default: a new one. */
@@ -82,23 +82,23 @@ export interface AppDependencies {
  * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
  * must take, in this order, before its upstream step. A test walks the route table against it.
  */
-export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'quota'];
+export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
 
-/** Routes that reach the upstream without being billed (so without the credit step `quota`). */
+/** Routes that reach the upstream without being billed (so without the step `creditReservation`). */
 export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
 
 /** Names of the steps that send a request upstream (one per route, dispatching by key group). */
 export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat'];
 
-/** Finish-step trackers of the routers built here (see `waitForFinishSteps`). */
-const finishTrackers = new WeakMap<object, () => Promise<void>>();
+/** Finish-step trackers of the routers built here (see `waitForAfterResponseSteps`). */
+const afterResponseTrackers = new WeakMap<object, () => Promise<void>>();
 
 /**
  * Resolves once the finish steps (settlement, log line) of every request of this router that has
  * closed are done (graceful shutdown waits for it before closing the store).
  */
-export function waitForFinishSteps(router: Router): Promise<void> {
-  return finishTrackers.get(router)?.() ?? Promise.resolve();
+export function waitForAfterResponseSteps(router: Router): Promise<void> {
+  return afterResponseTrackers.get(router)?.() ?? Promise.resolve();
 }
 
 /** Give a handler the step name the route table shows. */
@@ -119,16 +119,16 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const clock = deps.clock ?? systemClock;
 
   const router = Router();
-  const onResponse: FinishHook = async (ctx, res) => {
+  const onResponse: AfterResponseStep = async (ctx, res) => {
     const record = createUsageRecord(ctx, res);
     const view = createHookContext(ctx);
     for (const hook of hooks.onResponse) await hook(record, view);
   };
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
-  const finishHooks: FinishHook[] = [createSettlement(store), ...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
-  if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
-  const finisher = createFinisher({ logger, hooks: finishHooks });
-  finishTrackers.set(router, finisher.settled);
+  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  if (hooks.onResponse.length > 0) afterResponseSteps.push(onResponse);
+  const finisher = createAfterResponse({ logger, hooks: afterResponseSteps });
+  afterResponseTrackers.set(router, finisher.settled);
   const requestContext = createRequestContext({ onFinish: finisher, scope: deps.requestScope ?? true });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
   const jsonBody = createJsonBody({
@@ -151,10 +151,10 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
   const modelWhitelist = named('modelWhitelist', createModelWhitelist());
   const rateLimit = named('rateLimit', createRateLimit({ store: store.createRateLimitStore() }));
-  const quota = (format: 'native' | 'chat') => [named('quota', createQuota({
+  const creditReservation = (format: 'native' | 'chat') => [named('creditReservation', createCreditReservation({
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
-    holdTtlMs: () => source.config.upstream.timeoutMs,
+    reservationTtlMs: () => source.config.upstream.timeoutMs,
   }))];
   /** count_tokens is not billed: nothing to reserve. */
   const notBilled: RequestHandler[] = [];
@@ -171,7 +171,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     createKeyGroupDispatch({ catalogue, handlerFor: (group) => handlerFor(group, upstreams.forGroup(group)) });
   const messagesHandler = byKeyGroup((group, client) => {
     if (group.upstream.kind === 'native') return createNativeProxy({ upstream: client, path: '/v1/messages' });
-    if (group.reverseTranslation) return createReverseMessages({ upstream: client });
+    if (group.reverseTranslation) return createNativeViaChatUpstream({ upstream: client });
     return createRouteRefusal(
       `keys of key group "${group.id}" reach their models through POST /v1/chat/completions; ` +
         'the native route is not enabled for this key group (the operator can turn on keyGroups[].reverseTranslation)',
@@ -189,11 +189,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
-    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, quota('native')), named('upstreamMessages', messagesHandler));
+    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, creditReservation('native')), named('upstreamMessages', messagesHandler));
   router.post('/v1/messages/count_tokens',
     ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
-    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), named('upstreamChat', chatHandler));
+    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
 import { ConfigError } from './config-error';
-import { DEFAULT_KEY_GROUP, findKeyGroupBySecret, keyGroupSchema, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
+import { UPSTREAM_DEFAULTS } from './upstream/client';
+import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, keyGroupSchema, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
 
 /** Prices of one model, in credits per million tokens. */
 export interface ModelPricing {
@@ -330,11 +331,11 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     apiKeyEnv: apiKeyEnvs[0],
     apiKeyEnvs,
     timeoutMs: file.upstream.timeoutMs ?? 600_000,
-    streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? 120_000,
-    maxRetries: file.upstream.maxRetries ?? 2,
-    retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? 500,
-    maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? 20_000,
-    credentialRestMs: file.upstream.credentialRestMs ?? 60_000,
+    streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? UPSTREAM_DEFAULTS.streamIdleTimeoutMs,
+    maxRetries: file.upstream.maxRetries ?? UPSTREAM_DEFAULTS.maxRetries,
+    retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? UPSTREAM_DEFAULTS.retryBaseDelayMs,
+    maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? UPSTREAM_DEFAULTS.maxRetryAfterMs,
+    credentialRestMs: file.upstream.credentialRestMs ?? UPSTREAM_DEFAULTS.credentialRestMs,
   };
   const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
   const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));
@@ -404,8 +405,8 @@ function parseAdminToken(token: string | undefined): string | null {
   if (token.length < ADMIN_TOKEN_MIN_LENGTH || /\s/.test(token)) {
     throw new ConfigError(`invalid configuration: ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces (try: openssl rand -hex 32)`);
   }
-  if (token.startsWith('sk-cs4-')) {
-    throw new ConfigError('invalid configuration: ADMIN_TOKEN must not look like an API key (sk-cs4-...); the admin surface has its own token');
+  if (token.startsWith(DEFAULT_KEY_PREFIX)) {
+    throw new ConfigError(`invalid configuration: ADMIN_TOKEN must not look like an API key (${DEFAULT_KEY_PREFIX}...); the admin surface has its own token`);
   }
   return token;
 }

@@ -8,7 +8,7 @@ import express, { type Express, type Router } from 'express';
 import { createGatewayRouter } from './app';
 import { ConfigError, parseConfig, readConfigFile, type ConfigEnv, type GatewayConfig } from './config';
 import { createConfigSource, describeConfigChange } from './config-source';
-import type { FinishHook } from './finish';
+import type { AfterResponseStep } from './after-response';
 import { mergeHooks, type GatewayHooks } from './hooks';
 import { generateSecret, hashSecret, lastFour } from './keys';
 import { createLogger, withRequestIds, type Logger } from './logger';
@@ -87,7 +87,7 @@ export interface BuildOptions {
   logger?: Logger;
   hooks?: GatewayHooks | GatewayHooks[];
   /** Extra finish steps, run after credit settlement and before the built-in metrics and log. */
-  finishHooks?: FinishHook[];
+  afterResponseSteps?: AfterResponseStep[];
   developmentKey?: boolean;
   /** With the in-memory store: its state file, read now and written by `close()`. Default: none. */
   stateFile?: string;
@@ -218,12 +218,12 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const hooks = mergeHooks(options.hooks);
   const requestScope = needsRequestScope({
     callerCode: options.requestScope ?? true,
-    hooks: hooks.afterAuth.length + hooks.beforeUpstream.length + hooks.onResponse.length + (options.finishHooks?.length ?? 0),
+    hooks: hooks.afterAuth.length + hooks.beforeUpstream.length + hooks.onResponse.length + (options.afterResponseSteps?.length ?? 0),
     failOpenStore: store !== backing && config.store.failOpen,
   });
   const router = createGatewayRouter({
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
-    finishHooks: options.finishHooks, hooks, metrics, clock: options.clock, requestScope,
+    afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope,
   });
   const app = express();
   app.disable('x-powered-by');

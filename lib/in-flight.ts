@@ -1,13 +1,6 @@
 /**
  * A count of operations under way, and a way to wait until none is: what graceful shutdown needs of
- * the responses, finish steps and store writes still running.
- *
- * A count rather than a Set of the operations (or their promises). A long-lived Set that takes and
- * drops an object per request rehashes often, and V8 leaves each obsolete hash table pointing at its
- * successor. Once one of the tables sits in the old generation, the dead tables there keep every
- * later table, and every request whose objects passed through them, alive through young-generation
- * collections until a full GC. The bench saw this on the native route after chat-completions traffic:
- * about 2 MB promoted per scavenge, 3 ms pauses (bench/RESULTS.md, phase 3).
+ * the responses, after-response steps and store writes still running.
  */
 export class InFlight {
   private count = 0;

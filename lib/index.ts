@@ -54,27 +54,27 @@ export { createValidateBody, messagesSchema, countTokensSchema, chatCompletionsS
 export { createResolveAlias } from '../middleware/resolve-alias';
 export { createKeyGroupCheck } from '../middleware/key-group-check';
 export { createModelWhitelist, isModelAllowed } from '../middleware/model-whitelist';
-export { createQuota } from '../middleware/quota';
+export { createCreditReservation } from '../middleware/credit-reservation';
 export { createKeyGroupDispatch } from '../middleware/key-group-dispatch';
 export { createNativeProxy } from '../middleware/native-proxy';
 export { createChatCompletions } from '../middleware/chat-completions';
 export { createChatPassthrough } from '../middleware/chat-passthrough';
-export { createReverseMessages } from '../middleware/reverse-messages';
+export { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstream';
 export { createListModels } from '../middleware/list-models';
 export { createHealth, createLiveness } from '../middleware/health';
 export { createNotFound } from '../middleware/not-found';
 export { createErrorHandler } from '../middleware/error-handler';
 
 // Translators: pure functions, no I/O.
-export { convertChatRequest } from '../translators/chat-request';
-export { convertNativeResponse } from '../translators/chat-response';
-export { createChatStreamTransform } from '../translators/chat-stream';
+export { convertChatRequest } from '../translators/chat-to-native-request';
+export { convertNativeResponse } from '../translators/native-to-chat-response';
+export { createChatStreamTransform } from '../translators/native-to-chat-stream';
 export { mapStopReason } from '../translators/stop-reason';
 export { mergeNativeUsage, convertUsageToChat } from '../translators/usage';
-export { mapNativeErrorToChat } from '../translators/errors';
-export { convertNativeRequestToChat } from '../translators/reverse-request';
-export { convertChatCompletionToNative } from '../translators/reverse-response';
-export { createReverseStreamTransform } from '../translators/reverse-stream';
-export { mapFinishReasonToStopReason, convertChatUsageToNative, convertChatErrorToNative } from '../translators/reverse-mapping';
+export { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
+export { convertNativeRequestToChat } from '../translators/native-to-chat-request';
+export { convertChatCompletionToNative } from '../translators/chat-to-native-response';
+export { createReverseStreamTransform } from '../translators/chat-to-native-stream';
+export { mapFinishReasonToStopReason, convertChatUsageToNative, convertChatErrorToNative } from '../translators/chat-to-native-mapping';
 export type * from '../translators/native-types';
 export type * from '../translators/chat-types';

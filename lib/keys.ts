@@ -1,8 +1,7 @@
 /** Key secrets: generation, hashing, display. Secrets are never stored or logged in plain text. */
 import crypto from 'node:crypto';
 
-/** Prefix of the basic key group (spec, Authentication rule 1). */
-export const KEY_PREFIX = 'sk-cs4-';
+import { DEFAULT_KEY_PREFIX } from './key-groups';
 
 /** Hex SHA-256 of a secret (UTF-8). One-shot `crypto.hash` (Node >= 20.12): half the cost of a Hash object. */
 export function hashSecret(secret: string): string {
@@ -10,7 +9,7 @@ export function hashSecret(secret: string): string {
 }
 
 /** A new random secret: the prefix and 40 base62 characters (~238 bits). */
-export function generateSecret(prefix = KEY_PREFIX): string {
+export function generateSecret(prefix = DEFAULT_KEY_PREFIX): string {
   return prefix + randomBase62(40);
 }
 

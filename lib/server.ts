@@ -7,7 +7,7 @@
 import cluster from 'node:cluster';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { waitForFinishSteps } from './app';
+import { waitForAfterResponseSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
 import { InFlight } from './in-flight';
@@ -105,7 +105,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     // A cut socket closes its response a tick later; then each closed response settles in its finish
     // steps, and the store must stay open until they are done.
     await inFlight.idle();
-    await waitForFinishSteps(gateway.router);
+    await waitForAfterResponseSteps(gateway.router);
     await gateway.close();
   }
 }

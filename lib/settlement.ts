@@ -7,11 +7,11 @@
  */
 import { priceUsage } from './catalogue';
 import { emptyUsage } from './context';
-import type { FinishHook } from './finish';
+import type { AfterResponseStep } from './after-response';
 import type { GatewayStore } from './store/types';
 
 /** Build the finish hook that settles credits in `store`. */
-export function createSettlement(store: GatewayStore): FinishHook {
+export function createSettlement(store: GatewayStore): AfterResponseStep {
   return async (ctx) => {
     const reservation = ctx.reservation;
     if (!reservation || !ctx.model) return;

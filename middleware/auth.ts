@@ -10,7 +10,8 @@
 import type { RequestHandler } from 'express';
 import { getContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { hashSecret, KEY_PREFIX } from '../lib/keys';
+import { DEFAULT_KEY_PREFIX } from '../lib/key-groups';
+import { hashSecret } from '../lib/keys';
 import type { GatewayStore } from '../lib/store/types';
 
 export type AuthHeaders = 'native' | 'chat' | 'either';
@@ -65,7 +66,7 @@ export function extractApiKey(headers: Record<string, string | string[] | undefi
 }
 
 export function createAuth(options: AuthOptions): RequestHandler {
-  const readPrefixes = typeof options.prefixes === 'function' ? options.prefixes : () => (options.prefixes as string[] | undefined) ?? [KEY_PREFIX];
+  const readPrefixes = typeof options.prefixes === 'function' ? options.prefixes : () => (options.prefixes as string[] | undefined) ?? [DEFAULT_KEY_PREFIX];
   const now = options.now ?? Date.now;
   return async (req, res, next) => {
     try {

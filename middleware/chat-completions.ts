@@ -15,11 +15,11 @@ import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
-import { convertChatRequest } from '../translators/chat-request';
-import { convertNativeResponse } from '../translators/chat-response';
-import { createChatStreamTransform, type ChatStreamRecord } from '../translators/chat-stream';
+import { convertChatRequest } from '../translators/chat-to-native-request';
+import { convertNativeResponse } from '../translators/native-to-chat-response';
+import { createChatStreamTransform, type ChatStreamRecord } from '../translators/native-to-chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
-import { mapNativeErrorToChat } from '../translators/errors';
+import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
 import type { NativeMessage } from '../translators/native-types';
 import { estimateTokens, mergeNativeUsage } from '../translators/usage';
 

@@ -16,8 +16,8 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, recordReply, sendJsonReply, writeReplyHead, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
-import { formatChatStreamFailure } from '../translators/errors';
-import { convertChatUsageToNative } from '../translators/reverse-mapping';
+import { formatChatStreamFailure } from '../translators/native-to-chat-errors';
+import { convertChatUsageToNative } from '../translators/chat-to-native-mapping';
 
 export interface ChatPassthroughOptions {
   /** Client of a chat-completions upstream (bearer credential). */

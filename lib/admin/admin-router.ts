@@ -12,7 +12,8 @@ import type { Catalogue } from '../catalogue';
 import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
 import type { Logger } from '../logger';
-import { KEY_PREFIX, randomBase62 } from '../keys';
+import { DEFAULT_KEY_PREFIX } from '../key-groups';
+import { randomBase62 } from '../keys';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
 import { createApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
@@ -71,7 +72,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   /** Catalogue IDs a key of `keyGroup` may be allowed (its model family), now. */
   const modelIdsOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.models ?? catalogue.models.map((model) => model.id);
   /** Prefix of new secrets of a key of `keyGroup`. */
-  const prefixOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.keyPrefix ?? KEY_PREFIX;
+  const prefixOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.keyPrefix ?? DEFAULT_KEY_PREFIX;
   const router = Router({ strict: false });
 
   /** One audit line per change. `changes` holds settings only, never a secret. */

@@ -7,7 +7,7 @@ import { parseConfig } from '../../lib/config';
 import { utcMonth } from '../../lib/store/month';
 import type { RedisStore } from '../../lib/store/redis-store';
 import type { GatewayStore } from '../../lib/store/types';
-import { boundInputTokens, priceWorstCase } from '../../middleware/quota';
+import { boundInputTokens, priceWorstCase } from '../../middleware/credit-reservation';
 import { startGatedUpstream, type GatedUpstream } from '../helpers/gated-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 import { connectTestRedisStore, deleteRedisPrefix } from '../helpers/redis';

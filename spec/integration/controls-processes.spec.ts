@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { createCatalogue } from '../../lib/catalogue';
 import { parseConfig } from '../../lib/config';
-import { boundInputTokens, priceWorstCase } from '../../middleware/quota';
+import { boundInputTokens, priceWorstCase } from '../../middleware/credit-reservation';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { startGatedUpstream, type GatedUpstream } from '../helpers/gated-upstream';
 import { testConfigObject, UPSTREAM_SECRET } from '../helpers/gateway';

@@ -41,9 +41,9 @@ function listRoutes(routable: Routable): { routes: RouteEntry[]; appLevel: strin
   return { routes, appLevel };
 }
 
-/** The steps a route must take: all of them, but no credit step (`quota`) on an unbilled route such as count_tokens. */
+/** The steps a route must take: all of them, but no credit reservation step on an unbilled route such as count_tokens. */
 function requiredSteps(path: string): string[] {
-  return REQUIRED_UPSTREAM_STEPS.filter((step) => step !== 'quota' || !UNBILLED_UPSTREAM_ROUTES.includes(path));
+  return REQUIRED_UPSTREAM_STEPS.filter((step) => step !== 'creditReservation' || !UNBILLED_UPSTREAM_ROUTES.includes(path));
 }
 
 /** Problems with a route table: upstream routes missing a required step, or taking them out of order. */
@@ -94,7 +94,7 @@ describe('no bypass', () => {
     bad.use(inner);
     const problems = findBypasses(bad);
     expect(problems).to.include('post /v1/sneaky: no modelWhitelist step before upstreamMessages');
-    expect(problems).to.include('post /v1/sneaky: no quota step before upstreamMessages');
+    expect(problems).to.include('post /v1/sneaky: no creditReservation step before upstreamMessages');
     expect(problems).to.include('post /v1/sneaky: no rateLimit step before upstreamMessages');
   });
 

@@ -3,7 +3,7 @@
  * Source: wire-formats.md §2 (native reply), §5 (chat.completion), §8.3 read right to left.
  */
 import type { NativeTokenCounts } from './usage';
-import { convertChatUsageToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './reverse-mapping';
+import { convertChatUsageToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './chat-to-native-mapping';
 
 /** A `chat.completion` as an upstream sends it (fields the translation reads). */
 export interface UpstreamChatCompletion {

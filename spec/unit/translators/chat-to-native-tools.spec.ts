@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { TranslationError } from '../../../translators/translation-error';
-import { convertToolChoice, convertTools } from '../../../translators/chat-tools';
+import { convertToolChoice, convertTools } from '../../../translators/chat-to-native-tools';
 import type { ChatTool, ChatToolChoice } from '../../../translators/chat-types';
 
 describe('tools mapping', () => {

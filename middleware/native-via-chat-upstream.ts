@@ -14,18 +14,18 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
-import { convertNativeRequestToChat } from '../translators/reverse-request';
-import { convertChatErrorToNative, convertStreamErrorToNativeReply } from '../translators/reverse-mapping';
-import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/reverse-response';
-import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/reverse-stream';
+import { convertNativeRequestToChat } from '../translators/native-to-chat-request';
+import { convertChatErrorToNative, convertStreamErrorToNativeReply } from '../translators/chat-to-native-mapping';
+import { convertChatCompletionToNative, type UpstreamChatCompletion } from '../translators/chat-to-native-response';
+import { createReverseStreamTransform, type NativeStreamEvent, type UpstreamChatChunk } from '../translators/chat-to-native-stream';
 import { createBodyCheck, nativeTranslationSchema } from './validate-body';
 
-export interface ReverseMessagesOptions {
+export interface NativeViaChatUpstreamOptions {
   /** Client of a chat-completions upstream. */
   upstream: UpstreamClient;
 }
 
-export function createReverseMessages(options: ReverseMessagesOptions): RequestHandler {
+export function createNativeViaChatUpstream(options: NativeViaChatUpstreamOptions): RequestHandler {
   const { upstream } = options;
   const checkTranslatable = createBodyCheck(nativeTranslationSchema);
   return async (req, res, next) => {

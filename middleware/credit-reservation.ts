@@ -1,8 +1,8 @@
 /**
  * Credit reservation against the key's hard monthly credit cap. Before the request is forwarded, its
- * worst case is held in the key's bucket for the current UTC month, atomically with the check that it
- * fits (spent + held by requests in flight + this one <= cap). The settlement finish step
- * (lib/settlement.ts) replaces the hold with the real cost when the reply ends, however it ends.
+ * worst case is reserved in the key's bucket for the current UTC month, atomically with the check that it
+ * fits (spent + reserved by requests in flight + this one <= cap). The settlement step after the
+ * response (lib/settlement.ts) replaces the reservation with the real cost when the reply ends, however it ends.
  *
  * Worst case = input bound x the model's highest input price (plain, cache writes, cache read)
  *            + max_tokens x the output price
@@ -24,13 +24,13 @@ import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { GatewayStore, Reservation } from '../lib/store/types';
 
-export interface QuotaOptions {
+export interface CreditReservationOptions {
   store: GatewayStore;
   catalogue: Catalogue;
   /** The input-size bound (config `reservation`); a function is read on each request (config reload). */
   reservation: GatewayConfig['reservation'] | (() => GatewayConfig['reservation']);
-  /** How long a hold lasts when its request never settles (its process died), in ms: the upstream timeout. */
-  holdTtlMs: number | (() => number);
+  /** How long a reservation lasts when its request never settles (its process died), in ms: the upstream timeout. */
+  reservationTtlMs: number | (() => number);
   /** Which wire format the route's body is in (decides where max_tokens is read). */
   format: 'native' | 'chat';
   /** Clock for the month bucket, epoch ms. Default: the real clock. */
@@ -72,12 +72,12 @@ export function maxOutputTokens(req: Request, format: 'native' | 'chat', model: 
   return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
 }
 
-export function createQuota(options: QuotaOptions): RequestHandler {
+export function createCreditReservation(options: CreditReservationOptions): RequestHandler {
   const { store, catalogue } = options;
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
-  const holdTtlNow = typeof options.holdTtlMs === 'function' ? options.holdTtlMs : () => options.holdTtlMs as number;
+  const reservationTtlNow = typeof options.reservationTtlMs === 'function' ? options.reservationTtlMs : () => options.reservationTtlMs as number;
   const clock = options.clock ?? systemClock;
-  const renewer = createHoldRenewer(store);
+  const renewer = createReservationRenewer(store);
   return async (req, res, next) => {
     try {
       const ctx = getContext(res);
@@ -89,19 +89,19 @@ export function createQuota(options: QuotaOptions): RequestHandler {
         boundWebSearches(req.body, reservation));
       const now = clock();
       const month = utcMonth(now);
-      const holdTtlMs = holdTtlNow();
-      const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, holdTtlMs);
+      const reservationTtlMs = reservationTtlNow();
+      const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, reservationTtlMs);
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(now)).toISOString().replace(/\.000Z$/, 'Z');
-        const inFlight = result.reserved > 0 ? `, ${formatCredits(result.reserved)} held by requests in flight` : '';
+        const inFlight = result.reserved > 0 ? `, ${formatCredits(result.reserved)} reserved by requests in flight` : '';
         throw new GatewayError(402, 'billing_error',
           `monthly credit cap reached for this key: ${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)${inFlight}; ` +
           `this request may cost up to ${formatCredits(credits)}. The cap resets at ${resetsAt}.`,
           { chatCode: 'insufficient_quota' });
       }
       if (res.destroyed) {
-        // The client went away while the hold was being made (a store round trip): its finish step
-        // has run already, so nothing would settle this hold or stop renewing it. Release it now;
+        // The client went away while the reservation was being made (a store round trip): its
+        // after-response steps have run already, so nothing would settle it or stop renewing it. Release it now;
         // nothing was used.
         await store.settleCredits(result.reservation, {
           model: model.id, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
@@ -109,7 +109,7 @@ export function createQuota(options: QuotaOptions): RequestHandler {
         return;
       }
       ctx.reservation = { ...result.reservation, requestId: ctx.requestId };
-      renewer.keep(res, ctx.reservation, holdTtlMs);
+      renewer.keep(res, ctx.reservation, reservationTtlMs);
       next();
     } catch (err) {
       next(err);
@@ -118,34 +118,32 @@ export function createQuota(options: QuotaOptions): RequestHandler {
 }
 
 /**
- * The hold's expiry (the upstream timeout) only bounds a request whose process died. A request still
- * in flight, such as a stream longer than that, has its hold renewed at least every half expiry, so
+ * A reservation's expiry (the upstream timeout) only bounds a request whose process died. A request still
+ * in flight, such as a stream longer than that, has its reservation renewed at least every half expiry, so
  * its credits keep counting against the cap until it settles; renewals stop when the response closes.
  * One timer serves every request in flight (ticking at half the shortest expiry among them), rather
  * than an interval timer per request.
  */
-export interface HoldRenewer {
-  /** Keep `reservation` held (for `holdTtlMs` past each renewal) until `res` closes. */
-  keep(res: Response, reservation: Reservation, holdTtlMs: number): void;
+export interface ReservationRenewer {
+  /** Keep `reservation` alive (for `reservationTtlMs` past each renewal) until `res` closes. */
+  keep(res: Response, reservation: Reservation, reservationTtlMs: number): void;
 }
 
-export function createHoldRenewer(store: GatewayStore): HoldRenewer {
-  // The holds in an array (removal swaps the last one into the gap), not a Map keyed by reservation:
-  // see lib/in-flight.ts for what a Set or Map that takes and drops an object per request costs.
-  const open: Array<{ reservation: Reservation; holdTtlMs: number; index: number }> = [];
+export function createReservationRenewer(store: GatewayStore): ReservationRenewer {
+  const open = new Set<{ reservation: Reservation; reservationTtlMs: number }>();
   let timer: NodeJS.Timeout | undefined;
   let periodMs = Infinity;
   const renewAll = () => {
-    for (const { reservation, holdTtlMs } of open) {
-      // A renewal that fails (store unreachable) leaves the hold to its expiry; the next one may succeed.
-      Promise.resolve().then(() => store.renewReservation(reservation, holdTtlMs)).catch(() => undefined);
+    for (const { reservation, reservationTtlMs } of open) {
+      // A renewal that fails (store unreachable) leaves the reservation to its expiry; the next one may succeed.
+      Promise.resolve().then(() => store.renewReservation(reservation, reservationTtlMs)).catch(() => undefined);
     }
   };
   return {
-    keep(res, reservation, holdTtlMs) {
-      const entry = { reservation, holdTtlMs, index: open.length };
-      open.push(entry);
-      const wantedMs = Math.max(1000, Math.floor(holdTtlMs / 2));
+    keep(res, reservation, reservationTtlMs) {
+      const entry = { reservation, reservationTtlMs };
+      open.add(entry);
+      const wantedMs = Math.max(1000, Math.floor(reservationTtlMs / 2));
       if (timer === undefined || wantedMs < periodMs) {
         clearInterval(timer);
         periodMs = wantedMs;
@@ -153,12 +151,8 @@ export function createHoldRenewer(store: GatewayStore): HoldRenewer {
         timer.unref();
       }
       res.once('close', () => {
-        const last = open.pop()!;
-        if (last !== entry) {
-          open[entry.index] = last;
-          last.index = entry.index;
-        }
-        if (open.length > 0) return;
+        open.delete(entry);
+        if (open.size > 0) return;
         clearInterval(timer);
         timer = undefined;
         periodMs = Infinity;

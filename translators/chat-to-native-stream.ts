@@ -14,8 +14,8 @@
  * A stateful transform created per request; pure (no I/O).
  */
 import { emptyUsage, toNativeTokenCounts, type Usage } from './usage';
-import { convertChatUsageToNative, mapChatErrorTypeToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './reverse-mapping';
-import { toMessageId } from './reverse-response';
+import { convertChatUsageToNative, mapChatErrorTypeToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './chat-to-native-mapping';
+import { toMessageId } from './chat-to-native-response';
 
 /** One native SSE event: its `event:` name and its data (whose `type` equals the name). */
 export interface NativeStreamEvent {

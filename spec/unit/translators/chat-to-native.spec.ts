@@ -1,18 +1,18 @@
 /**
  * Reverse translation (native client -> chat-completions upstream): mapping tables, request and reply
- * conversion, and recorded chunk streams (spec/fixtures/reverse/*.chat.jsonl, one record per line, run
+ * conversion, and recorded chunk streams (spec/fixtures/chat-to-native/*.chat.jsonl, one record per line, run
  * through the transform and compared with *.native.jsonl).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { convertChatErrorToNative, convertChatUsageToNative, mapFinishReasonToStopReason } from '../../translators/reverse-mapping';
-import { convertNativeRequestToChat } from '../../translators/reverse-request';
-import { convertChatCompletionToNative, parseToolArguments } from '../../translators/reverse-response';
-import { createReverseStreamTransform, type NativeStreamEvent } from '../../translators/reverse-stream';
-import { emptyUsage } from '../../translators/usage';
+import { convertChatErrorToNative, convertChatUsageToNative, mapFinishReasonToStopReason } from '../../../translators/chat-to-native-mapping';
+import { convertNativeRequestToChat } from '../../../translators/native-to-chat-request';
+import { convertChatCompletionToNative, parseToolArguments } from '../../../translators/chat-to-native-response';
+import { createReverseStreamTransform, type NativeStreamEvent } from '../../../translators/chat-to-native-stream';
+import { emptyUsage } from '../../../translators/usage';
 
-const FIXTURES = path.resolve(__dirname, '..', '..', '..', 'spec', 'fixtures', 'reverse');
+const FIXTURES = path.resolve(__dirname, '..', '..', '..', '..', 'spec', 'fixtures', 'chat-to-native');
 const readLines = (file: string) => fs.readFileSync(path.join(FIXTURES, file), 'utf8').split('\n').filter((line) => line.trim() !== '');
 
 describe('reverse translation', () => {

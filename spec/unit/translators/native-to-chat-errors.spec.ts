@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mapNativeErrorToChat, mapNativeErrorTypeToStatus, mapStreamErrorToChat } from '../../../translators/errors';
+import { mapNativeErrorToChat, mapNativeErrorTypeToStatus, mapStreamErrorToChat } from '../../../translators/native-to-chat-errors';
 
 const body = (type: string, message = 'boom') => ({ type: 'error', error: { type, message } });
 

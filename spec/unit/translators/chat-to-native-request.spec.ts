@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fromTranslationError } from '../../../lib/errors';
 import { TranslationError } from '../../../translators/translation-error';
-import { clampTemperature, convertChatRequest, convertStop, formatResponseFormatInstruction } from '../../../translators/chat-request';
+import { clampTemperature, convertChatRequest, convertStop, formatResponseFormatInstruction } from '../../../translators/chat-to-native-request';
 import {
   appendTurn,
   convertChatMessages,
@@ -9,7 +9,7 @@ import {
   convertUserContent,
   parseToolArguments,
   sanitizeToolId,
-} from '../../../translators/chat-messages';
+} from '../../../translators/chat-to-native-messages';
 import type { ChatCompletionRequest, ChatMessage } from '../../../translators/chat-types';
 import type { NativeMessageParam } from '../../../translators/native-types';
 

@@ -7,23 +7,23 @@ import type { RequestContext } from './context';
 import { InFlight } from './in-flight';
 import type { Logger } from './logger';
 
-export type FinishHook = (ctx: RequestContext, res: Response) => void | Promise<void>;
+export type AfterResponseStep = (ctx: RequestContext, res: Response) => void | Promise<void>;
 
-export interface FinisherOptions {
+export interface AfterResponseOptions {
   logger: Logger;
   /** Run before the log line, in order (credit settlement first). Failures are logged, never thrown. */
-  hooks?: FinishHook[];
+  hooks?: AfterResponseStep[];
 }
 
 /** The `onFinish` callback, and a way to wait for the finish steps still running (graceful shutdown). */
-export interface Finisher {
+export interface AfterResponse {
   (ctx: RequestContext, req: Request, res: Response): void;
   /** Resolves once every finish step started so far (settlement, log line) is done. */
   settled(): Promise<void>;
 }
 
 /** Build the `onFinish` callback of the request-context middleware. */
-export function createFinisher(options: FinisherOptions): Finisher {
+export function createAfterResponse(options: AfterResponseOptions): AfterResponse {
   const { logger } = options;
   const hooks = options.hooks ?? [];
   // Finish steps under way (a count, not a Set of their promises: see lib/in-flight.ts).

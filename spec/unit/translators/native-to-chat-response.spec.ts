@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { convertNativeResponse } from '../../../translators/chat-response';
+import { convertNativeResponse } from '../../../translators/native-to-chat-response';
 import type { NativeMessage } from '../../../translators/native-types';
 
 const message = (content: NativeMessage['content'], stop_reason = 'end_turn'): NativeMessage => ({

@@ -9,8 +9,8 @@
 import { emptyUsage, type Usage } from './usage';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
 import type { SseEvent } from './native-types';
-import { toChatId } from './chat-response';
-import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './errors';
+import { toChatId } from './native-to-chat-response';
+import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './native-to-chat-errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
 import { convertUsageToChat, mergeNativeUsage } from './usage';
 

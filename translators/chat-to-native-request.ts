@@ -4,8 +4,8 @@
  * "Chat-completions translation" lists every field's treatment.
  */
 import { TranslationError } from './translation-error';
-import { convertChatMessages } from './chat-messages';
-import { convertToolChoice, convertTools } from './chat-tools';
+import { convertChatMessages } from './chat-to-native-messages';
+import { convertToolChoice, convertTools } from './chat-to-native-tools';
 import type { ChatCompletionRequest, ChatResponseFormat } from './chat-types';
 import type { NativeMessagesRequest } from './native-types';
 

@@ -5,7 +5,7 @@ import { utcMonth } from '../../lib/store/month';
 import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
 import { EventEmitter } from 'node:events';
-import { boundInputTokens, boundWebSearches, createHoldRenewer, createQuota, maxOutputTokens, priceWorstCase } from '../../middleware/quota';
+import { boundInputTokens, boundWebSearches, createReservationRenewer, createCreditReservation, maxOutputTokens, priceWorstCase } from '../../middleware/credit-reservation';
 import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 
@@ -69,7 +69,7 @@ describe('credit reservation: the worst case', () => {
       },
     } as unknown as GatewayStore;
     const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 };
-    const step = createQuota({ store, catalogue, format: 'native', reservation, holdTtlMs: 1000 });
+    const step = createCreditReservation({ store, catalogue, format: 'native', reservation, reservationTtlMs: 1000 });
     const body = { model: 'haiku', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] };
     const run = (bodyBytes: number | undefined) => new Promise<void>((resolve, reject) => {
       const ctx = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes };
@@ -99,7 +99,7 @@ describe('credit reservation: the worst case', () => {
         throw new Error('a released hold must not be renewed');
       },
     } as unknown as GatewayStore;
-    const step = createQuota({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 }, holdTtlMs: 1000 });
+    const step = createCreditReservation({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 }, reservationTtlMs: 1000 });
     const ctx: Record<string, unknown> = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes: 10 };
     const listeners: string[] = [];
     const res = { locals: { gateway: ctx }, destroyed: false, once: (event: string) => listeners.push(event) };
@@ -259,7 +259,7 @@ describe('monthly credit cap through the gateway', () => {
   });
 });
 
-describe('quota: hold renewal while requests are open', function () {
+describe('credit reservation: renewal while requests are open', function () {
   this.timeout(10_000);
 
   it('renews every open hold on one timer at half the expiry, and stops with the last response', async () => {
@@ -270,7 +270,7 @@ describe('quota: hold renewal while requests are open', function () {
         return true;
       },
     } as unknown as GatewayStore;
-    const renewer = createHoldRenewer(store);
+    const renewer = createReservationRenewer(store);
     const first = new EventEmitter();
     const second = new EventEmitter();
     const third = new EventEmitter();
