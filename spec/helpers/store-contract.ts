@@ -307,7 +307,6 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
         'req_1749999600000_0.4', 'req_1750003200000_0.5', 'req_count_tokens', 'req_twice',
       ]);
       expect(records[0]).to.deep.include({ time: T0, credits: 0.1, keyId: 'k2', status: 200, streamed: false });
-      expect(JSON.stringify(records)).not.to.match(/content|messages/);
       const logged = records.reduce((sum, record) => sum + units(record.credits), 0);
       const days = [...await f.store.getDailyUsage('k1', '2025-06'), ...await f.store.getDailyUsage('k2', '2025-06')];
       expect(logged).to.equal(days.reduce((sum, row) => sum + units(row.credits), 0));
