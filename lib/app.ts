@@ -46,6 +46,7 @@ import { createQuota } from '../middleware/quota';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
+import { createUpstreamMark } from '../middleware/upstream-mark';
 import { createReverseMessages } from '../middleware/reverse-messages';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
@@ -125,7 +126,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     for (const hook of hooks.onResponse) await hook(record, view);
   };
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
-  const finishHooks: FinishHook[] = [createSettlement(store), ...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  const finishHooks: FinishHook[] = [createSettlement(store, clock), ...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
   if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
   const finisher = createFinisher({ logger, hooks: finishHooks });
   finishTrackers.set(router, finisher.settled);
@@ -158,7 +159,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   }))];
   /** count_tokens is not billed: nothing to reserve. */
   const notBilled: RequestHandler[] = [];
-  const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams];
+  const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams, createUpstreamMark()];
 
   /** The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS). */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [

@@ -61,6 +61,8 @@ export interface RequestContext {
   tags: Record<string, string>;
   /** Chat `error.code` of the gateway error the request was answered with, if any (metrics). */
   errorCode?: string;
+  /** Set by the last step before the upstream: the request gets a request log record (lib/request-log.ts). */
+  upstreamReached?: boolean;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -172,6 +172,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const store = backing instanceof MemoryStore
     ? backing
     : createStoreGuard(backing, { logger, failOpen: config.store.failOpen, timeoutMs: config.store.timeoutMs });
+  store.setRequestLogRetention(config.requestLog.retentionDays * 24 * 60 * 60 * 1000, config.requestLog.maxMemoryRecords);
   const stateFile = backing instanceof MemoryStore ? options.stateFile : undefined;
   if (stateFile && loadMemoryState(backing as MemoryStore, stateFile)) {
     logger.info({ message: 'in-memory store state restored', file: stateFile });

@@ -21,6 +21,8 @@ import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
 import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
 import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
+import { addSpendRoutes } from './spend-routes';
+import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
   store: GatewayStore;
@@ -175,9 +177,13 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       throw errors.invalidRequest('month: must be a UTC calendar month written YYYY-MM, e.g. 2025-07');
     }
     const month = (monthParam as string | undefined) ?? utcMonth(now());
-    const { models, totals } = summariseUsage(await store.getUsage(id, month));
-    res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals });
+    const [monthRows, dayRows] = await Promise.all([store.getUsage(id, month), store.getDailyUsage(id, month)]);
+    const { models, totals } = summariseUsage(monthRows);
+    const days = sumByDay(dayRows, daysOfMonth(month));
+    res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals, days });
   });
+
+  addSpendRoutes(router, { store, now });
 
   router.get('/models', (_req, res) => {
     const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);
