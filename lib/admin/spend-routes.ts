@@ -7,7 +7,6 @@
  *   page by page from the store (`PAGE_RECORDS` at a time, waiting for the client to take each), so an
  *   export of any size holds one page in memory.
  */
-import { once } from 'node:events';
 import type { Response, Router } from 'express';
 import { errors } from '../errors';
 import { dayEnd, dayStart, daysBetween, monthsBetween } from '../store/usage-days';
@@ -48,7 +47,15 @@ export function formatCsvField(value: unknown): string {
 /** Write `chunk`, resolving once the client has taken it (or has gone). */
 async function writeWithBackpressure(res: Response, chunk: string): Promise<void> {
   if (res.write(chunk) || res.destroyed) return;
-  await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 export interface SpendRoutesOptions {
