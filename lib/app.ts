@@ -15,6 +15,9 @@
 import express, { Router, type Express, type RequestHandler } from 'express';
 import { createLiveCatalogue, type Catalogue } from './catalogue';
 import { createAdminRouter } from './admin/admin-router';
+import type { AlertDispatcher } from './alerts/alert-dispatcher';
+import { createBudgetAlerts } from './alerts/budget-alerts';
+import { registerSpendGauge } from './alerts/spend-gauge';
 import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
@@ -72,6 +75,8 @@ export interface AppDependencies {
   metrics?: GatewayMetrics;
   /** Clock for rotated-secret expiry and the UTC month of the credit cap, epoch ms. Default: the real clock. */
   clock?: Clock;
+  /** Sends budget alerts (lib/alerts/); absent: no alerts are claimed (no webhook configured). */
+  alerts?: AlertDispatcher;
   /**
    * Handle each request inside the logger's request scope, so that lines other code writes through
    * `logger` during it carry its `request_id` (see `needsRequestScope` in lib/gateway.ts). Default true.
@@ -127,6 +132,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   };
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
   const finishHooks: FinishHook[] = [createSettlement(store, clock), ...(deps.finishHooks ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  if (deps.alerts) {
+    // After settlement: the month's spend read back includes this request.
+    finishHooks.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
+  }
+  registerSpendGauge(metrics.registry, store, clock);
   if (hooks.onResponse.length > 0) finishHooks.push(onResponse);
   const finisher = createFinisher({ logger, hooks: finishHooks });
   finishTrackers.set(router, finisher.settled);
@@ -201,6 +211,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
       store, catalogue, logger, adminToken: config.adminToken, clock,
       aliases: () => source.config.aliases,
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
+      alerts: () => ({ thresholds: source.config.alerts.thresholds, webhookConfigured: deps.alerts !== undefined }),
     }));
     router.use(DASHBOARD_PATH, createDashboard());
     logger.info({ message: `admin API on at ${ADMIN_API_PATH} and dashboard at ${DASHBOARD_PATH} (bearer ADMIN_TOKEN)` });

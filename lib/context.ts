@@ -63,6 +63,8 @@ export interface RequestContext {
   errorCode?: string;
   /** Set by the last step before the upstream: the request gets a request log record (lib/request-log.ts). */
   upstreamReached?: boolean;
+  /** UTC month (`YYYY-MM`) the settlement booked this request's usage in (budget alerts read it). */
+  settledMonth?: string;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -28,6 +28,7 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
     ctx.reservation = undefined;
+    ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();
     const credits = priceUsage(ctx.model, usage);
     await store.settleCredits(reservation, {

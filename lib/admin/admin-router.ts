@@ -36,6 +36,8 @@ export interface AdminRouterOptions {
   defaultRateLimitPerMinute: () => number;
   /** Clock, epoch ms (the current UTC month and rotation expiries). Default: the real clock. */
   clock?: Clock;
+  /** Budget alert defaults for `GET /keys` (read per request). Default: [50, 80, 100], no webhook. */
+  alerts?: () => { thresholds: readonly number[]; webhookConfigured: boolean };
 }
 
 /** Largest admin request body, in bytes. */
@@ -55,6 +57,9 @@ function createAdminJsonBody(): RequestHandler {
     parse(req, res, (err?: unknown) => next(err ? mapBodyParserError(err as { type?: string }, BODY_LIMIT_BYTES) : undefined));
   };
 }
+
+/** Thresholds in ascending order, as they are kept. */
+const sortThresholds = (thresholds: number[]) => [...thresholds].sort((a, b) => a - b);
 
 /** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
 export function createAdminRouter(options: AdminRouterOptions): Router {
@@ -105,7 +110,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const keys = await store.listKeys();
     keys.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
     const data = await Promise.all(keys.map(async (key) => formatKeyView(key, month, await store.getMonthSpend(key.id, month))));
-    res.json({ data, month, monthResetsAt: monthResetsAt(month) });
+    const alerts = options.alerts?.() ?? { thresholds: [50, 80, 100], webhookConfigured: false };
+    res.json({ data, month, monthResetsAt: monthResetsAt(month), alerts: { defaultThresholds: alerts.thresholds, webhookConfigured: alerts.webhookConfigured } });
   });
 
   router.post('/keys', async (req, res) => {
@@ -123,11 +129,12 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       keyGroup: group.id,
       keyPrefix: group.keyPrefix,
     });
+    const created = body.alertThresholds ? await setKeyLimits(store, key.id, { alertThresholds: sortThresholds(body.alertThresholds) }) : key;
     audit(req, 'key.create', key.id, {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
-      monthlyCreditCap: key.monthlyCreditCap,
+      monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
     });
-    res.status(201).json({ key: await viewOf(key), secret });
+    res.status(201).json({ key: await viewOf(created), secret });
   });
 
   router.get('/keys/:id', async (req, res) => {
@@ -138,6 +145,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const id = String(req.params.id);
     const current = await requireKey(id);
     const patch: KeyPatch = validators.patchKey(req.body);
+    if (patch.alertThresholds) patch.alertThresholds = sortThresholds(patch.alertThresholds);
     checkAllowedModels(patch.allowedModels, modelIdsOf(current.keyGroup), current.keyGroup);
     const key = await setKeyLimits(store, id, patch);
     audit(req, 'key.update', id, { ...patch });
