@@ -128,7 +128,7 @@ export interface GatewayConfig {
   requestLog: {
     /** How long records are kept, in days. Default 30. */
     retentionDays: number;
-    /** Most records the in-memory store keeps (oldest dropped first); unused with Redis. Default 200000. */
+    /** Most records the in-memory store keeps (oldest dropped first); unused with Redis. Default 100000. */
     maxMemoryRecords: number;
   };
   /** Budget alerts (lib/alerts/): webhooks when a key's monthly spend crosses a share of its credit cap. */
@@ -427,7 +427,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     store: { failOpen: file.store?.failOpen ?? false, timeoutMs: file.store?.timeoutMs ?? 2000 },
     requestLog: {
       retentionDays: file.requestLog?.retentionDays ?? 30,
-      maxMemoryRecords: file.requestLog?.maxMemoryRecords ?? 200_000,
+      maxMemoryRecords: file.requestLog?.maxMemoryRecords ?? 100_000,
     },
     alerts: {
       webhookUrl: file.alerts?.webhookUrl ?? null,

@@ -9,7 +9,7 @@ import type { BudgetAlert, DailyUsageTotals, PendingBudgetAlert, RequestLogPage,
 /** Default time request log records are kept: 30 days. */
 export const DEFAULT_REQUEST_LOG_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** Default most request log records the memory store keeps (oldest dropped first). */
-export const DEFAULT_MEMORY_REQUEST_LOG_RECORDS = 200_000;
+export const DEFAULT_MEMORY_REQUEST_LOG_RECORDS = 100_000;
 
 /** The spend part of a memory store snapshot (all plain JSON; credits of totals in credit units). */
 export interface MemorySpendSnapshot {

@@ -4,6 +4,9 @@
  * key and month, also with two instances sharing Redis and one of them stopped mid-retry. Delays are
  * the config's (`alerts.retryBaseDelayMs` 30 ms, `alerts.pollIntervalMs` 50 ms), so nothing sleeps long.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { expect } from 'chai';
 import { admin, ADMIN_TOKEN } from '../helpers/admin';
 import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
@@ -11,7 +14,10 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { nativeHeaders, rawRequest } from '../helpers/http-client';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
 import { startWebhookReceiver, waitFor, type WebhookReceiver } from '../helpers/webhook-receiver';
+import { loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
+import { MemoryStore } from '../../lib/store/memory-store';
 import { utcMonth } from '../../lib/store/month';
+import type { GatewayStore } from '../../lib/store/types';
 
 const SECRET = 'alerts-webhook-secret-for-tests';
 /** 2000 input tokens of model-sonnet-4.6 (3 credits per million): 0.006 credits a request. */
@@ -19,7 +25,7 @@ const handler: FakeHandler = (request) => ({ kind: 'json', body: nativeMessage('
 /** 0.006 crosses 50 %; 0.012 crosses 80 and 100 % (the second request still fits beside its hold: spent + worst case <= cap). */
 const CAP = 0.011;
 
-async function start(receiver: WebhookReceiver, store?: Awaited<ReturnType<typeof connectTestRedisStore>>): Promise<TestGateway> {
+async function start(receiver: WebhookReceiver, store?: GatewayStore): Promise<TestGateway> {
   return startTestGateway({
     handler, store, env: { ADMIN_TOKEN, ALERTS_WEBHOOK_SECRET: SECRET },
     overrides: { alerts: { webhookUrl: receiver.url, retryBaseDelayMs: 30, pollIntervalMs: 50, timeoutMs: 2000 } },
@@ -86,6 +92,44 @@ for (const storeKind of ['memory', 'redis'] as const) describe(`budget alerts ($
     await waitFor(() => receiver.delivered().size === 1, 10_000, 'the 25 % alert');
     await settle();
     expect(receiver.calls.map((call) => call.body.threshold)).to.deep.equal([25]);
+  });
+});
+
+describe('budget alerts across a restart of a memory-store gateway', function () {
+  this.timeout(20_000);
+  let dir: string;
+  before(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-alerts-state-'))));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('an alert being retried when the gateway stops is in its state file and sent after the restart', async () => {
+    const receiver = await startWebhookReceiver(SECRET);
+    const file = path.join(dir, 'state.json');
+    let accepting = false;
+    receiver.answer = () => (accepting ? 200 : 503);
+    try {
+      const before = new MemoryStore();
+      const first = await start(receiver, before);
+      const created = await admin(first, 'POST', '/keys', { name: 'Restarted', monthlyCreditCap: CAP });
+      await spend(first, created.body.secret);
+      await waitFor(() => receiver.calls.length >= 2, 10_000, 'failed attempts');
+      await first.close();
+      saveMemoryState(before, file);
+
+      const after = new MemoryStore();
+      loadMemoryState(after, file);
+      accepting = true;
+      const second = await start(receiver, after);
+      try {
+        await waitFor(() => receiver.delivered().size === 1, 10_000, 'delivery after the restart');
+        await settle();
+        expect([...receiver.delivered().values()].map((calls) => calls.length)).to.deep.equal([1]);
+        expect(receiver.delivered().get(`${created.body.key.id}:${utcMonth(Date.now())}:50`)![0].signatureValid).to.equal(true);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 });
 
