@@ -95,7 +95,7 @@ export class MemoryRequestLog {
 
   append(record: RequestLogRecord, now: number): void {
     this.records.push(record);
-    this.trim(Math.max(now, record.time));
+    this.trim(now);
   }
 
   read(fromMs: number, toMs: number, cursor: string | null, limit: number, now: number): RequestLogPage {
