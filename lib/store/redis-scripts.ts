@@ -14,7 +14,8 @@
  * - `P rl:<id>`                 rate-limit window counter (rate-limit-redis)
  * - `P usage-day:<id>:<YYYY-MM>` hash: `<YYYY-MM-DD>|<model>|<field>` -> integer totals of one UTC day
  * - `P request-log`             stream: one entry per request that reached the upstream, field `r` =
- *                               the record as JSON; ids are `<booking ms>-<seq>`, trimmed by age (MINID)
+ *                               the record's values as a JSON array (redis-spend.ts); ids are
+ *                               `<booking ms>-<seq>`, trimmed by age (MINID)
  * - `P alert-fired:<alert id>`  set once when a budget alert is claimed (never again that month)
  * - `P alerts-due`              sorted set: pending alert id -> epoch ms it is due (or its lease ends)
  * - `P alerts`                  hash: pending alert id -> `{alert, attempts}` as JSON

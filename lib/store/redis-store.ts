@@ -18,7 +18,7 @@ import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import {
   APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_HOLD, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
 } from './redis-scripts';
-import { decodeDailyUsage, decodeLogEntry, LOG_ID_SLACK_MS } from './redis-spend';
+import { decodeDailyUsage, decodeLogEntry, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
@@ -171,7 +171,7 @@ export class RedisStore implements GatewayStore {
     const now = this.clock();
     const at = bookingTime(usage.at ?? now, month);
     const units = toCreditUnits(usage.credits);
-    const log = usage.log ? JSON.stringify({ ...usage.log, time: at, credits: fromCreditUnits(units) }) : '';
+    const log = usage.log ? encodeLogRecord({ ...usage.log, time: at, credits: fromCreditUnits(units) }) : '';
     await this.pending.track(this.run(
       SETTLE_CREDITS,
       [this.k(`credits:${keyId}:${month}`), this.k(`usage:${keyId}:${month}`), this.k(`usage-day:${keyId}:${month}`), this.k('request-log')],
@@ -211,7 +211,7 @@ export class RedisStore implements GatewayStore {
   async appendRequestLog(record: RequestLogRecord): Promise<void> {
     const now = this.clock();
     await this.pending.track(this.run(APPEND_REQUEST_LOG, [this.k('request-log')], [
-      JSON.stringify(record), String(Math.round(record.time)), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS),
+      encodeLogRecord(record), String(Math.round(record.time)), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS),
     ]));
   }
 
