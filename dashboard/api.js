@@ -69,3 +69,35 @@ export const api = {
   usage: (id, month) => callApi('GET', `/keys/${encodeURIComponent(id)}/usage?month=${encodeURIComponent(month)}`),
   models: () => callApi('GET', '/models'),
 };
+
+// ---- spend (usage over UTC days, the request log) -----------------------------------------------
+
+/** `GET /admin/v1/usage` with `params` ({from, to, groupBy, keyId?, model?}); empty values are left out. */
+export function usageOverDays(params) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, value]) => value !== undefined && value !== ''));
+  return callApi('GET', `/usage?${query}`);
+}
+
+/**
+ * Fetch the request log export (`GET /admin/v1/requests`) with the admin token. Resolves with the
+ * Response (its body still to read); rejects with ApiError as `callApi` does.
+ */
+export async function fetchRequestLog(params, token = readToken()) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, value]) => value !== undefined && value !== ''));
+  let response;
+  try {
+    response = await fetch(`${API_BASE}/requests?${query}`, { headers: { authorization: `Bearer ${token ?? ''}` }, cache: 'no-store', credentials: 'omit' });
+  } catch (err) {
+    throw new ApiError(0, `The gateway could not be reached (${err.message}).`);
+  }
+  if (!response.ok) {
+    let message = `The gateway answered ${response.status} ${response.statusText}.`;
+    try {
+      message = (await response.json())?.error?.message ?? message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(response.status, message);
+  }
+  return response;
+}

@@ -2,10 +2,11 @@
 // show-once secret) and the usage chart. Every API error is shown next to the control that caused it.
 import { api, ApiError, callApi, forgetToken, readToken, storeToken } from './api.js';
 import { drawBarChart, formatCount, formatCredits } from './chart.js';
+import { initSpend, refreshSpend, updateSpendKeys } from './spend.js';
 
 const $ = (selector, root = document) => root.querySelector(selector);
 
-const state = { keys: [], models: [], keyGroups: [], month: '' };
+const state = { keys: [], models: [], keyGroups: [], month: '', alertDefaults: [50, 80, 100] };
 
 /** Create an element with text and attributes (text is never parsed as markup). */
 function el(tag, attributes = {}, ...children) {
@@ -134,6 +135,10 @@ async function loadKeys() {
   select.replaceChildren(...state.keys.map((key) => el('option', { value: key.id }, `${key.name} (…${key.last4})`)));
   if (chosen && state.keys.some((key) => key.id === chosen)) select.value = chosen;
   if (!$('#usage-month').value) $('#usage-month').value = list.month;
+  state.alertDefaults = list.alerts?.defaultThresholds ?? state.alertDefaults;
+  $('#key-alerts-default').textContent = state.alertDefaults.join(', ');
+  updateSpendKeys(state.keys);
+  await refreshSpend(list.month);
 }
 
 /** The secret prefix of a key group (`sk-cs4-` for the basic group). */
@@ -191,6 +196,10 @@ function readKeyForm(original) {
   if (!original && state.keyGroups.length > 1) body.keyGroup = form.elements.keyGroup.value;
   body.monthlyCreditCap = cap === '' ? null : Number(cap);
   body.allowedModels = models.length ? models : null;
+  const alerts = form.elements.alertThresholds.value.trim();
+  if (alerts !== '' && !/^\d+(\s*,\s*\d+)*$/.test(alerts)) throw new Error('Write the alert thresholds as whole percentages separated by commas, e.g. 50, 80, 100.');
+  const thresholds = alerts === '' ? null : alerts.split(',').map(Number).sort((a, b) => a - b);
+  if (original || thresholds !== null) body.alertThresholds = thresholds;
   if (!original) return body;
   const changed = {};
   for (const [field, value] of Object.entries(body)) {
@@ -207,6 +216,7 @@ function openKeyDialog(key, opener) {
   form.elements.name.value = key?.name ?? '';
   form.elements.rateLimitPerMinute.value = key ? String(key.rateLimitPerMinute) : '';
   form.elements.monthlyCreditCap.value = key?.monthlyCreditCap ?? '';
+  form.elements.alertThresholds.value = key?.alertThresholds?.join(', ') ?? '';
   // The key group is chosen at creation only (it decides the secret's prefix).
   const groupSelect = $('#key-group');
   groupSelect.replaceChildren(...state.keyGroups.map((group) => el('option', { value: group.id }, `${group.id} (${group.keyPrefix}…)`)));
@@ -393,5 +403,6 @@ function wire() {
 }
 
 wire();
+initSpend(attempt);
 if (readToken()) void enter();
 else $('#admin-token').focus();

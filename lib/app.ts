@@ -15,6 +15,9 @@
 import express, { Router, type Express, type RequestHandler } from 'express';
 import { createLiveCatalogue, type Catalogue } from './catalogue';
 import { createAdminRouter } from './admin/admin-router';
+import type { AlertDispatcher } from './alerts/alert-dispatcher';
+import { createBudgetAlerts } from './alerts/budget-alerts';
+import { registerSpendGauge } from './alerts/spend-gauge';
 import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
@@ -47,6 +50,7 @@ import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
 import { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstream';
+import { createUpstreamMark } from '../middleware/upstream-mark';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
@@ -71,6 +75,8 @@ export interface AppDependencies {
   metrics?: GatewayMetrics;
   /** Clock for rotated-secret expiry and the UTC month of the credit cap, epoch ms. Default: the real clock. */
   clock?: Clock;
+  /** Sends budget alerts (lib/alerts/); absent: no alerts are claimed (no webhook configured). */
+  alerts?: AlertDispatcher;
   /**
    * Handle each request inside the logger's request scope, so that lines other code writes through
    * `logger` during it carry its `request_id` (see `needsRequestScope` in lib/gateway.ts). Default true.
@@ -125,11 +131,16 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     for (const hook of hooks.onResponse) await hook(record, view);
   };
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
-  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store, clock), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  if (deps.alerts) {
+    // After settlement: the month's spend read back includes this request.
+    afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
+  }
+  registerSpendGauge(metrics.registry, store, clock);
   if (hooks.onResponse.length > 0) afterResponseSteps.push(onResponse);
-  const finisher = createAfterResponse({ logger, hooks: afterResponseSteps });
-  afterResponseTrackers.set(router, finisher.settled);
-  const requestContext = createRequestContext({ onFinish: finisher, scope: deps.requestScope ?? true });
+  const afterResponse = createAfterResponse({ logger, hooks: afterResponseSteps });
+  afterResponseTrackers.set(router, afterResponse.settled);
+  const requestContext = createRequestContext({ onFinish: afterResponse, scope: deps.requestScope ?? true });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
   const jsonBody = createJsonBody({
     limitBytes: config.limits.bodyBytes,
@@ -158,7 +169,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   }))];
   /** count_tokens is not billed: nothing to reserve. */
   const notBilled: RequestHandler[] = [];
-  const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams];
+  const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams, createUpstreamMark()];
 
   /** The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS). */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [
@@ -200,6 +211,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
       store, catalogue, logger, adminToken: config.adminToken, clock,
       aliases: () => source.config.aliases,
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
+      alerts: () => ({ thresholds: source.config.alerts.thresholds, webhookConfigured: deps.alerts !== undefined }),
     }));
     router.use(DASHBOARD_PATH, createDashboard());
     logger.info({ message: `admin API on at ${ADMIN_API_PATH} and dashboard at ${DASHBOARD_PATH} (bearer ADMIN_TOKEN)` });

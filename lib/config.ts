@@ -131,6 +131,30 @@ export interface GatewayConfig {
     /** Longest wait for one store call, in ms. Default 2000. */
     timeoutMs: number;
   };
+  /** The request log (lib/request-log.ts): one record per request that reached the upstream, no content. */
+  requestLog: {
+    /** How long records are kept, in days. Default 30. */
+    retentionDays: number;
+    /** Most records the in-memory store keeps (oldest dropped first); unused with Redis. Default 100000. */
+    maxMemoryRecords: number;
+  };
+  /** Budget alerts (lib/alerts/): webhooks when a key's monthly spend crosses a share of its credit cap. */
+  alerts: {
+    /** Where alerts are POSTed; null turns alerts off. Needs env ALERTS_WEBHOOK_SECRET. Default null. */
+    webhookUrl: string | null;
+    /** Thresholds of keys that set none, percent of the monthly credit cap. Default [50, 80, 100]. */
+    thresholds: number[];
+    /** Time allowed for one webhook call, in ms. Default 10000. */
+    timeoutMs: number;
+    /** First retry delay after a timeout or 5xx, in ms; doubles per attempt up to 5 minutes. Default 5000. */
+    retryBaseDelayMs: number;
+    /** How long an alert is retried before it is given up (logged), in ms. Default 3600000 (1 hour). */
+    retryForMs: number;
+    /** How often each instance looks for alerts due (others' retries, its own after a restart), in ms. Default 5000. */
+    pollIntervalMs: number;
+  };
+  /** From env ALERTS_WEBHOOK_SECRET: the HMAC-SHA256 key of the `x-gateway-signature` header. */
+  alertsWebhookSecret: string | null;
   /** The listening port. From env PORT, default 8080. */
   port: number;
   /** From env REDIS_URL; null means the in-memory store. */
@@ -165,6 +189,11 @@ const pricingSchema = {
     webSearchPerRequest: { type: 'number', minimum: 0 },
   },
 };
+
+/** Budget alert thresholds: 1 to 10 distinct whole percentages of the monthly credit cap, 1 to 100. */
+export const alertThresholdsSchema = {
+  type: 'array', minItems: 1, maxItems: 10, uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: 100 },
+} as const;
 
 /** JSON schema of config.json (draft-07, as ajv's default). */
 export const configSchema = {
@@ -263,6 +292,26 @@ export const configSchema = {
       additionalProperties: false,
       properties: { failOpen: { type: 'boolean' }, timeoutMs: { type: 'integer', minimum: 1 } },
     },
+    requestLog: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        retentionDays: { type: 'integer', minimum: 1, maximum: 400 },
+        maxMemoryRecords: { type: 'integer', minimum: 1000, maximum: 10_000_000 },
+      },
+    },
+    alerts: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        webhookUrl: { type: ['string', 'null'], pattern: '^https?://' },
+        thresholds: alertThresholdsSchema,
+        timeoutMs: { type: 'integer', minimum: 1 },
+        retryBaseDelayMs: { type: 'integer', minimum: 1 },
+        retryForMs: { type: 'integer', minimum: 0 },
+        pollIntervalMs: { type: 'integer', minimum: 10 },
+      },
+    },
   },
 } as const;
 
@@ -290,6 +339,7 @@ export interface ConfigEnv {
   LOG_LEVEL?: string;
   METRICS_TOKEN?: string;
   ADMIN_TOKEN?: string;
+  ALERTS_WEBHOOK_SECRET?: string;
   [name: string]: string | undefined;
 }
 
@@ -354,6 +404,10 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     }
   });
 
+  if (file.alerts?.webhookUrl && !env.ALERTS_WEBHOOK_SECRET) {
+    throw new ConfigError('invalid configuration: alerts.webhookUrl is set but env ALERTS_WEBHOOK_SECRET is not: alerts are signed with it (try: openssl rand -hex 32)');
+  }
+
   const port = env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new ConfigError(`invalid configuration: PORT: "${env.PORT}" is not a port number`);
@@ -382,6 +436,19 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
     store: { failOpen: file.store?.failOpen ?? false, timeoutMs: file.store?.timeoutMs ?? 2000 },
+    requestLog: {
+      retentionDays: file.requestLog?.retentionDays ?? 30,
+      maxMemoryRecords: file.requestLog?.maxMemoryRecords ?? 100_000,
+    },
+    alerts: {
+      webhookUrl: file.alerts?.webhookUrl ?? null,
+      thresholds: [...(file.alerts?.thresholds ?? [50, 80, 100])].sort((a: number, b: number) => a - b),
+      timeoutMs: file.alerts?.timeoutMs ?? 10_000,
+      retryBaseDelayMs: file.alerts?.retryBaseDelayMs ?? 5000,
+      retryForMs: file.alerts?.retryForMs ?? 3_600_000,
+      pollIntervalMs: file.alerts?.pollIntervalMs ?? 5000,
+    },
+    alertsWebhookSecret: env.ALERTS_WEBHOOK_SECRET || null,
     port,
     redisUrl: env.REDIS_URL || null,
     redisPrefix: env.REDIS_PREFIX || 'gateway:',

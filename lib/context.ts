@@ -53,6 +53,10 @@ export interface RequestContext {
   tags: Record<string, string>;
   /** Chat `error.code` of the gateway error the request was answered with, if any (metrics). */
   errorCode?: string;
+  /** Set by the last step before the upstream: the request gets a request log record (lib/request-log.ts). */
+  upstreamReached?: boolean;
+  /** UTC month (`YYYY-MM`) the settlement booked this request's usage in (budget alerts read it). */
+  settledMonth?: string;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -11,13 +11,14 @@ import { createConfigSource, describeConfigChange } from './config-source';
 import type { AfterResponseStep } from './after-response';
 import { mergeHooks, type GatewayHooks } from './hooks';
 import { generateSecret, hashSecret, lastFour } from './keys';
+import { createAlertDispatcher, type AlertDispatcher } from './alerts/alert-dispatcher';
 import { createLogger, withRequestIds, type Logger } from './logger';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
 import { createStore, MemoryStore, seedConfigKeys } from './store';
 import { createStoreGuard } from './store/guard';
 import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
-import type { Clock } from './store/month';
+import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream';
@@ -172,6 +173,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const store = backing instanceof MemoryStore
     ? backing
     : createStoreGuard(backing, { logger, failOpen: config.store.failOpen, timeoutMs: config.store.timeoutMs });
+  store.setRequestLogRetention(config.requestLog.retentionDays * 24 * 60 * 60 * 1000, config.requestLog.maxMemoryRecords);
   const stateFile = backing instanceof MemoryStore ? options.stateFile : undefined;
   if (stateFile && loadMemoryState(backing as MemoryStore, stateFile)) {
     logger.info({ message: 'in-memory store state restored', file: stateFile });
@@ -221,9 +223,17 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     hooks: hooks.afterAuth.length + hooks.beforeUpstream.length + hooks.onResponse.length + (options.afterResponseSteps?.length ?? 0),
     failOpenStore: store !== backing && config.store.failOpen,
   });
+  // Budget alerts, when a webhook is configured (config validation makes sure its secret is set).
+  const alerts: AlertDispatcher | undefined = config.alerts.webhookUrl && config.alertsWebhookSecret
+    ? createAlertDispatcher({
+      store, logger, url: config.alerts.webhookUrl, secret: config.alertsWebhookSecret, clock: options.clock ?? systemClock,
+      timeoutMs: config.alerts.timeoutMs, retryBaseDelayMs: config.alerts.retryBaseDelayMs, retryForMs: config.alerts.retryForMs,
+      pollIntervalMs: config.alerts.pollIntervalMs,
+    })
+    : undefined;
   const router = createGatewayRouter({
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
-    afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope,
+    afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope, alerts,
   });
   const app = express();
   app.disable('x-powered-by');
@@ -265,6 +275,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       await simulated?.close();
       upstreams.destroy();
       upstream.agent.destroy();
+      // Before the store: an alert being sent is put back in it for another instance.
+      await alerts?.close();
       await store.close();
       if (stateFile) {
         // After store.close(): the settlements of the last requests are in the state written.

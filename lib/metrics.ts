@@ -12,6 +12,7 @@
  *   credits_total{model}                                   credits of the usage at the model's prices
  *   refusals_total{reason}                                 rate-limit and credit-cap refusals (by error code)
  *   open_streams                                           SSE replies in progress
+ *   key_credit_cap_used_ratio{key_id}                      each capped key's month spend / cap (lib/alerts/spend-gauge.ts)
  * plus prom-client's default process metrics. `route` is the route as the route table names it
  * (`routeLabel` in lib/routes.ts: `POST /v1/messages`, `GET /admin/v1`, `unmatched`), never the path a
  * client sent, so what clients send cannot add series.

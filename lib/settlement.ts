@@ -4,27 +4,42 @@
  * of the usage the reply reported: the JSON body's `usage`, or a stream's `message_start` and
  * `message_delta` usage as read on the way through. No usage seen (the upstream billed nothing, or
  * failed before replying) settles to 0. The store records each reservation once.
+ *
+ * The same store step books the usage on its UTC day and, for a request that reached the upstream
+ * step, writes its request log record (lib/request-log.ts); a request that reached the upstream
+ * without a reservation (count_tokens, not billed) gets its record on its own, with 0 credits.
  */
+import type { Response } from 'express';
 import { priceUsage } from './catalogue';
-import { emptyUsage } from './context';
+import { emptyUsage, type RequestContext } from './context';
 import type { AfterResponseStep } from './after-response';
+import { formatRequestLogRecord } from './request-log';
+import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 
-/** Build the finish hook that settles credits in `store`. */
-export function createSettlement(store: GatewayStore): AfterResponseStep {
-  return async (ctx) => {
+/** Build the after-response step that settles credits in `store`; `clock` (epoch ms) gives the booking time. */
+export function createSettlement(store: GatewayStore, clock: Clock = systemClock): AfterResponseStep {
+  return async (ctx: RequestContext, res: Response) => {
     const reservation = ctx.reservation;
-    if (!reservation || !ctx.model) return;
+    const at = clock();
+    if (!reservation || !ctx.model) {
+      if (ctx.upstreamReached) await store.appendRequestLog(formatRequestLogRecord(ctx, res, at, 0));
+      return;
+    }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
     ctx.reservation = undefined;
+    ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();
+    const credits = priceUsage(ctx.model, usage);
     await store.settleCredits(reservation, {
       model: ctx.model.id,
       inputTokens: usage.input_tokens,
       outputTokens: usage.output_tokens,
       cacheCreationInputTokens: usage.cache_creation_input_tokens,
       cacheReadInputTokens: usage.cache_read_input_tokens,
-      credits: priceUsage(ctx.model, usage),
+      credits,
+      at,
+      log: ctx.upstreamReached ? formatRequestLogRecord(ctx, res, at, credits) : undefined,
     });
   };
 }

@@ -22,6 +22,8 @@ import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
 import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
 import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
+import { addSpendRoutes } from './spend-routes';
+import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
   store: GatewayStore;
@@ -35,6 +37,8 @@ export interface AdminRouterOptions {
   defaultRateLimitPerMinute: () => number;
   /** Clock, epoch ms (the current UTC month and rotation expiries). Default: the real clock. */
   clock?: Clock;
+  /** Budget alert defaults for `GET /keys` (read per request). Default: [50, 80, 100], no webhook. */
+  alerts?: () => { thresholds: readonly number[]; webhookConfigured: boolean };
 }
 
 /** Largest admin request body, in bytes. */
@@ -54,6 +58,9 @@ function createAdminJsonBody(): RequestHandler {
     parse(req, res, (err?: unknown) => next(err ? mapBodyParserError(err as { type?: string }, BODY_LIMIT_BYTES) : undefined));
   };
 }
+
+/** Thresholds in ascending order, as they are kept. */
+const sortThresholds = (thresholds: number[]) => [...thresholds].sort((a, b) => a - b);
 
 /** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
 export function createAdminRouter(options: AdminRouterOptions): Router {
@@ -104,7 +111,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const keys = await store.listKeys();
     keys.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
     const data = await Promise.all(keys.map(async (key) => formatKeyView(key, month, await store.getMonthSpend(key.id, month))));
-    res.json({ data, month, monthResetsAt: monthResetsAt(month) });
+    const alerts = options.alerts?.() ?? { thresholds: [50, 80, 100], webhookConfigured: false };
+    res.json({ data, month, monthResetsAt: monthResetsAt(month), alerts: { defaultThresholds: alerts.thresholds, webhookConfigured: alerts.webhookConfigured } });
   });
 
   router.post('/keys', async (req, res) => {
@@ -122,11 +130,12 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       keyGroup: group.id,
       keyPrefix: group.keyPrefix,
     });
+    const created = body.alertThresholds ? await setKeyLimits(store, key.id, { alertThresholds: sortThresholds(body.alertThresholds) }) : key;
     audit(req, 'key.create', key.id, {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
-      monthlyCreditCap: key.monthlyCreditCap,
+      monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
     });
-    res.status(201).json({ key: await viewOf(key), secret });
+    res.status(201).json({ key: await viewOf(created), secret });
   });
 
   router.get('/keys/:id', async (req, res) => {
@@ -137,6 +146,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const id = String(req.params.id);
     const current = await requireKey(id);
     const patch: KeyPatch = validators.patchKey(req.body);
+    if (patch.alertThresholds) patch.alertThresholds = sortThresholds(patch.alertThresholds);
     checkAllowedModels(patch.allowedModels, modelIdsOf(current.keyGroup), current.keyGroup);
     const key = await setKeyLimits(store, id, patch);
     audit(req, 'key.update', id, { ...patch });
@@ -176,9 +186,13 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       throw errors.invalidRequest('month: must be a UTC calendar month written YYYY-MM, e.g. 2025-07');
     }
     const month = (monthParam as string | undefined) ?? utcMonth(now());
-    const { models, totals } = summariseUsage(await store.getUsage(id, month));
-    res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals });
+    const [monthRows, dayRows] = await Promise.all([store.getUsage(id, month), store.getDailyUsage(id, month)]);
+    const { models, totals } = summariseUsage(monthRows);
+    const days = sumByDay(dayRows, daysOfMonth(month));
+    res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals, days });
   });
+
+  addSpendRoutes(router, { store, now });
 
   router.get('/models', (_req, res) => {
     const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);

@@ -20,6 +20,8 @@ export interface CreateKeyBody {
   rateLimitPerMinute?: number;
   allowedModels?: string[] | null;
   monthlyCreditCap?: number | null;
+  /** Budget alert thresholds, percent of the monthly credit cap; null/absent: the config's `alerts.thresholds`. */
+  alertThresholds?: number[] | null;
 }
 
 /** `PATCH /admin/v1/keys/:id`: at least one field. */
@@ -46,6 +48,7 @@ function keyFieldSchemas(): Record<string, object> {
     rateLimitPerMinute: { type: 'integer', minimum: 1, maximum: 1_000_000 },
     allowedModels: { type: ['array', 'null'], minItems: 1, uniqueItems: true, items: { type: 'string', minLength: 1 } },
     monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
+    alertThresholds: { type: ['array', 'null'], minItems: 1, maxItems: 10, uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: 100 } },
   };
 }
 

@@ -22,6 +22,8 @@ export interface KeyView {
   monthlyCreditCap: number | null;
   /** Settled credits of the current UTC month. */
   spend: { month: string; credits: number };
+  /** Budget alert thresholds, percent of the cap; null: the configured default (`alerts.thresholds`). */
+  alertThresholds: number[] | null;
 }
 
 /** ISO time of 00:00 UTC on the 1st of the month after `month` (`YYYY-MM`), when its cap resets. */
@@ -42,6 +44,7 @@ export function formatKeyView(key: KeyRecord, month: string, credits: number): K
     allowedModels: key.allowedModels,
     monthlyCreditCap: key.monthlyCreditCap,
     spend: { month, credits },
+    alertThresholds: key.alertThresholds ?? null,
   };
 }
 

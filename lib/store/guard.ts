@@ -142,7 +142,27 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     });
   }
 
+  /**
+   * Ledger and key reads (admin API, budget alerts) and the spend visibility calls (issue 23): bounded by `timeoutMs`
+   * like the rest (a disconnected client queues commands; a finish step or the alert dispatcher must
+   * not wait for ever, or a shutdown would). A failure is a 503 for an admin request; the finish step
+   * and the dispatcher log it.
+   */
+  const bounded = <K extends 'getKey' | 'listKeys' | 'getUsage' | 'getMonthSpend' | 'getDailyUsage' | 'appendRequestLog' | 'readRequestLog' | 'claimBudgetAlert' | 'leaseBudgetAlert' | 'retryBudgetAlert' | 'finishBudgetAlert'>(name: K) =>
+    ((...args: unknown[]) => call(name, () => (store[name] as (...a: unknown[]) => Promise<unknown>).apply(store, args))) as GatewayStore[K];
+
   const overrides: Partial<GatewayStore> = {
+    getKey: bounded('getKey'),
+    listKeys: bounded('listKeys'),
+    getUsage: bounded('getUsage'),
+    getMonthSpend: bounded('getMonthSpend'),
+    getDailyUsage: bounded('getDailyUsage'),
+    appendRequestLog: bounded('appendRequestLog'),
+    readRequestLog: bounded('readRequestLog'),
+    claimBudgetAlert: bounded('claimBudgetAlert'),
+    leaseBudgetAlert: bounded('leaseBudgetAlert'),
+    retryBudgetAlert: bounded('retryBudgetAlert'),
+    finishBudgetAlert: bounded('finishBudgetAlert'),
     async findKeyBySecretHash(sha256: string, now?: number) {
       try {
         const key = await call('findKey', () => store.findKeyBySecretHash(sha256, now));

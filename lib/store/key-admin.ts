@@ -87,7 +87,7 @@ export function restoreApiKey(store: GatewayStore, id: string): Promise<KeyRecor
 export function setKeyLimits(
   store: GatewayStore,
   id: string,
-  limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap' | 'allowedModels' | 'name'>,
+  limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap' | 'allowedModels' | 'name' | 'alertThresholds'>,
 ): Promise<KeyRecord> {
   checkLimits(limits);
   return store.updateKey(id, limits);

@@ -11,11 +11,14 @@
 import crypto from 'node:crypto';
 import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
+import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
   type UsageEntry, type UsageTotals,
+  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
 interface StoredKey {
@@ -65,6 +68,8 @@ export interface MemorySnapshot {
   spend: Record<string, number>;
   /** `${keyId}|${month}|${model}` -> totals, credits in credit units */
   ledger: Record<string, UsageTotals>;
+  /** Spend state (days, request log, alerts); absent in files written before it existed. */
+  spendState?: Partial<MemorySpendSnapshot>;
 }
 
 export class MemoryStore implements GatewayStore {
@@ -78,6 +83,9 @@ export class MemoryStore implements GatewayStore {
   private readonly holds = new Map<string, HoldBucket>();
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
+  private readonly dayLedger = new MemoryDayLedger();
+  private readonly requestLog = new MemoryRequestLog();
+  private readonly alerts = new MemoryAlerts();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -211,6 +219,11 @@ export class MemoryStore implements GatewayStore {
     totals.credits += units;
     totals.requests += 1;
     this.ledger.set(ledgerKey, totals);
+    // The day bucket and the log record in the same step, so neither can differ from the month's.
+    const now = this.clock();
+    const at = bookingTime(usage.at ?? now, reservation.month);
+    this.dayLedger.add(reservation.keyId, utcDay(at), usage.model, usage, units);
+    if (usage.log) this.requestLog.append({ ...usage.log, time: at, credits: fromCreditUnits(units) }, now);
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
@@ -235,6 +248,7 @@ export class MemoryStore implements GatewayStore {
       keys: [...this.keys.values()].map((stored) => ({ record: copyRecord(stored.record), secrets: stored.secrets.map((s) => ({ ...s })) })),
       spend: Object.fromEntries(this.spend),
       ledger: Object.fromEntries([...this.ledger].map(([k, v]) => [k, { ...v }])),
+      spendState: { dayLedger: this.dayLedger.snapshot(), requestLog: this.requestLog.snapshot(), ...this.alerts.snapshot() },
     };
   }
 
@@ -255,6 +269,43 @@ export class MemoryStore implements GatewayStore {
     }
     for (const [bucket, units] of Object.entries(snapshot.spend ?? {})) this.spend.set(bucket, units);
     for (const [ledgerKey, totals] of Object.entries(snapshot.ledger ?? {})) this.ledger.set(ledgerKey, { ...totals });
+    this.dayLedger.restore(snapshot.spendState?.dayLedger ?? {});
+    this.requestLog.restore(snapshot.spendState?.requestLog ?? []);
+    this.alerts.restore(snapshot.spendState ?? {});
+  }
+
+  // --- Spend visibility (issue 23) ------------------------------------------------------------------
+
+  async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
+    return this.dayLedger.get(keyId, month);
+  }
+
+  async appendRequestLog(record: RequestLogRecord): Promise<void> {
+    this.requestLog.append({ ...record }, this.clock());
+  }
+
+  async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
+    return this.requestLog.read(fromMs, toMs, cursor, limit, this.clock());
+  }
+
+  setRequestLogRetention(retentionMs: number, maxRecords?: number): void {
+    this.requestLog.setRetention(retentionMs, maxRecords);
+  }
+
+  async claimBudgetAlert(alert: BudgetAlert): Promise<boolean> {
+    return this.alerts.claim(alert, this.clock());
+  }
+
+  async leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null> {
+    return this.alerts.lease(now, leaseMs);
+  }
+
+  async retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void> {
+    this.alerts.retry(pending, dueAt);
+  }
+
+  async finishBudgetAlert(id: string): Promise<void> {
+    this.alerts.finish(id);
   }
 
   async ping(): Promise<void> {}
@@ -295,11 +346,14 @@ function sweepHolds(held: HoldBucket, now: number): void {
 
 function freezeRecord(record: KeyRecord): Readonly<KeyRecord> {
   if (record.allowedModels) Object.freeze(record.allowedModels);
+  if (record.alertThresholds) Object.freeze(record.alertThresholds);
   return Object.freeze(record);
 }
 
 function copyRecord(record: KeyRecord): KeyRecord {
-  return { ...record, allowedModels: record.allowedModels ? [...record.allowedModels] : null };
+  const copy = { ...record, allowedModels: record.allowedModels ? [...record.allowedModels] : null };
+  if (record.alertThresholds) copy.alertThresholds = [...record.alertThresholds];
+  return copy;
 }
 
 function emptyTotals(model: string): UsageTotals {

@@ -12,6 +12,13 @@
  *                               `expired:<reservation id>` = `<forget at ms>` (outlived its hold)
  * - `P usage:<id>:<YYYY-MM>`    hash: `<model>|<field>` -> integer totals (tokens, credit units (credits.ts), requests)
  * - `P rl:<id>`                 rate-limit window counter (rate-limit-redis)
+ * - `P usage-day:<id>:<YYYY-MM>` hash: `<YYYY-MM-DD>|<model>|<field>` -> integer totals of one UTC day
+ * - `P request-log`             stream: one entry per request that reached the upstream, field `r` =
+ *                               the record's values as a JSON array (redis-spend.ts); ids are
+ *                               `<booking ms>-<seq>`, trimmed by age (MINID)
+ * - `P alert-fired:<alert id>`  set once when a budget alert is claimed (never again that month)
+ * - `P alerts-due`              sorted set: pending alert id -> epoch ms it is due (or its lease ends)
+ * - `P alerts`                  hash: pending alert id -> `{alert, attempts}` as JSON
  *
  * The month is part of the bucket's name, so a new month starts from zero by itself.
  */
@@ -142,24 +149,93 @@ return 1
 `;
 
 /**
- * Settle a reservation once: drop its hold (live or expired) and add the real usage; a reservation
- * with no hold left was settled already and changes nothing. KEYS: credits:<id>:<month>,
- * usage:<id>:<month>. ARGV: reservation id, credit units (credits.ts), model, input, output, cache write, cache
- * read tokens, bucket ttl (ms). Returns 1 when recorded, 0 when ignored.
+ * Settle a reservation once: drop its hold (live or expired) and add the real usage to the month's
+ * and the day's totals, and append the request log record, all in this one step; a reservation with
+ * no hold left was settled already and changes nothing. KEYS: credits:<id>:<month>, usage:<id>:<month>,
+ * usage-day:<id>:<month>, request-log. ARGV: reservation id, credit units (credits.ts), model, input,
+ * output, cache write, cache read tokens, bucket ttl (ms), day (YYYY-MM-DD), log record JSON ('' for
+ * none), booking ms, oldest log id to keep (ms), log ttl (ms). Returns 1 when recorded, 0 when ignored.
  */
 export const SETTLE_CREDITS = `
 local held = redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
 if held == 0 then held = redis.call('HDEL', KEYS[1], 'expired:' .. ARGV[1]) end
 if held == 0 then return 0 end
 redis.call('HINCRBY', KEYS[1], 'spent', ARGV[2])
+local fields = {'inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens'}
 local m = ARGV[3] .. '|'
-redis.call('HINCRBY', KEYS[2], m .. 'inputTokens', ARGV[4])
-redis.call('HINCRBY', KEYS[2], m .. 'outputTokens', ARGV[5])
-redis.call('HINCRBY', KEYS[2], m .. 'cacheCreationInputTokens', ARGV[6])
-redis.call('HINCRBY', KEYS[2], m .. 'cacheReadInputTokens', ARGV[7])
+local d = ARGV[9] .. '|' .. ARGV[3] .. '|'
+for i = 1, 4 do
+  redis.call('HINCRBY', KEYS[2], m .. fields[i], ARGV[3 + i])
+  redis.call('HINCRBY', KEYS[3], d .. fields[i], ARGV[3 + i])
+end
 redis.call('HINCRBY', KEYS[2], m .. 'credits', ARGV[2])
 redis.call('HINCRBY', KEYS[2], m .. 'requests', 1)
+redis.call('HINCRBY', KEYS[3], d .. 'credits', ARGV[2])
+redis.call('HINCRBY', KEYS[3], d .. 'requests', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
+redis.call('PEXPIRE', KEYS[3], ARGV[8])
+if ARGV[10] ~= '' then
+${APPEND_LOG_LUA('KEYS[4]', 'ARGV[11]', 'ARGV[10]', 'ARGV[12]', 'ARGV[13]')}
+end
+return 1
+`;
+
+/**
+ * Lua that appends a record to the request log stream with an id at its booking ms, or at the newest
+ * entry's ms when that is later (another instance's clock ahead of ours): stream ids must grow. So an
+ * entry's id is never earlier than its record's time; readers scan a little past the end of a range.
+ */
+function APPEND_LOG_LUA(stream: string, ms: string, json: string, minId: string, ttl: string): string {
+  return `
+  local id = ${ms}
+  local top = redis.call('XREVRANGE', ${stream}, '+', '-', 'COUNT', 1)
+  if #top > 0 then
+    local topMs = string.match(top[1][1], '^(%d+)')
+    if tonumber(topMs) > tonumber(id) then id = topMs end
+  end
+  redis.call('XADD', ${stream}, 'MINID', '~', ${minId}, id .. '-*', 'r', ${json})
+  redis.call('PEXPIRE', ${stream}, ${ttl})`;
+}
+
+/** Append a request log record. KEYS: request-log. ARGV: record JSON, booking ms, oldest id to keep (ms), ttl (ms). */
+export const APPEND_REQUEST_LOG = `
+${APPEND_LOG_LUA('KEYS[1]', 'ARGV[2]', 'ARGV[1]', 'ARGV[3]', 'ARGV[4]')}
+return 1
+`;
+
+/**
+ * Claim a budget alert: the first claim of an id wins and leaves it pending, due at once.
+ * KEYS: alert-fired:<alert id>, alerts-due, alerts. ARGV: alert id, pending JSON, now, fired ttl (ms).
+ * Returns 1 when claimed, 0 when it was claimed before.
+ */
+export const CLAIM_ALERT = `
+if not redis.call('SET', KEYS[1], ARGV[3], 'NX', 'PX', ARGV[4]) then return 0 end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+return 1
+`;
+
+/**
+ * Lease the next due alert: its due time moves to the lease's end, so no other instance takes it
+ * meanwhile. KEYS: alerts-due, alerts. ARGV: now, lease (ms). Returns the pending JSON, or nil.
+ */
+export const LEASE_ALERT = `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, 1)
+if #due == 0 then return nil end
+local pending = redis.call('HGET', KEYS[2], due[1])
+if not pending then
+  redis.call('ZREM', KEYS[1], due[1])
+  return nil
+end
+redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), due[1])
+return pending
+`;
+
+/** Put back a pending alert (when still pending). KEYS: alerts-due, alerts. ARGV: id, pending JSON, due ms. */
+export const RETRY_ALERT = `
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
 return 1
 `;

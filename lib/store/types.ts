@@ -22,6 +22,11 @@ export interface KeyRecord {
   monthlyCreditCap: number | null;
   /** Key group (prefix family); `default` for `sk-cs4-` keys. */
   keyGroup: string;
+  /**
+   * Budget alert thresholds, percent of `monthlyCreditCap` (e.g. [50, 80, 100]); null or absent: the
+   * config's `alerts.thresholds`. Records written before alerts existed have no such field.
+   */
+  alertThresholds?: number[] | null;
 }
 
 /** A secret of a key: its SHA-256 (hex) and, for a rotated-out secret, when it stops working. */
@@ -61,7 +66,7 @@ export function createKeyRecord(input: NewKey, now: number): KeyRecord {
   };
 }
 
-export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked'>>;
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds'>>;
 
 /** Credits held against a key's monthly cap while a request is in flight. */
 export interface Reservation {
@@ -91,11 +96,90 @@ export interface UsageEntry {
   cacheReadInputTokens: number;
   /** Credits charged. */
   credits: number;
+  /**
+   * When the usage is booked, epoch ms: it picks the UTC day bucket (and the request log record's
+   * time). Default: the store's clock. Always moved into the reservation's month (see `bookingTime`,
+   * usage-days.ts), so the day totals of a month add up to the month's.
+   */
+  at?: number;
+  /**
+   * The request log record of this request, written in the same atomic step as the totals (its
+   * `time` and `credits` are replaced by the booked ones). Absent: no record (the request never
+   * reached the upstream).
+   */
+  log?: RequestLogRecord;
 }
 
 /** Ledger totals of one key, one model, one month. */
 export interface UsageTotals extends UsageEntry {
   requests: number;
+}
+
+/** Ledger totals of one key, one model, one UTC day (`YYYY-MM-DD`). */
+export interface DailyUsageTotals extends UsageTotals {
+  day: string;
+}
+
+/**
+ * One request that reached the upstream step, as the request log keeps it. Never a prompt, a
+ * completion or a secret: only these counts and labels.
+ */
+export interface RequestLogRecord {
+  /** When the request was booked (settled), epoch ms. */
+  time: number;
+  requestId: string;
+  keyId: string | null;
+  keyGroup: string | null;
+  /** `METHOD /path`, e.g. `POST /v1/messages`. */
+  route: string;
+  /** Canonical catalogue ID. */
+  model: string | null;
+  /** HTTP status the client got. */
+  status: number;
+  stopReason: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationInputTokens: number;
+  cacheReadInputTokens: number;
+  /** Credits charged (the same figure the ledger got). */
+  credits: number;
+  /** Arrival to first reply byte, ms; null when no byte was written. */
+  firstByteMs: number | null;
+  /** Arrival to the response closing, ms. */
+  durationMs: number;
+  streamed: boolean;
+  /** The client closed the connection before the reply was complete. */
+  clientAborted: boolean;
+}
+
+/** One page of the request log, in the order written; `cursor` continues after it (null: no more). */
+export interface RequestLogPage {
+  records: RequestLogRecord[];
+  cursor: string | null;
+}
+
+/** A budget alert: a key's monthly spend crossed `threshold` percent of its cap. */
+export interface BudgetAlert {
+  /** `<keyId>:<month>:<threshold>`: at most one alert per key, month and threshold, ever. */
+  id: string;
+  keyId: string;
+  keyName: string;
+  /** Percent of the cap. */
+  threshold: number;
+  /** Settled credits of the month when the threshold was crossed. */
+  spent: number;
+  cap: number;
+  /** UTC month, `YYYY-MM`. */
+  month: string;
+  /** Epoch ms of the crossing. */
+  crossedAt: number;
+}
+
+/** A budget alert waiting for delivery (kept in the store until sent or given up). */
+export interface PendingBudgetAlert {
+  alert: BudgetAlert;
+  /** Delivery attempts made so far. */
+  attempts: number;
 }
 
 export interface GatewayStore {
@@ -142,4 +226,32 @@ export interface GatewayStore {
   ping(): Promise<void>;
   /** Waits for operations under way (settlements of closing requests), then releases the connection. */
   close(): Promise<void>;
+
+  // --- Spend visibility (issue 23): days, request log, budget alerts -------------------------------
+  /** Ledger of a key for a month, per UTC day and model. */
+  getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]>;
+  /** Add a record to the request log for a request that settles nothing (count_tokens). */
+  appendRequestLog(record: RequestLogRecord): Promise<void>;
+  /**
+   * Records with `fromMs <= time < toMs` in the order they were written (time order, but for clocks
+   * that differ between instances), at most `limit` looked at per page (so a page may hold fewer, even
+   * none, with a cursor to go on); pass the page's `cursor` back for the next. Records older than the retention (`setRequestLogRetention`) are gone.
+   */
+  readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage>;
+  /** How long request log records are kept (ms) and, for the memory store, at most how many. */
+  setRequestLogRetention(retentionMs: number, maxRecords?: number): void;
+  /**
+   * Atomically: when no alert with `alert.id` was ever claimed, remember it and keep it as pending
+   * (due at once); returns whether this call claimed it. Every instance may ask; one wins.
+   */
+  claimBudgetAlert(alert: BudgetAlert): Promise<boolean>;
+  /**
+   * Atomically take the next pending alert due at `now` for `leaseMs` (no other caller gets it until
+   * then, so an instance that dies mid-delivery hands it on); null when none is due.
+   */
+  leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null>;
+  /** Put a leased alert back, due again at `dueAt` (epoch ms), with its attempt count. */
+  retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void>;
+  /** Forget a pending alert (delivered or given up); it is still never claimed again. */
+  finishBudgetAlert(id: string): Promise<void>;
 }

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { ADMIN_TOKEN, sendMessage } from '../helpers/admin';
 
 /** Debian's chromium; `.ci/run` installs it when missing (the suite fails, not skips, without it). */
@@ -175,6 +175,66 @@ describe('dashboard in a real browser', function () {
     expect(await sendMessage(gateway, secret)).to.equal(401);
     expect(await sendMessage(gateway, 'sk-cs4-test-all-models-0001')).to.equal(200);
 
+    expect(consoleErrors).to.deep.equal([]);
+  });
+
+  it('shows spend over time by model, the top keys, the request log with filters and a CSV download; sets alert thresholds', async () => {
+    expect(await sendMessage(gateway, KEYS.all, 'haiku')).to.equal(200);
+    expect(await sendMessage(gateway, KEYS.all, 'sonnet')).to.equal(200);
+    expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(200);
+    const today = new Date().toISOString().slice(0, 10);
+    const todayBar = page.locator(`#daily-result .chart-day[data-day="${today}"] rect.chart-segment`);
+    await eventually(async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.locator('#top-keys-table tr', { hasText: 'team-haiku' }).waitFor({ timeout: 1000 });
+    });
+    // All keys: today's bar is stacked by model (sonnet from the first test and now, haiku).
+    expect(await page.locator('#daily-result svg title').first().textContent()).to.match(/^Credits per day by model for all keys, /);
+    expect(await page.locator('#daily-result .chart-day').count()).to.equal(30);
+    expect(await todayBar.evaluateAll((rects) => rects.map((rect) => rect.getAttribute('data-model')).sort())).to.deep.equal(['model-haiku-4.5', 'model-sonnet-4.6']);
+    expect(await page.locator('#daily-result .chart-legend').textContent()).to.include('model-haiku-4.5');
+    // One key.
+    await page.getByLabel('Key', { exact: true }).and(page.locator('#daily-key')).selectOption('team-haiku');
+    await page.getByRole('button', { name: 'Show spend' }).click();
+    await page.locator('#daily-result svg title', { hasText: 'for team-haiku' }).waitFor({ state: 'attached' });
+    expect(await todayBar.evaluateAll((rects) => rects.map((rect) => rect.getAttribute('data-model')))).to.deep.equal(['model-haiku-4.5']);
+    expect(await page.locator('#top-keys-table tbody tr').count()).to.equal(3);
+
+    // The request log, filtered by key, then downloaded as CSV.
+    const log = page.locator('#request-log');
+    await log.getByLabel('Key').selectOption('team-all');
+    await log.getByRole('button', { name: 'Show requests' }).click();
+    await page.locator('#log-table tbody tr').first().waitFor();
+    const keysShown = await page.locator('#log-table tbody tr td[data-label="Key"]').allTextContents();
+    expect(keysShown.length, 'one request in the first test, two here').to.equal(3);
+    expect(new Set(keysShown)).to.deep.equal(new Set(['team-all']));
+    expect(await page.locator('#log-table').textContent()).not.to.include('Hi');
+    // The screenshot (docs/dashboard.png) shows every key's spend by model.
+    await page.locator('#daily-key').selectOption('');
+    await page.getByRole('button', { name: 'Show spend' }).click();
+    await page.locator('#daily-result svg title', { hasText: 'for all keys' }).waitFor({ state: 'attached' });
+    fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    const [download] = await Promise.all([page.waitForEvent('download'), log.getByRole('button', { name: 'Download CSV' }).click()]);
+    expect(download.suggestedFilename()).to.equal(`requests-${today}-${today}.csv`);
+    const csv = fs.readFileSync((await download.path())!, 'utf8').trim().split('\r\n');
+    expect(csv[0]).to.match(/^time,requestId,keyId,/);
+    expect(csv.slice(1).every((line) => line.includes(',team-all,'))).to.equal(true);
+    expect(csv).to.have.length(4);
+
+    // Alert thresholds per key, in the key dialog.
+    const row = page.locator('#keys-table tr', { hasText: 'team-all' });
+    await row.getByRole('button', { name: 'Edit team-all' }).click();
+    const keyDialog = page.locator('#key-dialog');
+    expect(await keyDialog.textContent()).to.include('50, 80, 100');
+    await keyDialog.getByLabel('Budget alerts (% of the cap)').fill('ninety');
+    await keyDialog.getByRole('button', { name: 'Save changes' }).click();
+    await keyDialog.locator('[role="alert"]').filter({ hasText: 'whole percentages' }).waitFor();
+    await keyDialog.getByLabel('Budget alerts (% of the cap)').fill('90, 75');
+    await keyDialog.getByRole('button', { name: 'Save changes' }).click();
+    await keyDialog.waitFor({ state: 'hidden' });
+    const saved = await fetch(`${gateway.url}/admin/v1/keys/team-all`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(((await saved.json()) as any).alertThresholds).to.deep.equal([75, 90]);
     expect(consoleErrors).to.deep.equal([]);
   });
 

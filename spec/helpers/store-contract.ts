@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../../lib/store/key-admin';
-import type { GatewayStore, NewKey, UsageEntry } from '../../lib/store/types';
+import type { BudgetAlert, GatewayStore, NewKey, RequestLogRecord, UsageEntry } from '../../lib/store/types';
 
 export interface StoreFixture {
   store: GatewayStore;
@@ -239,6 +239,106 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       ]);
       expect(await f.store.getUsage('k2', '2025-06')).to.deep.equal([]);
       expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(2.75);
+    });
+  });
+  describe('spend visibility: days, request log, budget alerts', () => {
+    const DAY = 24 * HOUR;
+    const logRecord = (requestId: string, overrides: Partial<RequestLogRecord> = {}): RequestLogRecord => ({
+      time: 0, requestId, keyId: 'k1', keyGroup: 'default', route: 'POST /v1/messages', model: 'model-haiku-4.5', status: 200,
+      stopReason: 'end_turn', inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 3, cacheReadInputTokens: 4, credits: 0,
+      firstByteMs: 12.5, durationMs: 40, streamed: false, clientAborted: false, ...overrides,
+    });
+    const settle = async (keyId: string, month: string, credits: number, at: number, model = 'model-haiku-4.5', log = true) => {
+      const r = await f.store.reserveCredits(keyId, month, 3, null, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      await f.store.settleCredits(r.reservation, { ...usage(credits, model), at, log: log ? logRecord(`req_${at}_${credits}`, { keyId }) : undefined });
+    };
+    const readAll = async (fromMs: number, toMs: number, limit = 2) => {
+      const records: RequestLogRecord[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await f.store.readRequestLog(fromMs, toMs, cursor, limit);
+        records.push(...page.records);
+        cursor = page.cursor;
+      } while (cursor !== null);
+      return records;
+    };
+    const units = (credits: number) => Math.round(credits * 1e9);
+
+    it('keeps totals per key, model and UTC day that add up exactly to the month', async () => {
+      const charges: Array<[number, number, string]> = [
+        [T0, 0.1, 'model-haiku-4.5'], [T0 + HOUR, 0.2, 'model-haiku-4.5'], [T0 + DAY, 0.3, 'model-opus-5'], [T0 + 3 * DAY, 0.7, 'model-haiku-4.5'],
+      ];
+      for (const [at, credits, model] of charges) await settle('k1', '2025-06', credits, at, model);
+      const days = await f.store.getDailyUsage('k1', '2025-06');
+      const byDay = (day: string, model: string) => days.find((row) => row.day === day && row.model === model);
+      expect(byDay('2025-06-15', 'model-haiku-4.5')).to.deep.include({ requests: 2, inputTokens: 200, outputTokens: 40, cacheCreationInputTokens: 6, cacheReadInputTokens: 8 });
+      expect(units(byDay('2025-06-15', 'model-haiku-4.5')!.credits)).to.equal(units(0.3));
+      expect(byDay('2025-06-16', 'model-opus-5')).to.deep.include({ requests: 1, credits: 0.3 });
+      expect(byDay('2025-06-18', 'model-haiku-4.5')).to.deep.include({ requests: 1, credits: 0.7 });
+      const month = await f.store.getUsage('k1', '2025-06');
+      for (const field of ['requests', 'inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens'] as const) {
+        expect(days.reduce((sum, row) => sum + row[field], 0), field).to.equal(month.reduce((sum, row) => sum + row[field], 0));
+      }
+      expect(days.reduce((sum, row) => sum + units(row.credits), 0)).to.equal(units(await f.store.getMonthSpend('k1', '2025-06')));
+      expect(await f.store.getDailyUsage('k2', '2025-06')).to.deep.equal([]);
+    });
+
+    it('books a request settled after its month ended on the last day of the month it was reserved in', async () => {
+      await settle('k1', '2025-06', 1, Date.UTC(2025, 6, 1, 0, 0, 5));
+      const days = await f.store.getDailyUsage('k1', '2025-06');
+      expect(days.map((row) => row.day)).to.deep.equal(['2025-06-30']);
+      expect(await f.store.getDailyUsage('k1', '2025-07')).to.deep.equal([]);
+      const [record] = await readAll(Date.UTC(2025, 5, 30), Date.UTC(2025, 6, 1));
+      expect(record.time).to.equal(Date.UTC(2025, 6, 1) - 1);
+    });
+
+    it('writes the log record in the settlement step: credits as booked, once, paged in the order written', async () => {
+      for (let i = 0; i < 5; i++) await settle(i % 2 ? 'k1' : 'k2', '2025-06', 0.1 * (i + 1), T0 + i * HOUR);
+      await f.store.appendRequestLog(logRecord('req_count_tokens', { time: T0 + 30 * 60_000, model: null, route: 'POST /v1/messages/count_tokens' }));
+      const r = await f.store.reserveCredits('k1', '2025-06', 1, null, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      const entry = { ...usage(0.5), at: T0 + 6 * HOUR, log: logRecord('req_twice') };
+      await f.store.settleCredits(r.reservation, entry);
+      await f.store.settleCredits(r.reservation, entry);
+      const records = await readAll(T0, T0 + DAY);
+      expect(records.map((record) => record.requestId)).to.deep.equal([
+        'req_1749988800000_0.1', 'req_1749992400000_0.2', 'req_1749996000000_0.30000000000000004',
+        'req_1749999600000_0.4', 'req_1750003200000_0.5', 'req_count_tokens', 'req_twice',
+      ]);
+      expect(records[0]).to.deep.include({ time: T0, credits: 0.1, keyId: 'k2', status: 200, streamed: false });
+      const logged = records.reduce((sum, record) => sum + units(record.credits), 0);
+      const days = [...await f.store.getDailyUsage('k1', '2025-06'), ...await f.store.getDailyUsage('k2', '2025-06')];
+      expect(logged).to.equal(days.reduce((sum, row) => sum + units(row.credits), 0));
+      expect(await readAll(T0 + HOUR, T0 + 2 * HOUR)).to.have.length(1);
+      expect(await readAll(T0 + DAY, T0 + 2 * DAY)).to.deep.equal([]);
+    });
+
+    it('drops log records past the retention', async () => {
+      f.store.setRequestLogRetention(2 * DAY);
+      await settle('k1', '2025-06', 0.1, T0);
+      await settle('k1', '2025-06', 0.2, T0 + DAY);
+      f.setNow(T0 + 2 * DAY + HOUR);
+      await settle('k1', '2025-06', 0.3, T0 + 2 * DAY + HOUR);
+      const records = await readAll(T0 - DAY, T0 + 3 * DAY);
+      expect(records.map((record) => record.credits)).to.deep.equal([0.2, 0.3]);
+    });
+
+    it('claims each alert once, keeps it pending through failed attempts, and leases it to one caller at a time', async () => {
+      const alert: BudgetAlert = { id: 'k1:2025-06:50', keyId: 'k1', keyName: 'k1', threshold: 50, spent: 5, cap: 10, month: '2025-06', crossedAt: T0 };
+      const claims = await Promise.all([f.store.claimBudgetAlert(alert), f.store.claimBudgetAlert(alert), f.store.claimBudgetAlert(alert)]);
+      expect(claims.filter(Boolean)).to.have.length(1);
+      const leased = await f.store.leaseBudgetAlert(T0, 30_000);
+      expect(leased).to.deep.equal({ alert, attempts: 0 });
+      expect(await f.store.leaseBudgetAlert(T0 + 1000, 30_000), 'leased to someone else').to.equal(null);
+      await f.store.retryBudgetAlert({ alert, attempts: 1 }, T0 + 5000);
+      expect(await f.store.leaseBudgetAlert(T0 + 4999, 30_000)).to.equal(null);
+      expect(await f.store.leaseBudgetAlert(T0 + 5000, 30_000)).to.deep.equal({ alert, attempts: 1 });
+      // A lease that ran out (its holder died) hands the alert on.
+      expect(await f.store.leaseBudgetAlert(T0 + 35_000, 30_000)).to.deep.equal({ alert, attempts: 1 });
+      await f.store.finishBudgetAlert(alert.id);
+      expect(await f.store.leaseBudgetAlert(T0 + DAY, 30_000)).to.equal(null);
+      expect(await f.store.claimBudgetAlert(alert), 'never claimed again').to.equal(false);
     });
   });
 }

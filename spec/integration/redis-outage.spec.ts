@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
+import { ADMIN_TOKEN } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, isNativeError, nativeHeaders, rawRequest } from '../helpers/http-client';
 
@@ -64,7 +65,7 @@ describe('Redis outage (own redis-server on port 6390)', function () {
   });
 
   const start = (failOpen: boolean) => startTestGateway({
-    env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: `outage-${randomBytes(4).toString('hex')}:` },
+    env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: `outage-${randomBytes(4).toString('hex')}:`, ADMIN_TOKEN },
     overrides: { store: { failOpen, timeoutMs: 500 } },
   });
 
@@ -98,6 +99,11 @@ describe('Redis outage (own redis-server on port 6390)', function () {
     expect((await rawRequest(gw.url, { method: 'GET', path: '/healthz', headers: [] })).status).to.equal(200);
     // Nothing went upstream unmetered.
     expect(posts()).to.equal(before);
+    // The spend routes answer 503 within the store timeout instead of waiting for Redis.
+    for (const path of ['/admin/v1/usage?groupBy=key', '/admin/v1/requests', '/admin/v1/keys/team-all/usage']) {
+      const reply = await rawRequest(gw.url, { method: 'GET', path, headers: [['authorization', `Bearer ${ADMIN_TOKEN}`]] });
+      expect(reply.status, path).to.equal(503);
+    }
 
     startRedis();
     await waitUntil(async () => (await rawRequest(gw!.url, nativeRequest)).status === 200, 'recovery');

@@ -64,6 +64,28 @@ describe('MemoryStore', () => {
       expect((await after.getUsage('k1', '2025-06'))[0]).to.include({ inputTokens: 10, requests: 1, credits: 0.3 });
     });
 
+    it('keeps the day totals, the request log and pending budget alerts across save and load', async () => {
+      const file = path.join(dir, 'state.json');
+      const before = new MemoryStore(() => Date.UTC(2025, 5, 15));
+      const r = await before.reserveCredits('k1', '2025-06', 5, null, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      const log = { time: 0, requestId: 'req_1', keyId: 'k1', keyGroup: 'default', route: 'POST /v1/messages', model: 'm', status: 200, stopReason: 'end_turn',
+        inputTokens: 10, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, firstByteMs: 5, durationMs: 9, streamed: true, clientAborted: false };
+      await before.settleCredits(r.reservation, { model: 'm', inputTokens: 10, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.3, log });
+      const alert = { id: 'k1:2025-06:50', keyId: 'k1', keyName: 'k1', threshold: 50, spent: 5, cap: 10, month: '2025-06', crossedAt: 1 };
+      await before.claimBudgetAlert(alert);
+      saveMemoryState(before, file);
+
+      const after = new MemoryStore(() => Date.UTC(2025, 5, 15));
+      loadMemoryState(after, file);
+      expect(await after.getDailyUsage('k1', '2025-06')).to.deep.equal([
+        { day: '2025-06-15', model: 'm', inputTokens: 10, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.3, requests: 1 },
+      ]);
+      expect((await after.readRequestLog(0, Date.UTC(2026, 0), null, 10)).records).to.deep.equal([{ ...log, time: Date.UTC(2025, 5, 15), credits: 0.3 }]);
+      expect(await after.leaseBudgetAlert(Date.UTC(2025, 5, 15), 1000)).to.deep.equal({ alert, attempts: 0 });
+      expect(await after.claimBudgetAlert(alert)).to.equal(false);
+    });
+
     it('starts empty without a file, and refuses a file it cannot read back', () => {
       expect(loadMemoryState(new MemoryStore(), path.join(dir, 'none.json'))).to.equal(false);
       const bad = path.join(dir, 'bad.json');

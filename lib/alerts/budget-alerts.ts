@@ -1,0 +1,55 @@
+/**
+ * The budget alert finish step: after a capped key's request settled, its month's spend is read back
+ * and every threshold it has reached (percent of the monthly credit cap: the key's own
+ * `alertThresholds`, else the config's) is claimed in the store. The store lets one claim of a key,
+ * month and threshold succeed, across every instance; the winner's dispatcher sends it.
+ */
+import type { Response } from 'express';
+import type { RequestContext } from '../context';
+import type { AfterResponseStep } from '../after-response';
+import { toCreditUnits } from '../store/credits';
+import type { Clock } from '../store/month';
+import type { GatewayStore } from '../store/types';
+import type { AlertDispatcher } from './alert-dispatcher';
+
+/** Claims this process has already seen fail or succeed, not asked again (bounded: cleared when full). */
+const MAX_REMEMBERED_CLAIMS = 100_000;
+
+export interface BudgetAlertsOptions {
+  store: GatewayStore;
+  dispatcher: AlertDispatcher;
+  /** Thresholds of keys that set none (config `alerts.thresholds`, read per request). */
+  defaultThresholds: () => readonly number[];
+  clock: Clock;
+}
+
+/** The thresholds (percent) of `spent` against `cap` reached, from `thresholds`; exact in credit units. */
+export function reachedThresholds(spent: number, cap: number, thresholds: readonly number[]): number[] {
+  const spentUnits = toCreditUnits(spent);
+  const capUnits = toCreditUnits(cap);
+  return thresholds.filter((threshold) => spentUnits * 100 >= capUnits * threshold);
+}
+
+/** Build the finish hook that claims the budget alerts a settlement crossed. */
+export function createBudgetAlerts(options: BudgetAlertsOptions): AfterResponseStep {
+  const { store } = options;
+  const claimed = new Set<string>();
+  return async (ctx: RequestContext, _res: Response) => {
+    const key = ctx.key;
+    const month = ctx.settledMonth;
+    if (!key || !month || key.monthlyCreditCap === null || key.monthlyCreditCap <= 0) return;
+    const thresholds = key.alertThresholds ?? options.defaultThresholds();
+    const open = thresholds.filter((threshold) => !claimed.has(`${key.id}:${month}:${threshold}`));
+    if (open.length === 0) return;
+    const spent = await store.getMonthSpend(key.id, month);
+    for (const threshold of reachedThresholds(spent, key.monthlyCreditCap, open)) {
+      const id = `${key.id}:${month}:${threshold}`;
+      const won = await store.claimBudgetAlert({
+        id, keyId: key.id, keyName: key.name, threshold, spent, cap: key.monthlyCreditCap, month, crossedAt: options.clock(),
+      });
+      if (claimed.size >= MAX_REMEMBERED_CLAIMS) claimed.clear();
+      claimed.add(id);
+      if (won) options.dispatcher.kick();
+    }
+  };
+}
