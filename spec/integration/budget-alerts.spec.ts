@@ -84,7 +84,7 @@ for (const storeKind of ['memory', 'redis'] as const) describe(`budget alerts ($
     expect(receiver.calls.every((call) => call.signatureValid)).to.equal(true);
 
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
-    expect(metrics).to.match(new RegExp(`gateway_key_credit_cap_used_ratio\\{key_id="${created.body.key.id}"\\} 1\\.09`));
+    expect(metrics).to.match(new RegExp(`gateway_key_credit_cap_used_ratio\\{key_id="${created.body.key.id}"\\} 1\\.06875`));
   });
 
   it("a key's own thresholds replace the default, and are set through the admin API", async () => {
