@@ -45,7 +45,7 @@ export function compareDirectory(dir: string): string {
 /**
  * Print a failed script's error and exit: a {@link UsageError} as its message alone, with status 2;
  * anything else with its stack, with status 1.
- * @param script the script's name, first on the line (`bench`, `bench:instructions`)
+ * @param script the script's name, first on the line (`bench`)
  */
 export function exitWithError(script: string, err: unknown): never {
   if (err instanceof UsageError) {

@@ -1,3 +1,4 @@
+import { install as installFakeTimers, type Clock as FakeClock } from '@sinonjs/fake-timers';
 import { expect } from 'chai';
 import { createCatalogue } from '../../lib/catalogue';
 import { parseConfig } from '../../lib/config';
@@ -249,8 +250,13 @@ describe('monthly credit cap through the gateway', () => {
   });
 });
 
-describe('quota: hold renewal while requests are open', function () {
-  this.timeout(10_000);
+describe('quota: hold renewal while requests are open', () => {
+  // The renewer's interval timer runs on a fake clock: the test moves time on instead of waiting for it.
+  let clock: FakeClock;
+  beforeEach(() => {
+    clock = installFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+  });
+  afterEach(() => clock.uninstall());
 
   it('renews every open hold on one timer at half the expiry, and stops with the last response', async () => {
     const renewed: string[] = [];
@@ -265,19 +271,21 @@ describe('quota: hold renewal while requests are open', function () {
     const second = new EventEmitter();
     const third = new EventEmitter();
     const reservation = (id: string) => ({ id, keyId: 'k', month: '2026-11', credits: 1 });
-    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    // Expiry 2 s: renewals every 1 s (the floor), for both requests, from one timer.
+    // Expiry 2 s: renewals every 1 s (the floor), for all three requests, from one timer.
     renewer.keep(first as unknown as Response, reservation('a'), 2000);
     renewer.keep(second as unknown as Response, reservation('b'), 2000);
     renewer.keep(third as unknown as Response, reservation('c'), 2000);
-    await wait(1150);
+    await clock.tickAsync(999);
+    expect(renewed, 'nothing before half the expiry').to.deep.equal([]);
+    await clock.tickAsync(1);
     expect(renewed.sort()).to.deep.equal(['a:2000', 'b:2000', 'c:2000']);
     first.emit('close'); // the first of three: the last one takes its place
-    await wait(1000);
+    await clock.tickAsync(1000);
     expect(renewed.slice(3).sort()).to.deep.equal(['b:2000', 'c:2000']);
     third.emit('close');
     second.emit('close');
-    await wait(1100);
+    await clock.tickAsync(5000);
     expect(renewed).to.have.length(5, 'no renewal once every response closed');
+    expect(clock.countTimers(), 'the timer is stopped').to.equal(0);
   });
 });
