@@ -46,7 +46,7 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [
                      come out and nothing failed (writes no results file; about 2 minutes)
   --duration=S       seconds of each measured run (default 5; smoke 1)
   --reps=N           repeats of every run, taking turns (default 3; smoke 1)
-  --connections=N    connections of the load generator (default 32; the *-300ms scenarios use 256)
+  --connections=N    connections of the load generator (default 32; the *-300ms scenarios use 100)
   --delay-ms=N       the fake upstream answers after N ms (default 0; the *-300ms scenarios: 300)
   --streams=N        streams held open at once in the memory test (default 2000; smoke 200; 0: no test)
   --hold=S           seconds those streams are held (default 3; smoke 1)
