@@ -43,7 +43,7 @@ interface Options {
 const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [options])
 
   --smoke            about a second per scenario, 200 held streams, no warm-up; checks that numbers
-                     come out and nothing failed (writes no results file; about 2 minutes)
+                     come out and nothing failed (writes no results file; about a minute)
   --duration=S       seconds of each measured run (default 5; smoke 1)
   --reps=N           repeats of every run, taking turns (default 3; smoke 1)
   --connections=N    connections of the load generator (default 32; the *-300ms scenarios use 100)
