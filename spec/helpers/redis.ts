@@ -14,7 +14,7 @@ import type { Clock } from '../../lib/store/month';
  */
 export function testRedisUrl(): string {
   const url = process.env.TEST_REDIS_URL;
-  if (!url) throw new Error('TEST_REDIS_URL is not set: run the tests with `npm test` (it starts a Redis of its own) or set TEST_REDIS_URL');
+  if (!url) throw new Error('TEST_REDIS_URL is not set: run the tests with `npm test` (it starts a Redis of its own), or mocha with `--require dist/spec/setup.js`, or set TEST_REDIS_URL');
   return url;
 }
 
