@@ -112,10 +112,11 @@ describe('monthly credit cap through the gateway', () => {
   let now = Date.parse('2025-01-31T12:00:00Z');
   const clock = () => now;
 
-  async function start(cap: number | null, handler?: FakeHandler) {
+  async function start(cap: number | null, handler?: FakeHandler, upstream?: Record<string, unknown>) {
     now = Date.parse('2025-01-31T12:00:00Z');
     gw = await startTestGateway({
       handler,
+      upstream,
       clock,
       overrides: {
         keys: [
@@ -188,7 +189,8 @@ describe('monthly credit cap through the gateway', () => {
   });
 
   it('settles an upstream error to 0 and releases the hold', async () => {
-    await start(0.01, () => ({ kind: 'json', status: 500, body: { type: 'error', error: { type: 'api_error', message: 'boom' } } }));
+    // No retries: each request settles after one upstream 500 instead of after the retries' back-off.
+    await start(0.01, () => ({ kind: 'json', status: 500, body: { type: 'error', error: { type: 'api_error', message: 'boom' } } }), { maxRetries: 0 });
     for (let i = 0; i < 3; i++) expect((await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 1500 })).status).to.equal(500);
     const usage = await settled('capped', 3);
     expect(usage[0]).to.include({ requests: 3, credits: 0, inputTokens: 0, outputTokens: 0 });
