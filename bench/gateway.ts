@@ -6,7 +6,7 @@
  * level (one JSON line per request) to the stdout the parent gives this process (a file).
  *
  * Usage: node dist/bench/gateway.js <upstream-url> <memory|redis>
- *   env REDIS_URL (for `redis`), BENCH_KEY_PREFIX (the Redis key prefix of this run).
+ *   env REDIS_URL (for `redis`: the run's Redis, bench/redis.ts), BENCH_KEY_PREFIX (the Redis key prefix of this run).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,11 +36,12 @@ export function benchConfigObject(upstreamUrl: string): Record<string, unknown> 
 async function main(): Promise<void> {
   const [upstreamUrl, storeKind = 'memory'] = process.argv.slice(2);
   if (!upstreamUrl) throw new Error('usage: gateway.js <upstream-url> <memory|redis>');
+  if (storeKind === 'redis' && !process.env.REDIS_URL) throw new Error('the redis store needs REDIS_URL (the run\'s Redis, bench/redis.ts)');
   // The memory store's state file is this process's own, so runs never share usage.
   const stateFile = path.join(os.tmpdir(), `bench-gateway-${process.pid}.json`);
   const config = parseConfig(benchConfigObject(upstreamUrl), {
     PORT: '0',
-    REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' : undefined,
+    REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL : undefined,
     REDIS_PREFIX: process.env.BENCH_KEY_PREFIX,
     GATEWAY_STATE_FILE: stateFile,
   });

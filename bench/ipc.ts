@@ -7,19 +7,12 @@
  * Child side: `serveChild` answers commands; `createProcessProbe` supplies the figures every child reports.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 /** What a child reports about itself. CPU in microseconds, memory in bytes, loop delay in ms. */
 export interface ProcessStats {
   cpuUserMicros: number;
   cpuSystemMicros: number;
-  /**
-   * CPU time of the main thread alone (the event loop; user + system), from Linux's
-   * `/proc/thread-self/schedstat`; NaN where that cannot be read. The process's figures above also
-   * count V8's and libuv's helper threads (garbage collection, compilation).
-   */
-  mainThreadCpuMicros: number;
   rssBytes: number;
   heapUsedBytes: number;
   /** Largest RSS seen since the last `resetPeak` (sampled every 20 ms from then on). */
@@ -28,20 +21,9 @@ export interface ProcessStats {
   peakHeapUsedBytes: number;
   /** Longest event-loop stall since the last `resetLoop`, in ms (perf_hooks monitorEventLoopDelay). */
   loopDelayMaxMs: number;
-  /** 99th percentile of the event-loop delay since the last `resetLoop`, in ms. */
-  loopDelayP99Ms: number;
 }
 
 type Handler = (args: any) => unknown | Promise<unknown>;
-
-/** CPU time of the calling thread in µs (the first field of schedstat is nanoseconds on a CPU); NaN off Linux. */
-function threadCpuMicros(): number {
-  try {
-    return Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1000;
-  } catch {
-    return NaN;
-  }
-}
 
 interface CommandMessage {
   id: number;
@@ -79,13 +61,11 @@ export function createProcessProbe(): Record<string, Handler> {
       return {
         cpuUserMicros: cpu.user,
         cpuSystemMicros: cpu.system,
-        mainThreadCpuMicros: threadCpuMicros(),
         rssBytes: memory.rss,
         heapUsedBytes: memory.heapUsed,
         peakRssBytes: peakRss,
         peakHeapUsedBytes: peakHeap,
         loopDelayMaxMs: loop.max / 1e6,
-        loopDelayP99Ms: loop.percentile(99) / 1e6,
       };
     },
     resetLoop() {
@@ -142,7 +122,7 @@ export interface BenchChild {
   /** Run a command in the child; rejects with the child's error message. */
   call<T = unknown>(cmd: string, args?: unknown): Promise<T>;
   stats(): Promise<ProcessStats>;
-  /** Stop the child: close the IPC channel (the child exits normally, so `--cpu-prof` writes its profile), SIGKILL after 5 s. */
+  /** Stop the child: close the IPC channel (the child exits normally), SIGKILL after 5 s. */
   stop(): Promise<void>;
 }
 
@@ -151,10 +131,6 @@ export interface StartChildOptions {
   env?: Record<string, string | undefined>;
   /** Where the child's stdout goes: a file descriptor, or 'ignore'. Default 'ignore'. */
   stdout?: number | 'ignore';
-  /** Node flags, e.g. `--cpu-prof`. `--expose-gc` is always added. */
-  execArgv?: string[];
-  /** A command that runs node, e.g. `['valgrind', '--tool=callgrind']`: the child is `wrapper node flags script`. */
-  wrapper?: string[];
   /** How long the child may take to report ready, ms. Default 20,000. */
   readyTimeoutMs?: number;
 }
@@ -164,12 +140,10 @@ export interface StartChildOptions {
  * @throws Error when the child exits or fails to report ready in time (20 s unless `readyTimeoutMs`)
  */
 export function startChild(name: string, script: string, args: string[], options: StartChildOptions = {}): Promise<BenchChild> {
-  const nodeArgs = ['--expose-gc', ...(options.execArgv ?? [])];
-  const [wrapper, ...wrapperArgs] = options.wrapper ?? [];
   const child: ChildProcess = fork(script, args, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', options.stdout ?? 'ignore', 'inherit', 'ipc'],
-    ...(wrapper === undefined ? { execArgv: nodeArgs } : { execPath: wrapper, execArgv: [...wrapperArgs, process.execPath, ...nodeArgs] }),
+    execArgv: ['--expose-gc'],
   });
   const readyTimeoutMs = options.readyTimeoutMs ?? 20_000;
   let nextId = 1;

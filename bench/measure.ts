@@ -25,39 +25,10 @@ export function median(values: number[]): number {
 }
 
 /**
- * The most CPU time per request a server's event loop may spend and still serve `ratio` x
- * `forwarderRps` requests per second, when that one thread is what limits it (busy all the time, it
- * serves 1e6 / µs-per-request requests per second). The gateway is such a server in the bench: its
- * main thread is busy almost all the time ("main thread busy"), while the load generator and the
- * upstream share the other core.
- * @param forwarderRps the forwarder's requests per second in the same repeat
- * @param ratio the target, a fraction of `forwarderRps` (0.6 for 0.6 x)
- * @returns µs of the main thread's CPU time (user + system) per request
- */
-export function cpuBudgetMicros(forwarderRps: number, ratio: number): number {
-  return 1e6 / (ratio * forwarderRps);
-}
-
-/**
- * The fraction of the forwarder's requests per second a server needs for its p50 latency to exceed
- * the forwarder's by at most `addedMs`, under the bench's closed loop (a fixed number of connections,
- * each sending its next request when the last reply ended). There, by Little's law (connections =
- * requests per second x mean latency), latency is inversely proportional to throughput, so a server
- * at `r` x the forwarder's requests per second has a p50 of about `forwarderP50Ms / r`. (In the
- * phase 6 run: forwarder 3.03 ms; design floor at 0.64 x, 4.73 predicted, 5.05 measured; gateway at
- * 0.32 x, 9.47 predicted, 9.61 measured.)
- * @param forwarderP50Ms the forwarder's p50 latency, ms
- * @param addedMs the latency the target allows on top of it, ms
- */
-export function ratioForAddedP50(forwarderP50Ms: number, addedMs: number): number {
-  return forwarderP50Ms / (forwarderP50Ms + addedMs);
-}
-
-/**
  * The rows in the order of repeat `rep` (from 0): as built (each forwarder run before what is compared
  * with it), except that the gateways of each scenario take turns at going first. Identical builds
- * measured one after the other differed by position: the one run right after another server (the
- * design floor, the warm-up) was the slowest more often than not. Taking turns spreads that over all
+ * measured one after the other differed by position: the one run right after another server (or the
+ * warm-up) was the slowest more often than not. Taking turns spreads that over all
  * of them, and the median of the repeats leaves it out.
  */
 export function rowsForRepeat<T extends { target: { kind: string }; scenario: string }>(rows: T[], rep: number): T[] {
@@ -96,15 +67,6 @@ export interface LoadResult {
  * per-response event (its own histogram rounds to whole ms).
  */
 export function runLoad(baseUrl: string, request: BenchRequest, connections: number, durationSec: number): Promise<LoadResult> {
-  return drive(baseUrl, request, connections, { duration: durationSec });
-}
-
-/** As {@link runLoad}, until `amount` requests were sent (the instruction count's runs). */
-export function runRequests(baseUrl: string, request: BenchRequest, connections: number, amount: number): Promise<LoadResult> {
-  return drive(baseUrl, request, connections, { amount });
-}
-
-function drive(baseUrl: string, request: BenchRequest, connections: number, until: { duration: number } | { amount: number }): Promise<LoadResult> {
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
     const instance = autocannon(
@@ -114,7 +76,7 @@ function drive(baseUrl: string, request: BenchRequest, connections: number, unti
         headers: request.headers,
         body: request.body,
         connections,
-        ...until,
+        duration: durationSec,
         timeout: 10,
       },
       (err, result) => {
@@ -123,7 +85,7 @@ function drive(baseUrl: string, request: BenchRequest, connections: number, unti
         const ok = result['2xx'];
         resolve({
           requests: ok,
-          rps: ok / (result.duration || ('duration' in until ? until.duration : 1)),
+          rps: ok / (result.duration || durationSec),
           p50: percentile(sorted, 50),
           p99: percentile(sorted, 99),
           non2xx: result.non2xx,

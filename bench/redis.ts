@@ -1,13 +1,17 @@
 /**
- * The Redis server the benchmarks' gateways use for their Redis store (`REDIS_URL`, default the local
- * one), and the key prefix each run writes under, so a run can remove what it wrote and nothing else
- * (other engineers share the server).
+ * The Redis the bench's gateways use for their Redis store: the server at `REDIS_URL` when it is set
+ * (keys under a prefix of the run's own, removed at the end: other people may share that server), or
+ * else a `redis-server` of the run's own on a free loopback port, without persistence, stopped at the end.
  */
+import { spawn } from 'node:child_process';
 import net from 'node:net';
 
-/** `REDIS_URL`, or the local server. */
-export function benchRedisUrl(): string {
-  return process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** A Redis for one run; `close()` removes what the run wrote (or stops the server it started). */
+export interface BenchRedis {
+  url: string;
+  /** Where it came from, for the report: `REDIS_URL` or `own redis-server`. */
+  source: string;
+  close(): Promise<void>;
 }
 
 /** A key prefix of this process's own: `bench-<pid>-<epoch ms>:`. Gateways get it as `BENCH_KEY_PREFIX`. */
@@ -31,8 +35,7 @@ export function redisReachable(url: string): Promise<boolean> {
 }
 
 /**
- * Delete every key under `prefix`, a SCAN batch at a time (the tests clean up their prefixes through
- * this too: spec/helpers/redis.ts).
+ * Delete every key under `prefix`, a SCAN batch at a time.
  * @throws Error when the server cannot be reached or a command fails
  */
 export async function cleanRedis(url: string, prefix: string): Promise<void> {
@@ -48,4 +51,51 @@ export async function cleanRedis(url: string, prefix: string): Promise<void> {
   } finally {
     await redis.close();
   }
+}
+
+/** A port the OS just handed out for 127.0.0.1 (free a moment ago). */
+async function pickPort(): Promise<number> {
+  const probe = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => probe.once('listening', resolve));
+  const { port } = probe.address() as net.AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/**
+ * The run's Redis (see the file comment).
+ * @param prefix the run's key prefix, cleaned from a `REDIS_URL` server at the end
+ * @returns the reason (`why`) instead, when `REDIS_URL` is unreachable or no redis-server can be started
+ */
+export async function openBenchRedis(prefix: string): Promise<BenchRedis | { why: string }> {
+  const given = process.env.REDIS_URL;
+  if (given) {
+    if (!(await redisReachable(given))) return { why: `no Redis server at REDIS_URL ${given}` };
+    return { url: given, source: 'REDIS_URL', close: () => cleanRedis(given, prefix).catch(() => undefined) };
+  }
+  const port = await pickPort();
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp'], { stdio: 'ignore' });
+  const failed = new Promise<string>((resolve) => {
+    server.once('error', (err) => resolve(`redis-server could not start (${err.message}; apt-get install redis-server)`));
+    server.once('exit', (code) => resolve(`redis-server exited (${code})`));
+  });
+  // Should the run end without `close()` (an error, Ctrl-C), the server goes with it.
+  process.once('exit', () => server.kill('SIGKILL'));
+  const url = `redis://127.0.0.1:${port}`;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const outcome = await Promise.race([failed, new Promise((resolve) => setTimeout(resolve, 50, null))]);
+    if (typeof outcome === 'string') return { why: outcome };
+    if (await redisReachable(url)) {
+      return {
+        url,
+        source: 'own redis-server',
+        close: async () => {
+          if (server.exitCode !== null) return;
+          await new Promise((resolve) => server.once('exit', resolve).kill('SIGTERM'));
+        },
+      };
+    }
+  }
+  server.kill('SIGKILL');
+  return { why: `redis-server not reachable on port ${port} within 5 s` };
 }

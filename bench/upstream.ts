@@ -3,7 +3,9 @@
  * decided by the request body alone (so a translated chat request gets the same reply as a native one):
  * - `stream: true` -> an SSE reply, else a JSON message;
  * - `max_tokens` -> how many deltas the stream has (1..2000);
- * - a non-empty `tools` array -> a `tool_use` block (input_json_delta deltas), else a text block.
+ * - a non-empty `tools` array -> a `tool_use` block (input_json_delta deltas), else a text block;
+ * - a system prompt containing `first token after N ms` -> in `burst` mode, a JSON reply N ms late, or a
+ *   stream whose head, message_start and block start come at once and the rest N ms later.
  *
  * Modes, switched by the parent over IPC (`mode`):
  * - `burst` (default): the whole reply in one write, after `delayMs` (0: at once). The throughput scenarios.
@@ -85,17 +87,31 @@ function stampedDelta(tools: boolean): string {
   return formatEvent({ event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta } });
 }
 
-/** Pre-built burst replies: the upstream must cost the same for every proxy it is measured behind. */
-const burstCache = new Map<string, Buffer>();
+/**
+ * Pre-built burst replies, as [the whole reply, what a delayed stream sends at once, what it sends after
+ * the first-token delay]: the upstream must cost the same for every proxy it is measured behind.
+ */
+const burstCache = new Map<string, [Buffer, Buffer, Buffer]>();
 
-function burstReply(model: string, stream: boolean, deltas: number, tools: boolean): Buffer {
+function burstReply(model: string, stream: boolean, deltas: number, tools: boolean): [Buffer, Buffer, Buffer] {
   const key = `${model}|${stream}|${deltas}|${tools}`;
   let reply = burstCache.get(key);
   if (!reply) {
-    reply = Buffer.from(stream ? buildEvents(model, deltas, tools).map(formatEvent).join('') : JSON.stringify(buildMessage(model, tools)));
+    const events = buildEvents(model, deltas, tools).map(formatEvent);
+    const whole = Buffer.from(stream ? events.join('') : JSON.stringify(buildMessage(model, tools)));
+    reply = [whole, Buffer.from(events.slice(0, 2).join('')), Buffer.from(events.slice(2).join(''))];
     burstCache.set(key, reply);
   }
   return reply;
+}
+
+const DELAY_ASKED = /first token after (\d+) ms/;
+
+/** The first-token delay a request's system prompt asks for (a string or text blocks), ms; undefined: none. */
+function askedDelayMs(system: unknown): number | undefined {
+  const text = typeof system === 'string' ? system : Array.isArray(system) ? system.map((block) => block?.text ?? '').join(' ') : '';
+  const match = DELAY_ASKED.exec(text);
+  return match ? Number(match[1]) : undefined;
 }
 
 interface HeldStream {
@@ -165,13 +181,21 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse, text: strin
   const head = { 'content-type': stream ? 'text/event-stream; charset=utf-8' : 'application/json', 'request-id': 'req_bench_upstream' };
 
   if (mode.name === 'burst') {
-    const reply = burstReply(model, stream, tools && deltas < 3 ? 3 : deltas, tools);
+    const [whole, first, rest] = burstReply(model, stream, tools && deltas < 3 ? 3 : deltas, tools);
+    const asked = askedDelayMs(body.system);
+    if (stream && asked !== undefined) {
+      res.writeHead(200, head);
+      res.write(first);
+      setTimeout(() => res.destroyed || res.end(rest), asked);
+      return;
+    }
     const send = () => {
       if (res.destroyed) return;
-      res.writeHead(200, stream ? head : { ...head, 'content-length': reply.length });
-      res.end(reply);
+      res.writeHead(200, stream ? head : { ...head, 'content-length': whole.length });
+      res.end(whole);
     };
-    if (mode.delayMs > 0) setTimeout(send, mode.delayMs);
+    const delayMs = asked ?? mode.delayMs;
+    if (delayMs > 0) setTimeout(send, delayMs);
     else send();
     return;
   }

@@ -11,9 +11,9 @@ import { expect } from 'chai';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { ADMIN_TOKEN, sendMessage } from '../helpers/admin';
+// Debian's chromium (CHROMIUM_PATH overrides): the suite stops at once without it, `.ci/run` installs it.
+import { CHROMIUM } from '../setup';
 
-/** Debian's chromium; `.ci/run` installs it when missing (the suite fails, not skips, without it). */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = path.resolve(process.env.DASHBOARD_SCREENSHOT ?? path.join(__dirname, '..', '..', 'dashboard.png'));
 
 const CHROMIUM_ARGS = [

@@ -1,6 +1,6 @@
 /**
  * Admin changes through one instance hold on the next API request of another instance sharing Redis.
- * Needs the Redis server at REDIS_URL: fails (never skips) without it.
+ * Uses the test run's Redis (spec/setup.ts): fails (never skips) without it.
  */
 import { expect } from 'chai';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';

@@ -211,14 +211,15 @@ describe('chat completions (openai client): streams, usage, images, fields, erro
 
   describe('upstream HTTP errors', () => {
     it('429 keeps its status, retry-after and the chat error shape', async () => {
+      // retry-after beyond the 20 s the gateway waits to retry (upstream.maxRetryAfterMs): it answers at once.
       gw.upstream.setHandler(() => ({
-        kind: 'json', status: 429, headers: { 'retry-after': '7' },
+        kind: 'json', status: 429, headers: { 'retry-after': '30' },
         body: { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } },
       }));
       const error = (await client.chat.completions.create({ model: 'sonnet', messages: [{ role: 'user', content: 'Hi' }] }).catch((e: unknown) => e)) as InstanceType<typeof OpenAI.APIError>;
       expect(error).to.be.instanceOf(OpenAI.RateLimitError);
       expect(error.code).to.equal('rate_limit_exceeded');
-      expect(error.headers?.get('retry-after')).to.equal('7');
+      expect(error.headers?.get('retry-after')).to.equal('30');
     });
 
     it('529 overloaded becomes 503 for streaming requests too', async () => {

@@ -14,7 +14,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { startGatedUpstream, type GatedUpstream } from '../helpers/gated-upstream';
 import { testConfigObject, UPSTREAM_SECRET } from '../helpers/gateway';
 import { runKeysProcess, startGatewayProcess, writeTempConfig, type GatewayProcess } from '../helpers/gateway-process';
-import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/redis';
+import { deleteRedisPrefix, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis';
 
 const RL_KEY = 'sk-cs4-test-process-rl-0040';
 const CAP_KEY = 'sk-cs4-test-process-cap-041';
@@ -53,7 +53,7 @@ describe('two gateway processes sharing one Redis', function () {
         { id: 'process-revoke', key: REVOKE_KEY, rateLimitPerMinute: 1000 },
       ],
     }));
-    env = { GATEWAY_CONFIG: configFile, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, TEST_UPSTREAM_API_KEY: UPSTREAM_SECRET };
+    env = { GATEWAY_CONFIG: configFile, REDIS_URL: testRedisUrl(), REDIS_PREFIX: prefix, TEST_UPSTREAM_API_KEY: UPSTREAM_SECRET };
     [a, b] = await Promise.all([startGatewayProcess(env), startGatewayProcess(env)]);
   });
 

@@ -112,11 +112,12 @@ describe('second key group', () => {
     });
 
     it('passes an upstream error status and body through', async () => {
-      chat.setHandler(() => ({ kind: 'json', status: 429, headers: { 'retry-after': '7' }, body: { error: { message: 'slow down', type: 'requests', param: null, code: 'rate_limit_exceeded' } } }));
+      // retry-after beyond the 20 s the gateway waits to retry (upstream.maxRetryAfterMs): it answers at once.
+      chat.setHandler(() => ({ kind: 'json', status: 429, headers: { 'retry-after': '30' }, body: { error: { message: 'slow down', type: 'requests', param: null, code: 'rate_limit_exceeded' } } }));
       try {
         const reply = await chatPost(gw.url, FAMILY_KEY, { model: 'fam-mini', messages: [{ role: 'user', content: 'Salut' }] });
         expect(reply.status).to.equal(429);
-        expect(reply.headers.get('retry-after')).to.equal('7');
+        expect(reply.headers.get('retry-after')).to.equal('30');
         expect((await reply.json() as any).error.code).to.equal('rate_limit_exceeded');
       } finally {
         chat.setHandler(chatHandler);

@@ -1,5 +1,5 @@
 /**
- * Redis outage, with a real Redis server of this suite's own (port 6390, never the shared 6379) that
+ * Redis outage, with a real Redis server of this spec's own (on a free loopback port) that
  * is stopped and started again: requests fail closed with 503 in each route's shape, /health reports
  * the store unreachable, the gateway recovers by itself, and `store.failOpen` serves known keys
  * unmetered, logging every such request.
@@ -13,8 +13,10 @@ import { expect } from 'chai';
 import { ADMIN_TOKEN } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, isNativeError, nativeHeaders, rawRequest } from '../helpers/http-client';
+import { freePort } from '../helpers/ports';
 
-const PORT = 6390;
+/** The port of this spec's redis-server, picked in `before`. */
+let PORT = 0;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-redis-outage-'));
 
 function startRedis(): void {
@@ -47,11 +49,11 @@ async function waitUntil(check: () => Promise<boolean>, what: string): Promise<v
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe('Redis outage (own redis-server on port 6390)', function () {
+describe('Redis outage (a redis-server of its own)', function () {
   this.timeout(60_000);
   let gw: TestGateway | undefined;
-  before(() => {
-    stopRedis();
+  before(async () => {
+    PORT = await freePort();
     startRedis();
   });
   afterEach(async () => {

@@ -14,7 +14,7 @@ import { nativeMessage, startFakeUpstream, type FakeUpstream } from '../helpers/
 import { eventually } from '../helpers/library';
 import { listenOnLoopback, type LoopbackServer } from '../../lib/loopback';
 import { startGatewayProcess, writeTempConfig } from '../helpers/gateway-process';
-import { deleteRedisPrefix, TEST_REDIS_URL, uniqueRedisPrefix } from '../helpers/redis';
+import { deleteRedisPrefix, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis';
 import { SCOPE_ENTERED, SCOPE_PROBE } from '../helpers/scope-probe';
 
 /** A memory store (so unguarded) that records the request scope each key lookup ran in. */
@@ -119,7 +119,7 @@ describe('request scope of log lines', () => {
     it('handles requests outside the scope on Redis, and inside it when the store fails open', async () => {
       const prefix = uniqueRedisPrefix('scope');
       try {
-        const env = { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix };
+        const env = { REDIS_URL: testRedisUrl(), REDIS_PREFIX: prefix };
         expect(await serveOneRequest(testConfigObject(upstream.url), env)).to.not.contain(SCOPE_ENTERED);
         expect(await serveOneRequest({ ...testConfigObject(upstream.url), store: { failOpen: true } }, env)).to.contain(SCOPE_ENTERED);
       } finally {

@@ -2,25 +2,17 @@
  * Upstream faults: refused connections, missing reply heads, idle and broken streams, retries before
  * the first byte (never after), and rotation of several upstream credentials.
  */
-import net from 'node:net';
 import { expect } from 'chai';
 import { nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, UPSTREAM_SECRET, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, isNativeError, nativeHeaders, parseSseText, rawRequest } from '../helpers/http-client';
+import { freePort } from '../helpers/ports';
 
 const nativeBody = (stream = false) => ({ model: 'sonnet', max_tokens: 50, stream, messages: [{ role: 'user', content: 'hi' }] });
 const chatBody = (stream = false) => ({ model: 'sonnet', stream, messages: [{ role: 'user', content: 'hi' }] });
 
 function upstreamSection(url: string, extra: Record<string, unknown> = {}) {
   return { url, retryBaseDelayMs: 5, ...extra };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('upstream faults', () => {

@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -13,17 +12,10 @@ import { ConfigError, parseConfig } from '../../lib/config';
 import { checkClusterConfig, parseWebConcurrency } from '../../lib/server';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { KEYS, testConfigObject } from '../helpers/gateway';
+import { freePort } from '../helpers/ports';
+import { deleteRedisPrefix, testRedisUrl } from '../helpers/redis';
 
 const SERVER = path.resolve(__dirname, '..', '..', 'lib', 'server.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -59,8 +51,8 @@ describe('WEB_CONCURRENCY', () => {
   it('needs the Redis store and configured keys for more than one worker', () => {
     const withKeys = testConfigObject('http://127.0.0.1:1');
     expect(() => checkClusterConfig(parseConfig(withKeys, { PORT: '0' }))).to.throw(ConfigError, /needs the Redis store/);
-    expect(() => checkClusterConfig(parseConfig({ ...withKeys, keys: [] }, { PORT: '0', REDIS_URL: 'redis://127.0.0.1:6379' }))).to.throw(ConfigError, /needs keys/);
-    expect(() => checkClusterConfig(parseConfig(withKeys, { PORT: '0', REDIS_URL: 'redis://127.0.0.1:6379' }))).not.to.throw();
+    expect(() => checkClusterConfig(parseConfig({ ...withKeys, keys: [] }, { PORT: '0', REDIS_URL: testRedisUrl() }))).to.throw(ConfigError, /needs keys/);
+    expect(() => checkClusterConfig(parseConfig(withKeys, { PORT: '0', REDIS_URL: testRedisUrl() }))).not.to.throw();
   });
 
   describe('the entry point', () => {
@@ -81,13 +73,7 @@ describe('WEB_CONCURRENCY', () => {
     });
     after(async () => {
       // The workers seeded the test keys under this run's own prefix; remove them.
-      const { createClient } = await import('redis');
-      const redis = createClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-      await redis.connect();
-      const keys: string[] = [];
-      for await (const batch of redis.scanIterator({ MATCH: `${redisPrefix}*`, COUNT: 500 })) keys.push(...([] as string[]).concat(batch));
-      if (keys.length) await redis.del(keys);
-      await redis.quit();
+      await deleteRedisPrefix(redisPrefix);
       fs.rmSync(configFile, { force: true });
       await upstream.close();
     });
@@ -111,7 +97,7 @@ describe('WEB_CONCURRENCY', () => {
     it('runs N workers on one port that serve requests, and stops them all on SIGTERM', async () => {
       const port = await freePort();
       const { child: primary } = start({
-        WEB_CONCURRENCY: '2', PORT: String(port), REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_PREFIX: redisPrefix,
+        WEB_CONCURRENCY: '2', PORT: String(port), REDIS_URL: testRedisUrl(), REDIS_PREFIX: redisPrefix,
       });
       let status = 0;
       for (let i = 0; i < 100 && status !== 200; i++) {

@@ -1,3 +1,4 @@
+import { install as installFakeTimers, type Clock as FakeClock } from '@sinonjs/fake-timers';
 import { expect } from 'chai';
 import { createCatalogue } from '../../lib/catalogue';
 import { parseConfig } from '../../lib/config';
@@ -121,10 +122,11 @@ describe('monthly credit cap through the gateway', () => {
   let now = Date.parse('2025-01-31T12:00:00Z');
   const clock = () => now;
 
-  async function start(cap: number | null, handler?: FakeHandler) {
+  async function start(cap: number | null, handler?: FakeHandler, upstream?: Record<string, unknown>) {
     now = Date.parse('2025-01-31T12:00:00Z');
     gw = await startTestGateway({
       handler,
+      upstream,
       clock,
       overrides: {
         keys: [
@@ -197,7 +199,8 @@ describe('monthly credit cap through the gateway', () => {
   });
 
   it('settles an upstream error to 0 and releases the hold', async () => {
-    await start(0.01, () => ({ kind: 'json', status: 500, body: { type: 'error', error: { type: 'api_error', message: 'boom' } } }));
+    // No retries: each request settles after one upstream 500 instead of after the retries' back-off.
+    await start(0.01, () => ({ kind: 'json', status: 500, body: { type: 'error', error: { type: 'api_error', message: 'boom' } } }), { maxRetries: 0 });
     for (let i = 0; i < 3; i++) expect((await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 1500 })).status).to.equal(500);
     const usage = await settled('capped', 3);
     expect(usage[0]).to.include({ requests: 3, credits: 0, inputTokens: 0, outputTokens: 0 });
@@ -259,8 +262,13 @@ describe('monthly credit cap through the gateway', () => {
   });
 });
 
-describe('credit reservation: renewal while requests are open', function () {
-  this.timeout(10_000);
+describe('credit reservation: renewal while requests are open', () => {
+  // The renewer's interval timer runs on a fake clock: the test moves time on instead of waiting for it.
+  let clock: FakeClock;
+  beforeEach(() => {
+    clock = installFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+  });
+  afterEach(() => clock.uninstall());
 
   it('renews every open hold on one timer at half the expiry, and stops with the last response', async () => {
     const renewed: string[] = [];
@@ -275,19 +283,21 @@ describe('credit reservation: renewal while requests are open', function () {
     const second = new EventEmitter();
     const third = new EventEmitter();
     const reservation = (id: string) => ({ id, keyId: 'k', month: '2026-11', credits: 1 });
-    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-    // Expiry 2 s: renewals every 1 s (the floor), for both requests, from one timer.
+    // Expiry 2 s: renewals every 1 s (the floor), for all three requests, from one timer.
     renewer.keep(first as unknown as Response, reservation('a'), 2000);
     renewer.keep(second as unknown as Response, reservation('b'), 2000);
     renewer.keep(third as unknown as Response, reservation('c'), 2000);
-    await wait(1150);
+    await clock.tickAsync(999);
+    expect(renewed, 'nothing before half the expiry').to.deep.equal([]);
+    await clock.tickAsync(1);
     expect(renewed.sort()).to.deep.equal(['a:2000', 'b:2000', 'c:2000']);
     first.emit('close'); // the first of three: the last one takes its place
-    await wait(1000);
+    await clock.tickAsync(1000);
     expect(renewed.slice(3).sort()).to.deep.equal(['b:2000', 'c:2000']);
     third.emit('close');
     second.emit('close');
-    await wait(1100);
+    await clock.tickAsync(5000);
     expect(renewed).to.have.length(5, 'no renewal once every response closed');
+    expect(clock.countTimers(), 'the timer is stopped').to.equal(0);
   });
 });

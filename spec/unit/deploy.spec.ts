@@ -21,12 +21,6 @@ describe('deploy files', () => {
     expect(fs.existsSync(path.join(ROOT, 'dist', 'lib', 'server.js'))).to.equal(true);
   });
 
-  it('builds through the build and heroku-postbuild scripts', () => {
-    const scripts = JSON.parse(read('package.json')).scripts;
-    expect(scripts.build).to.match(/^tsc\b/);
-    expect(scripts['heroku-postbuild']).to.equal('npm run build');
-  });
-
   it('has a multi-stage Dockerfile running dist as a non-root user', () => {
     const dockerfile = read('Dockerfile');
     expect(dockerfile.match(/^FROM /gm)).to.have.length(2);

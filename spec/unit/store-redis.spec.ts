@@ -6,7 +6,7 @@ import type { RedisStore } from '../../lib/store/redis-store';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
 import { describeStoreContract } from '../helpers/store-contract';
 
-describe('RedisStore (real Redis at REDIS_URL)', () => {
+describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () => {
   describeStoreContract(
     async () => {
       let now = 0;
