@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
 import { ConfigError } from './config-error';
+import { DEFAULT_THINKING_BUDGETS } from '../translators/responses-request';
 import { DEFAULT_KEY_GROUP, findKeyGroupBySecret, keyGroupSchema, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
 
 /** Prices of one model, in credits per million tokens. */
@@ -117,6 +118,16 @@ export interface GatewayConfig {
   };
   /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
   shutdownGraceMs: number;
+  /** The Responses route (`POST /v1/responses`, docs/responses.md). */
+  responses: {
+    /**
+     * Native thinking budget (tokens) per `reasoning.effort`; an effort not listed turns thinking off.
+     * Default {minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768}.
+     */
+    thinkingBudgets: Record<string, number>;
+    /** How long a stored response (`store: true`) is kept for `previous_response_id` and GET, in ms. Default 86400000 (24 h). */
+    storeTtlMs: number;
+  };
   /** What to do while the store (Redis) cannot be reached (lib/store/guard.ts). */
   store: {
     /** Serve requests unmetered (logged at every request) instead of 503. Default false. */
@@ -248,6 +259,15 @@ export const configSchema = {
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },
+    responses: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        // The native minimum budget is 1024 tokens.
+        thinkingBudgets: { type: 'object', additionalProperties: { type: 'integer', minimum: 1024 } },
+        storeTtlMs: { type: 'integer', minimum: 1000 },
+      },
+    },
     store: {
       type: 'object',
       additionalProperties: false,
@@ -370,6 +390,10 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       bodyMinBytesPerSecond: file.limits?.bodyMinBytesPerSecond ?? 1024,
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
+    responses: {
+      thinkingBudgets: { ...DEFAULT_THINKING_BUDGETS, ...file.responses?.thinkingBudgets },
+      storeTtlMs: file.responses?.storeTtlMs ?? 24 * 60 * 60 * 1000,
+    },
     store: { failOpen: file.store?.failOpen ?? false, timeoutMs: file.store?.timeoutMs ?? 2000 },
     port,
     redisUrl: env.REDIS_URL || null,

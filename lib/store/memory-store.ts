@@ -19,7 +19,7 @@ import { atEndOfTurn } from '../turn';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type UsageEntry, type UsageTotals,
+  type StoredResponse, type UsageEntry, type UsageTotals,
 } from './types';
 
 interface StoredKey {
@@ -82,6 +82,11 @@ export class MemoryStore implements GatewayStore {
   private readonly holds = new Map<string, HoldBucket>();
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
+
+  /** Stored responses (JSON text, so no caller shares an object with the store), with their expiry, epoch ms. Not in snapshots. */
+  private readonly responses = new Map<string, { json: string; expiresAt: number }>();
+  /** When expired responses are next swept out (at most once a minute, on a save). */
+  private nextResponseSweep = 0;
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -226,6 +231,31 @@ export class MemoryStore implements GatewayStore {
     return [...this.ledger.entries()]
       .filter(([k]) => k.startsWith(prefix))
       .map(([, v]) => ({ ...v, credits: fromCreditUnits(v.credits) }));
+  }
+
+  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
+    const now = this.clock();
+    if (now >= this.nextResponseSweep) {
+      this.nextResponseSweep = now + 60_000;
+      for (const [id, entry] of this.responses) if (entry.expiresAt <= now) this.responses.delete(id);
+    }
+    this.responses.set(record.id, { json: JSON.stringify(record), expiresAt: now + ttlMs });
+  }
+
+  async getResponse(id: string): Promise<StoredResponse | null> {
+    const entry = this.responses.get(id);
+    if (!entry) return null;
+    if (entry.expiresAt <= this.clock()) {
+      this.responses.delete(id);
+      return null;
+    }
+    return JSON.parse(entry.json) as StoredResponse;
+  }
+
+  async deleteResponse(id: string): Promise<boolean> {
+    const entry = this.responses.get(id);
+    this.responses.delete(id);
+    return entry !== undefined && entry.expiresAt > this.clock();
   }
 
   createRateLimitStore(): RateLimitMemoryStore {

@@ -18,7 +18,7 @@ import { CREATE_KEY, FIND_KEY, RENEW_HOLD, RESERVE_CREDITS, ROTATE_KEY, SETTLE_C
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type UsageEntry, type UsageTotals,
+  type StoredResponse, type UsageEntry, type UsageTotals,
 } from './types';
 
 /** How long a month's credit and usage buckets are kept after their last write: 400 days. */
@@ -185,6 +185,19 @@ export class RedisStore implements GatewayStore {
       byModel.set(model, totals);
     }
     return [...byModel.values()];
+  }
+
+  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
+    await this.client.set(this.k(`response:${record.id}`), JSON.stringify(record), { PX: ttlMs });
+  }
+
+  async getResponse(id: string): Promise<StoredResponse | null> {
+    const text = await this.client.get(this.k(`response:${id}`));
+    return text === null ? null : (JSON.parse(text) as StoredResponse);
+  }
+
+  async deleteResponse(id: string): Promise<boolean> {
+    return (await this.client.del(this.k(`response:${id}`))) > 0;
   }
 
   createRateLimitStore(): RateLimitRedisStore {
