@@ -4,7 +4,7 @@
  *   request context -> host check -> JSON body -> auth -> [afterAuth hooks] -> version header (native)
  *   -> validation -> alias resolution -> key group check -> model whitelist -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
- *      | reverse translation
+ *      | reverse translation | Responses translator
  *   ... response closes -> finish (settle credits, metrics, [onResponse hooks], log)
  *
  * The rate limit counts only authenticated requests for a model the key may use; the credit
@@ -42,12 +42,14 @@ import { createListModels } from '../middleware/list-models';
 import { createModelWhitelist } from '../middleware/model-whitelist';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
-import { createQuota } from '../middleware/quota';
+import { createQuota, type QuotaFormat } from '../middleware/quota';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
 import { createReverseMessages } from '../middleware/reverse-messages';
-import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema } from '../middleware/validate-body';
+import { createResponses } from '../middleware/responses';
+import { createStoredResponses } from '../middleware/stored-responses';
+import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema, responsesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
 export interface AppDependencies {
@@ -88,7 +90,7 @@ export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'res
 export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
 
 /** Names of the steps that send a request upstream (one per route, dispatching by key group). */
-export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat'];
+export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat', 'upstreamResponses'];
 
 /** Finish-step trackers of the routers built here (see `waitForFinishSteps`). */
 const finishTrackers = new WeakMap<object, () => Promise<void>>();
@@ -151,7 +153,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
   const modelWhitelist = named('modelWhitelist', createModelWhitelist());
   const rateLimit = named('rateLimit', createRateLimit({ store: store.createRateLimitStore() }));
-  const quota = (format: 'native' | 'chat') => [named('quota', createQuota({
+  const quota = (format: QuotaFormat) => [named('quota', createQuota({
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     holdTtlMs: () => source.config.upstream.timeoutMs,
@@ -183,6 +185,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const chatHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
     ? createChatCompletions({ upstream: client, catalogue, logger })
     : createChatPassthrough({ upstream: client }));
+  // Responses: translated for native upstreams; refused for chat-completions upstreams (docs/responses.md).
+  const responsesHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
+    ? createResponses({ upstream: client, catalogue, store, settings: () => source.config.responses })
+    : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
+  const storedResponses = createStoredResponses({ store });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
@@ -194,6 +201,10 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], quota('chat')), named('upstreamChat', chatHandler));
+  router.post('/v1/responses',
+    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], quota('responses')), named('upstreamResponses', responsesHandler));
+  router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
+  router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
