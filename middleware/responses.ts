@@ -143,8 +143,9 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
 /**
  * Translate the upstream SSE stream event by event, writing each upstream chunk's events in the tick
  * it was parsed. Headers go out with the first events, so an upstream error before any output still
- * becomes a real HTTP status in the OpenAI error shape; after the first byte it is an `error` event
- * and `response.failed`. The events that end a completed reply wait for the store (when kept).
+ * becomes a real HTTP status in the OpenAI error shape; after the first byte it is `response.failed`
+ * with the message. The events that end a completed reply wait for the store (when kept); a store
+ * that fails then turns the final event into an `error` event naming the failure.
  */
 function streamReply(
   response: http.IncomingMessage,

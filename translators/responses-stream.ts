@@ -9,8 +9,8 @@
  * item: `response.output_item.added`, its part and delta events, its `.done` events and
  * `response.output_item.done` (at content_block_stop); then `response.completed` or
  * `response.incomplete` with usage (at message_stop). Every event has an increasing `sequence_number`
- * from 0. A failure (an upstream `error` event, a lost connection, a stream ending short) becomes an
- * `error` event and then `response.failed` carrying the message; the stream ends there.
+ * from 0. A failure (an upstream `error` event, a lost connection, a stream ending short) becomes
+ * `response.failed` whose `response.error` carries the message; the stream ends there.
  *
  * The transform is pure (events in, events out) and never buffers output: each upstream event's
  * records are returned at once. It keeps the output items (full fidelity) for the final response.
@@ -110,8 +110,9 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
     closed = true;
     error = translated;
     start();
+    // Only response.failed, no `error` event before it: the openai SDK's ResponseStream ends on an
+    // `error` event (so its client would never see response.failed), and Codex reads response.failed.
     const { message, code, type } = translated.body.error;
-    emit('error', { code: code ?? type, message, param: null });
     response.status = 'failed';
     response.error = { code: code ?? type, message };
     response.usage = convertUsage(usage, thinkingTokens);

@@ -83,10 +83,10 @@ describe('Responses stream translator (recorded native streams)', () => {
     expect(transform.stopReason).to.equal('end_turn');
   });
 
-  it('turns an upstream error into an error event then response.failed naming it, and keeps the HTTP status it stands for', () => {
+  it('turns an upstream error into response.failed naming it, and keeps the HTTP status it stands for', () => {
     const transform = createResponsesStreamTransform(fixtureOptions());
     const events = transform.push({ event: 'error', data: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }) });
-    expect(events.map((event) => event.type)).to.deep.equal(['response.created', 'response.in_progress', 'error', 'response.failed']);
+    expect(events.map((event) => event.type)).to.deep.equal(['response.created', 'response.in_progress', 'response.failed']);
     expect((last(events).response as any).error).to.deep.equal({ code: 'server_error', message: 'Overloaded' });
     expect(transform.error?.status).to.equal(503);
     expect(transform.push({ event: 'message_stop', data: '{}' })).to.deep.equal([]);
