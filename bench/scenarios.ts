@@ -6,7 +6,8 @@
 /** The key every bench request carries (the bench gateway's one configured key). */
 export const BENCH_KEY = 'sk-cs4-bench-0000000000000001';
 
-export type ScenarioId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'chat-json' | 'chat-stream-200' | 'chat-stream-tools';
+export type ScenarioId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'chat-json' | 'chat-stream-200' | 'chat-stream-tools'
+  | 'responses-json' | 'responses-stream-200';
 export type FloorId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'native-stream-tools';
 
 export interface BenchRequest {
@@ -61,6 +62,11 @@ export const SCENARIOS: Scenario[] = [
         tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: weatherParameters } }],
       }),
     } },
+  // The Responses route (docs/responses.md), beside the chat route: the same upstream replies.
+  { id: 'responses-json', title: 'Responses, non-streaming', stream: false, floor: 'native-json', completeMarker: '"object":"response"',
+    request: { path: '/v1/responses', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', input: MESSAGES, max_output_tokens: 64, store: false }) } },
+  { id: 'responses-stream-200', title: 'Responses, streaming, 200 deltas', stream: true, floor: 'native-stream-200', completeMarker: 'event: response.completed',
+    request: { path: '/v1/responses', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', input: MESSAGES, max_output_tokens: 200, stream: true, store: false }) } },
 ];
 
 /** The scenario ids, comma-separated, for usage texts and errors. */

@@ -61,6 +61,12 @@ interface HoldBucket {
 /** How long an expired hold waits for a late settlement before it is forgotten: 24 h. */
 export const EXPIRED_HOLD_MEMORY_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * Most stored responses (Responses route, `store: true`) the memory store keeps; past it the oldest
+ * goes first, so one process's memory does not grow with traffic for the whole time to live.
+ */
+export const MAX_STORED_RESPONSES = 10_000;
+
 /** What `snapshot()` returns and `restore()` takes: plain JSON. Holds in flight are not kept. */
 export interface MemorySnapshot {
   version: 1;
@@ -239,7 +245,10 @@ export class MemoryStore implements GatewayStore {
       this.nextResponseSweep = now + 60_000;
       for (const [id, entry] of this.responses) if (entry.expiresAt <= now) this.responses.delete(id);
     }
+    this.responses.delete(record.id);
     this.responses.set(record.id, { json: JSON.stringify(record), expiresAt: now + ttlMs });
+    // A Map iterates in insertion order: the first entry is the oldest.
+    while (this.responses.size > MAX_STORED_RESPONSES) this.responses.delete(this.responses.keys().next().value as string);
   }
 
   async getResponse(id: string): Promise<StoredResponse | null> {

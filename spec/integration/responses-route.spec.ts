@@ -63,11 +63,13 @@ describe('Responses route', () => {
   });
 
   it('an upstream error before the first byte keeps its status, in the OpenAI error shape, streamed or not', async () => {
-    gw.upstream.setHandler(() => ({ kind: 'json', status: 429, headers: { 'retry-after': '3' }, body: { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } } }));
+    // A 400 (a 429 would be retried first).
+    gw.upstream.setHandler(() => ({ kind: 'json', status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' } } }));
     for (const stream of [false, true]) {
       const reply = await post(gw, { model: 'sonnet', input: 'hi', stream });
-      expect(reply.status).to.equal(429);
-      expect(reply.json.error).to.include({ message: 'slow down', code: 'rate_limit_exceeded' });
+      expect(reply.status).to.equal(400);
+      expect(reply.json.error).to.include({ type: 'invalid_request_error', code: 'context_length_exceeded' });
+      expect(reply.json.error.message).to.contain('prompt is too long');
     }
     gw.upstream.setHandler(() => ({ kind: 'stream', events: [{ event: 'error', data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }] }));
     const reply = await post(gw, { model: 'sonnet', input: 'hi', stream: true });
