@@ -187,7 +187,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     : createChatPassthrough({ upstream: client }));
   // Responses: translated for native upstreams; refused for chat-completions upstreams (docs/responses.md).
   const responsesHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
-    ? createResponses({ upstream: client, catalogue, store, settings: () => source.config.responses })
+    ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
 

@@ -17,6 +17,7 @@ import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 import { sendJson, sendJsonAtEndOfTurn } from '../lib/json-reply';
 import { randomIdBase62 } from '../lib/keys';
+import type { Logger } from '../lib/logger';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { GatewayStore } from '../lib/store/types';
@@ -38,6 +39,8 @@ export interface ResponsesOptions {
   store: GatewayStore;
   /** The `responses` config section, read per request (a reload may change it). */
   settings: () => GatewayConfig['responses'];
+  /** Where a response that could not be stored is reported. */
+  logger: Logger;
 }
 
 /** The native API version the translator speaks upstream. */
@@ -66,7 +69,7 @@ function inputItems(body: ResponsesRequest): ResponsesInputItem[] {
 }
 
 export function createResponses(options: ResponsesOptions): RequestHandler {
-  const { upstream, catalogue, store } = options;
+  const { upstream, catalogue, store, logger } = options;
   return async (req, res, next) => {
     const ctx = getContext(res);
     try {
@@ -95,13 +98,21 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         toolNames: converted.toolNames, newId: newResponsesId,
       };
       const includeEncrypted = wantsEncryptedReasoning(body.include);
-      /** Keep the conversation (before the client hears the response is done), unless `store: false`. */
+      /**
+       * Keep the conversation (before the client hears the response is done), unless `store: false`.
+       * A store that fails does not cost the client its paid-for reply: the reply still goes out, and
+       * the failure is logged (a later `previous_response_id` naming it gets 404).
+       */
       const keep = async (response: ResponsesResponse, clientView: ResponsesResponse) => {
         if (body.store === false) return;
-        await store.saveResponse({
-          id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
-          items: [...previousItems, ...inputItems(body), ...response.output],
-        }, settings.storeTtlMs);
+        try {
+          await store.saveResponse({
+            id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
+            items: [...previousItems, ...inputItems(body), ...response.output],
+          }, settings.storeTtlMs);
+        } catch (err) {
+          logger.warn({ message: 'response not stored: the store failed', request_id: ctx.requestId, response_id: response.id, error: (err as Error).message });
+        }
       };
 
       const reply = await sendForClient(res, upstream, {
@@ -144,8 +155,7 @@ async function sendUpstreamError(response: http.IncomingMessage, res: Response, 
  * Translate the upstream SSE stream event by event, writing each upstream chunk's events in the tick
  * it was parsed. Headers go out with the first events, so an upstream error before any output still
  * becomes a real HTTP status in the OpenAI error shape; after the first byte it is `response.failed`
- * with the message. The events that end a completed reply wait for the store (when kept); a store
- * that fails then turns the final event into an `error` event naming the failure.
+ * with the message. The events that end a completed reply wait for the store (when kept).
  */
 function streamReply(
   response: http.IncomingMessage,
@@ -180,19 +190,11 @@ function streamReply(
       send(events);
       return out.end();
     }
-    const full = transform.response;
-    keep(full, final.response as ResponsesResponse).then(
-      () => {
-        send(events);
-        out.end();
-      },
-      (err: Error) => {
-        // The reply is whole but could not be kept: the client hears why instead of a silent gap later.
-        send(events.slice(0, -1));
-        send([{ type: 'error', sequence_number: final.sequence_number, code: 'server_error', message: `the response could not be stored: ${err.message}`, param: null }]);
-        out.end();
-      },
-    );
+    // `keep` never rejects (a store failure is logged).
+    void keep(transform.response, final.response as ResponsesResponse).then(() => {
+      send(events);
+      out.end();
+    });
   };
 
   followUpstreamStream(response, {

@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import { expect } from 'chai';
+import { MemoryStore } from '../../lib/store/memory-store';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, parseSseText, rawRequest } from '../helpers/http-client';
@@ -114,6 +115,28 @@ describe('Responses route', () => {
       expect(capped.upstream.requests).to.have.length(1);
     } finally {
       await capped.close();
+    }
+  });
+
+  it('a store that cannot keep the response does not cost the client its reply: it is logged instead', async () => {
+    const store = new MemoryStore();
+    store.saveResponse = async () => {
+      throw new Error('disk full');
+    };
+    const own = await startTestGateway({ handler: roundTripHandler(), store });
+    try {
+      const whole = await post(own, { model: 'sonnet', input: 'hi' });
+      expect(whole.status).to.equal(200);
+      expect(whole.json.output[0].content[0].text).to.equal('It is 18°C in Paris.');
+      const streamed = await post(own, { model: 'sonnet', input: 'hi', stream: true });
+      expect(parseSseText(streamed.text).at(-1)?.event).to.equal('response.completed');
+      const warnings = own.logLines.filter((line) => line.message === 'response not stored: the store failed');
+      expect(warnings.map((line) => line.error)).to.deep.equal(['disk full', 'disk full']);
+      const lookup = await post(own, { model: 'sonnet', input: 'more', previous_response_id: whole.json.id });
+      expect(lookup.status).to.equal(404);
+      expect(lookup.json.error.param).to.equal('previous_response_id');
+    } finally {
+      await own.close();
     }
   });
 
