@@ -248,77 +248,8 @@ export interface ResponsesStreamEvent {
   [field: string]: unknown;
 }
 
-// ---------------------------------------------------------------- native (what these translators produce and read)
-
-export interface NativeBlock {
-  type: string;
-  [field: string]: unknown;
-}
-
-export interface NativeTurn {
-  role: 'user' | 'assistant';
-  content: NativeBlock[];
-}
-
-export interface NativeToolDefinition {
-  name: string;
-  description?: string;
-  input_schema: Record<string, unknown>;
-}
-
-export interface NativeServerTool {
-  type: string;
-  name: string;
-  [field: string]: unknown;
-}
-
-export type NativeToolChoiceParam =
-  | { type: 'auto' | 'any'; disable_parallel_tool_use?: boolean }
-  | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
-  | { type: 'none' };
-
-/** The native `POST /v1/messages` body the request translator builds. */
-export interface NativeRequest {
-  model: string;
-  max_tokens: number;
-  messages: NativeTurn[];
-  system?: string;
-  stream?: boolean;
-  temperature?: number;
-  top_p?: number;
-  metadata?: { user_id: string };
-  tools?: Array<NativeToolDefinition | NativeServerTool>;
-  tool_choice?: NativeToolChoiceParam;
-  thinking?: { type: 'enabled'; budget_tokens: number };
-}
-
-/** Native usage as reported (fields may be absent or null). */
-export interface NativeUsageReport {
-  input_tokens?: number | null;
-  output_tokens?: number | null;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
-  output_tokens_details?: { thinking_tokens?: number | null } | null;
-  [field: string]: unknown;
-}
-
-/** Token counts of one reply, native naming (the gateway's billing counts). */
-export interface NativeUsageCounts {
-  input_tokens: number;
-  output_tokens: number;
-  cache_creation_input_tokens: number;
-  cache_read_input_tokens: number;
-}
-
-/** A native non-streaming reply. */
-export interface NativeReply {
-  id: string;
-  type: 'message';
-  model: string;
-  content: NativeBlock[];
-  stop_reason: string | null;
-  usage: NativeUsageReport;
-}
+// Native shapes these translators produce and read.
+export * from './responses-native-types';
 
 /**
  * How native tool names map back to the client's tools: namespaced tools are sent as
