@@ -9,8 +9,9 @@
  *   (the native format refuses them together: left out, with a warning).
  * - `reasoning.effort` -> `thinking: {type: "enabled", budget_tokens}` with the budget of that effort
  *   (`thinkingBudgets`); `none` or no budget -> no thinking. The budget must stay below `max_tokens`:
- *   it is cut to `max_tokens - 1`, and thinking is left out when that is under the native minimum
- *   (1024) or when `tool_choice` forces a tool (the native format refuses both together).
+ *   it is cut to `max_output_tokens - 1` (or half the model default when the client set no limit),
+ *   and thinking is left out when that is under the native minimum (1024) or when `tool_choice`
+ *   forces a tool (the native format refuses both together).
  * - `text.format` `json_object` / `json_schema` -> an instruction in the system text (best effort, as
  *   the chat route does with `response_format`: the native format has no guaranteed JSON mode on every
  *   model), with a warning.
@@ -88,7 +89,7 @@ export function convertResponsesRequest(body: ResponsesRequest, options: Convert
   if (tools.tools.length > 0) request.tools = tools.tools;
   if (tools.tool_choice) request.tool_choice = tools.tool_choice;
 
-  const thinking = chooseThinking(body.reasoning?.effort, request, options.thinkingBudgets, warnings);
+  const thinking = chooseThinking(body.reasoning?.effort, request, options.thinkingBudgets, warnings, typeof body.max_output_tokens === 'number');
   if (thinking) request.thinking = thinking;
 
   if (typeof body.temperature === 'number') {
@@ -107,8 +108,13 @@ export function convertResponsesRequest(body: ResponsesRequest, options: Convert
   return { request, toolNames: tools.names, warnings, droppedTools: tools.dropped };
 }
 
-/** The native thinking setting for `reasoning.effort`, or undefined (see the module comment). */
-function chooseThinking(effort: string | null | undefined, request: NativeRequest, budgets: ThinkingBudgets, warnings: string[]): NativeRequest['thinking'] {
+/**
+ * The native thinking setting for `reasoning.effort`, or undefined (see the module comment). The
+ * client's `max_output_tokens` covers reasoning and answer together (as in the Responses API), so the
+ * budget may take all of it but one token; the model default (no `max_output_tokens`) is shared, half
+ * at most for thinking, so a high effort does not leave the answer no room.
+ */
+function chooseThinking(effort: string | null | undefined, request: NativeRequest, budgets: ThinkingBudgets, warnings: string[], clientLimit: boolean): NativeRequest['thinking'] {
   if (typeof effort !== 'string') return undefined;
   const wanted = budgets[effort];
   if (wanted === undefined) return undefined;
@@ -116,7 +122,7 @@ function chooseThinking(effort: string | null | undefined, request: NativeReques
     warnings.push(`reasoning.effort ${effort} left out: extended thinking cannot be combined with a forced tool_choice`);
     return undefined;
   }
-  const budget = Math.min(wanted, request.max_tokens - 1);
+  const budget = Math.min(wanted, clientLimit ? request.max_tokens - 1 : Math.floor(request.max_tokens / 2));
   if (budget < MIN_THINKING_BUDGET) {
     warnings.push(`reasoning.effort ${effort} left out: max_output_tokens ${request.max_tokens} leaves no room for the minimum thinking budget (${MIN_THINKING_BUDGET})`);
     return undefined;

@@ -165,6 +165,7 @@ describe('Responses request translator', () => {
       { title: 'temperature above 1 is clamped', body: { temperature: 1.6 }, expected: { temperature: 1 } },
       { title: 'reasoning.effort -> thinking budget of that effort', body: { reasoning: { effort: 'medium' }, max_output_tokens: 20000 }, expected: { thinking: { type: 'enabled', budget_tokens: 8192 } } },
       { title: 'the budget stays below max_tokens', body: { reasoning: { effort: 'high' }, max_output_tokens: 5000 }, expected: { thinking: { type: 'enabled', budget_tokens: 4999 } } },
+      { title: 'no max_output_tokens: at most half the model default goes to thinking', body: { reasoning: { effort: 'high' } }, expected: { max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 } } },
       { title: 'no room for the minimum budget: no thinking', body: { reasoning: { effort: 'low' }, max_output_tokens: 800 }, expected: {}, absent: ['thinking'] },
       { title: 'effort none: no thinking', body: { reasoning: { effort: 'none' } }, expected: {}, absent: ['thinking'] },
       { title: 'thinking drops temperature', body: { reasoning: { effort: 'low' }, temperature: 0.3 }, expected: { thinking: { type: 'enabled', budget_tokens: 2048 } }, absent: ['temperature'] },
