@@ -155,6 +155,17 @@ describe('Responses API (openai SDK)', () => {
     expect(third.status).to.equal('completed');
   });
 
+  it('a streamed response is stored too: previous_response_id after responses.stream keeps its reasoning', async () => {
+    gw.upstream.setHandler(roundTripHandler({ thinking: true }));
+    const stream = client.responses.stream({ model: 'sonnet', input: 'Weather in Paris?', tools: [WEATHER_TOOL], reasoning: { effort: 'low' }, max_output_tokens: 4000 });
+    const first = await stream.finalResponse();
+    await client.responses.create({
+      model: 'sonnet', tools: [WEATHER_TOOL], reasoning: { effort: 'low' }, max_output_tokens: 4000, previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: 'toolu_01Paris', output: '18°C' }],
+    });
+    expect(gw.upstream.requests[1].body.messages[1].content[0]).to.deep.equal(THINKING);
+  });
+
   it('GET and DELETE /v1/responses/{id} work for the key that made it; another key gets 404', async () => {
     const made = await client.responses.create({ model: 'sonnet', input: 'Hi' });
     const read = await client.responses.retrieve(made.id);
