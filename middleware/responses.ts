@@ -68,6 +68,32 @@ function inputItems(body: ResponsesRequest): ResponsesInputItem[] {
   return body.input ?? [];
 }
 
+/** What keeps one request's conversation: the response's full output, and what the client received. */
+type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Promise<void>;
+
+/**
+ * Keep the conversation (called before the client hears the response is done), unless `store: false`:
+ * every input item so far, then the full output (reasoning with its encrypted_content). A store that
+ * fails does not cost the client its paid-for reply: the reply still goes out and the failure is
+ * logged (a later `previous_response_id` naming it gets 404). Never rejects.
+ */
+function createKeeper(options: {
+  store: GatewayStore; logger: Logger; ctx: RequestContext; body: ResponsesRequest; previousItems: ResponsesInputItem[]; ttlMs: number;
+}): Keeper {
+  const { store, logger, ctx, body } = options;
+  return async (response, clientView) => {
+    if (body.store === false) return;
+    try {
+      await store.saveResponse({
+        id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
+        items: [...options.previousItems, ...inputItems(body), ...response.output],
+      }, options.ttlMs);
+    } catch (err) {
+      logger.warn({ message: 'response not stored: the store failed', request_id: ctx.requestId, response_id: response.id, error: (err as Error).message });
+    }
+  };
+}
+
 export function createResponses(options: ResponsesOptions): RequestHandler {
   const { upstream, catalogue, store, logger } = options;
   return async (req, res, next) => {
@@ -98,22 +124,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         toolNames: converted.toolNames, newId: newResponsesId,
       };
       const includeEncrypted = wantsEncryptedReasoning(body.include);
-      /**
-       * Keep the conversation (before the client hears the response is done), unless `store: false`.
-       * A store that fails does not cost the client its paid-for reply: the reply still goes out, and
-       * the failure is logged (a later `previous_response_id` naming it gets 404).
-       */
-      const keep = async (response: ResponsesResponse, clientView: ResponsesResponse) => {
-        if (body.store === false) return;
-        try {
-          await store.saveResponse({
-            id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
-            items: [...previousItems, ...inputItems(body), ...response.output],
-          }, settings.storeTtlMs);
-        } catch (err) {
-          logger.warn({ message: 'response not stored: the store failed', request_id: ctx.requestId, response_id: response.id, error: (err as Error).message });
-        }
-      };
+      const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
 
       const reply = await sendForClient(res, upstream, {
         path: '/v1/messages',
@@ -162,7 +173,7 @@ function streamReply(
   res: Response,
   ctx: RequestContext,
   options: Parameters<typeof createResponsesStreamTransform>[0],
-  keep: (response: ResponsesResponse, clientView: ResponsesResponse) => Promise<void>,
+  keep: Keeper,
 ): void {
   const transform = createResponsesStreamTransform(options);
   ctx.usage = transform.usage;

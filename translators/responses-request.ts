@@ -59,6 +59,7 @@ export interface ConvertedResponsesRequest {
  * @throws ResponsesTranslationError naming the field when the input cannot be converted or has no turn
  */
 export function convertResponsesRequest(body: ResponsesRequest, options: ConvertResponsesRequestOptions): ConvertedResponsesRequest {
+  refuseUnservedFeatures(body);
   const input: ResponsesInputItem[] = [
     ...(options.previousItems ?? []),
     ...(typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input } as ResponsesInputItem] : body.input ?? []),
@@ -106,6 +107,24 @@ export function convertResponsesRequest(body: ResponsesRequest, options: Convert
   const user = typeof body.safety_identifier === 'string' && body.safety_identifier !== '' ? body.safety_identifier : body.user;
   if (typeof user === 'string' && user !== '') request.metadata = { user_id: user };
   return { request, toolNames: tools.names, warnings, droppedTools: tools.dropped };
+}
+
+/**
+ * Fields that change what the reply means and that the gateway cannot honour: refused rather than
+ * ignored, since ignoring them would silently drop context (`conversation`, `prompt`) or promise a
+ * behaviour (`background`) the client would then wait for.
+ * @throws ResponsesTranslationError naming the field
+ */
+function refuseUnservedFeatures(body: ResponsesRequest): void {
+  if (body.conversation !== undefined && body.conversation !== null) {
+    throw new ResponsesTranslationError('conversation: the Conversations API is not served by this gateway; continue with previous_response_id', 'conversation');
+  }
+  if (body.prompt !== undefined && body.prompt !== null) {
+    throw new ResponsesTranslationError('prompt: stored prompt templates are not served by this gateway; send instructions and input', 'prompt');
+  }
+  if (body.background === true) {
+    throw new ResponsesTranslationError('background: background responses are not served by this gateway; send the request without it (stream for long replies)', 'background');
+  }
 }
 
 /**

@@ -131,6 +131,13 @@ describe('Responses request translator', () => {
     for (const { title, input, param } of cases) it(title, () => expectRefused({ input }, param));
   });
 
+  describe('features the gateway cannot honour are refused, not ignored (table)', () => {
+    for (const [field, value] of [['conversation', 'conv_1'], ['prompt', { id: 'pmpt_1' }], ['background', true]] as const) {
+      it(field, () => expectRefused({ [field]: value } as Partial<ResponsesRequest>, field));
+    }
+    it('background false is fine', () => expect(convert({ background: false } as Partial<ResponsesRequest>).request.messages).to.have.length(1));
+  });
+
   describe('tools and tool_choice (table)', () => {
     const fn = { type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
     const cases: Array<{ title: string; body: any; tools?: string[]; choice?: unknown; dropped?: string[] }> = [
