@@ -2,7 +2,8 @@
  * Codex CLI (`@openai/codex`, its native binary from npm) in `codex exec` against the gateway's
  * Responses route, with a model provider in a temporary CODEX_HOME whose `base_url` is the gateway's
  * `/v1`, `env_key` the key's variable and `wire_api = "responses"`. Codex's own network is off
- * (update check, analytics, feedback, web search): it talks only to the gateway on 127.0.0.1.
+ * (update check, analytics, feedback, web search, plugins and apps): it talks only to the gateway on
+ * 127.0.0.1.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -25,6 +26,14 @@ function codexConfig(baseUrl: string): string {
     'sandbox_mode = "danger-full-access"',
     'check_for_update_on_startup = false',
     'web_search = "disabled"',
+    // Without these Codex looks up github.com, api.github.com and chatgpt.com (plugins, apps); with
+    // them it opens no connection but the gateway's (checked with strace -e trace=connect,sendto).
+    '[features]',
+    'plugins = false',
+    'remote_plugin = false',
+    'apps = false',
+    'plugin_sharing = false',
+    'tool_suggest = false',
     '[analytics]',
     'enabled = false',
     '[feedback]',
