@@ -18,7 +18,7 @@
  */
 import { encodeReasoning } from './responses-reasoning';
 import { createCallItem, viewOutputForClient, type ResponseOptions } from './responses-response';
-import type { ResponsesOutputItem, ResponsesResponse } from './responses-types';
+import type { ResponsesOutputItem, ResponsesResponse, ResponsesStreamEvent } from './responses-types';
 
 export interface OutputItemsOptions extends Pick<ResponseOptions, 'toolNames' | 'newId'> {
   includeEncrypted: boolean;
@@ -26,6 +26,13 @@ export interface OutputItemsOptions extends Pick<ResponseOptions, 'toolNames' | 
   response: ResponsesResponse;
   /** Emit one event (the caller numbers it). */
   emit(type: string, fields: Record<string, unknown>): void;
+  /**
+   * Emit one event already numbered (with `nextSequence`): the delta events, built as object literals
+   * of one shape, since spreading their fields cost about 5 µs per delta (a 200-delta stream took 1 ms).
+   */
+  push(event: ResponsesStreamEvent): void;
+  /** The next sequence number (taken). */
+  nextSequence(): number;
 }
 
 export interface OutputItems {
@@ -55,7 +62,7 @@ interface OpenBlock {
 }
 
 export function createOutputItems(options: OutputItemsOptions): OutputItems {
-  const { response, emit } = options;
+  const { response, emit, push, nextSequence } = options;
   const blocks = new Map<number, OpenBlock>();
   let streamedCharacters = 0;
 
@@ -74,17 +81,18 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
   const appendText = (open: OpenBlock, text: string) => {
     open.text += text;
     streamedCharacters += text.length;
-    emit('response.output_text.delta', { ...where(open), content_index: 0, delta: text, logprobs: [] });
+    push({ type: 'response.output_text.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, content_index: 0, delta: text, logprobs: [] });
   };
   const appendThinking = (open: OpenBlock, text: string) => {
     open.text += text;
     streamedCharacters += text.length;
-    emit('response.reasoning_summary_text.delta', { ...where(open), summary_index: 0, delta: text });
+    push({ type: 'response.reasoning_summary_text.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, summary_index: 0, delta: text });
   };
   const appendArguments = (open: OpenBlock, json: string) => {
     open.text += json;
     streamedCharacters += json.length;
-    if (response.output[open.outputIndex].type === 'function_call') emit('response.function_call_arguments.delta', { ...where(open), delta: json });
+    if (response.output[open.outputIndex].type !== 'function_call') return;
+    push({ type: 'response.function_call_arguments.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta: json });
   };
 
   /** Per native block type: start the item. */

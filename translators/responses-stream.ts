@@ -72,6 +72,10 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
   const emit = (type: string, fields: Record<string, unknown>) => {
     out.push({ type, sequence_number: sequence++, ...fields });
   };
+  const push = (event: ResponsesStreamEvent) => {
+    out.push(event);
+  };
+  const nextSequence = () => sequence++;
   const snapshot = (): ResponsesResponse => ({ ...response, output: [...viewOutputForClient(response.output, options.includeEncrypted)] });
   const start = () => {
     if (started) return;
@@ -79,7 +83,7 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
     emit('response.created', { response: snapshot() });
     emit('response.in_progress', { response: snapshot() });
   };
-  const items = createOutputItems({ ...options, response, emit });
+  const items = createOutputItems({ ...options, response, emit, push, nextSequence });
   const failWith = (translated: TranslatedError) => {
     if (closed) return;
     closed = true;
