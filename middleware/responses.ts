@@ -29,8 +29,8 @@ import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, readUsageCounts, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { createResponsesStreamTransform } from '../translators/responses-stream';
 import {
-  ResponsesTranslationError,
-  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamEvent,
+  isSerializedEvent, ResponsesTranslationError,
+  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamEvent, type ResponsesStreamRecord,
 } from '../translators/responses-types';
 
 export interface ResponsesOptions {
@@ -179,10 +179,10 @@ function streamReply(
   ctx.usage = transform.usage;
   const out = createStreamWriter(res);
 
-  const send = (events: ResponsesStreamEvent[]) => {
-    for (const event of events) out.add(formatSse(event, event.type));
+  const send = (events: ResponsesStreamRecord[]) => {
+    for (const event of events) out.add(formatSse(isSerializedEvent(event) ? event.json : event, event.type));
   };
-  const write = (events: ResponsesStreamEvent[]) => {
+  const write = (events: ResponsesStreamRecord[]) => {
     if (events.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent && transform.error) {
       for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
@@ -196,7 +196,8 @@ function streamReply(
       transform.usage.output_tokens = Math.max(transform.usage.output_tokens, Math.ceil(transform.streamedCharacters / 4));
     }
     if (!transform.closed) return send(events);
-    const final = events[events.length - 1];
+    // The event that closed the stream: never a serialized delta.
+    const final = events[events.length - 1] as ResponsesStreamEvent;
     if (final.type === 'response.failed') {
       send(events);
       return out.end();

@@ -21,7 +21,8 @@ import {
   type ResponseOptions,
 } from './responses-response';
 import { createOutputItems } from './responses-stream-items';
-import type { NativeUsageCounts, ResponsesResponse, ResponsesStreamEvent } from './responses-types';
+import { createDeltaReader } from './delta-characters';
+import type { NativeUsageCounts, ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
   /** `include` has `reasoning.encrypted_content`: reasoning items sent carry it. */
@@ -35,12 +36,15 @@ export interface NativeSseEvent {
 }
 
 export interface ResponsesStreamTransform {
-  /** Translate one upstream event; returns the events to write now, in order. */
-  push(event: NativeSseEvent): ResponsesStreamEvent[];
+  /**
+   * Translate one upstream event; returns the events to write now, in order (text deltas found in
+   * place come already serialized: see {@link SerializedResponsesEvent}).
+   */
+  push(event: NativeSseEvent): ResponsesStreamRecord[];
   /** The upstream stream ended: nothing when the reply was complete, else the failure events. */
-  end(): ResponsesStreamEvent[];
+  end(): ResponsesStreamRecord[];
   /** A failure outside the stream (connection lost, idle timeout): the failure events, once. */
-  fail(message: string): ResponsesStreamEvent[];
+  fail(message: string): ResponsesStreamRecord[];
   /** Billing counts so far (message_start, then message_delta's cumulative fields). */
   readonly usage: NativeUsageCounts;
   readonly stopReason: string | null;
@@ -67,13 +71,15 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
   let closed = false;
   let stopReason: string | null = null;
   let error: TranslatedError | undefined;
-  let out: ResponsesStreamEvent[] = [];
+  let out: ResponsesStreamRecord[] = [];
+  // Text deltas are read in place, their literal copied into the event (translators/delta-characters.ts).
+  const readDelta = createDeltaReader({ canonical: true });
 
   const emit = (type: string, fields: Record<string, unknown>) => {
     out.push({ type, sequence_number: sequence++, ...fields });
   };
-  const push = (event: ResponsesStreamEvent) => {
-    out.push(event);
+  const push = (record: ResponsesStreamRecord) => {
+    out.push(record);
   };
   const nextSequence = () => sequence++;
   const snapshot = (): ResponsesResponse => ({ ...response, output: [...viewOutputForClient(response.output, options.includeEncrypted)] });
@@ -144,6 +150,22 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
       const name = event.event ?? 'message';
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
+      if (name === 'content_block_delta') {
+        const found = readDelta(event.data);
+        if (found.kind === 'unreadable') {
+          broken(`the upstream sent an unreadable ${name} event`);
+          return take();
+        }
+        if (found.kind === 'parsed') {
+          handler(found.event);
+          return take();
+        }
+        const { frame } = found;
+        if (frame.deltaType === 'text_delta' && frame.field === 'text' && items.textInPlace(frame.index, event.data.slice(found.start, found.end), found.length)) {
+          return take();
+        }
+        // Any other delta found in place: parsed below.
+      }
       let data: unknown;
       try {
         data = JSON.parse(event.data);

@@ -248,6 +248,23 @@ export interface ResponsesStreamEvent {
   [field: string]: unknown;
 }
 
+/**
+ * A text delta event already serialized: `json` is exactly what `JSON.stringify` of the event gives
+ * (built around the upstream's own string literal, without parsing the upstream event).
+ */
+export interface SerializedResponsesEvent {
+  readonly type: string;
+  readonly json: string;
+}
+
+/** What the stream transform asks the caller to write. */
+export type ResponsesStreamRecord = ResponsesStreamEvent | SerializedResponsesEvent;
+
+/** Whether a record is a {@link SerializedResponsesEvent}. */
+export function isSerializedEvent(record: ResponsesStreamRecord): record is SerializedResponsesEvent {
+  return typeof (record as SerializedResponsesEvent).json === 'string';
+}
+
 // Native shapes these translators produce and read.
 export * from './responses-native-types';
 

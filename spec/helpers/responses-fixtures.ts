@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createSseDecoder } from '../../lib/sse';
 import { createResponsesStreamTransform, type ResponsesStreamOptions } from '../../translators/responses-stream';
-import type { ResponsesStreamEvent } from '../../translators/responses-types';
+import { isSerializedEvent, type ResponsesStreamEvent, type ResponsesStreamRecord } from '../../translators/responses-types';
 import { FIXTURES_DIR } from './native-fixtures';
 
 export const RESPONSES_FIXTURES_DIR = path.join(FIXTURES_DIR, 'responses');
@@ -50,11 +50,11 @@ export function readExpectedEvents(name: string): ResponsesStreamEvent[] {
 /** Feed byte pieces through the real SSE decoder and a fresh transform, as the route does; `end()` included. */
 export function translateResponsesPieces(pieces: Buffer[], options: Partial<ResponsesStreamOptions> = {}): ResponsesStreamEvent[] {
   const transform = createResponsesStreamTransform(fixtureOptions(options));
-  const events: ResponsesStreamEvent[] = [];
-  const decoder = createSseDecoder((event) => events.push(...transform.push(event)));
+  const records: ResponsesStreamRecord[] = [];
+  const decoder = createSseDecoder((event) => records.push(...transform.push(event)));
   for (const piece of pieces) decoder.write(piece);
   decoder.end();
-  events.push(...transform.end());
-  // What the route writes is the JSON text of each event, so compare that.
-  return JSON.parse(JSON.stringify(events)) as ResponsesStreamEvent[];
+  records.push(...transform.end());
+  // What the route writes is the JSON text of each event (serialized deltas as they are), so compare that.
+  return records.map((record) => JSON.parse(isSerializedEvent(record) ? record.json : JSON.stringify(record)) as ResponsesStreamEvent);
 }

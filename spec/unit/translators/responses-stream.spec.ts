@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { createSseDecoder } from '../../../lib/sse';
 import { createResponsesStreamTransform } from '../../../translators/responses-stream';
 import { decodeReasoning } from '../../../translators/responses-reasoning';
-import type { ResponsesStreamEvent } from '../../../translators/responses-types';
+import { isSerializedEvent } from '../../../translators/responses-types';
+import type { ResponsesStreamEvent, ResponsesStreamRecord } from '../../../translators/responses-types';
 import { fixtureOptions, readExpectedEvents, readNativeFixtureBytes, translateResponsesPieces } from '../../helpers/responses-fixtures';
 
 /** Fixture name -> the options it is translated with. */
@@ -28,7 +29,7 @@ function chop(bytes: Buffer, size: number): Buffer[] {
   return pieces;
 }
 
-const last = (events: ResponsesStreamEvent[]) => events[events.length - 1];
+const last = (events: ResponsesStreamRecord[]) => events[events.length - 1] as ResponsesStreamEvent;
 
 describe('Responses stream translator (recorded native streams)', () => {
   for (const { name, options } of FIXTURES) {
@@ -41,6 +42,28 @@ describe('Responses stream translator (recorded native streams)', () => {
       expect(translateResponsesPieces(chop(readNativeFixtureBytes(name), 7), options)).to.deep.equal(whole);
     });
   }
+
+  it('copies text deltas found in place byte for byte as JSON.stringify would write them, escapes included', () => {
+    const delta = (literal: string) => `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${literal}}}`;
+    const native = [
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":1}}}\n\n',
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+      ...['"plain"', '"quote \\"q\\" and \\\\ slash"', '"caf\\u00e9 \\/ odd escapes"', '"line\\nbreak 🌍"', '""'].map((literal) => `event: content_block_delta\ndata: ${delta(literal)}\n\n`),
+      'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ].join('');
+    const transform = createResponsesStreamTransform(fixtureOptions());
+    const written: string[] = [];
+    const decoder = createSseDecoder((event) => {
+      for (const record of transform.push(event)) written.push(isSerializedEvent(record) ? record.json : JSON.stringify(record));
+    });
+    decoder.write(Buffer.from(native));
+    const deltas = written.map((json) => JSON.parse(json)).filter((event) => event.type === 'response.output_text.delta');
+    expect(deltas.map((event) => event.delta)).to.deep.equal(['plain', 'quote "q" and \\ slash', 'café / odd escapes', 'line\nbreak 🌍']);
+    for (const json of written) expect(json).to.equal(JSON.stringify(JSON.parse(json)));
+    const done = written.map((json) => JSON.parse(json)).find((event) => event.type === 'response.output_text.done');
+    expect(done.text).to.equal(deltas.map((event) => event.delta).join(''));
+  });
 
   it('numbers every event from 0 without gaps, each stream ending with one terminal event', () => {
     for (const { name, options } of FIXTURES) {
