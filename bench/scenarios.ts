@@ -8,7 +8,7 @@ export const BENCH_KEY = 'sk-cs4-bench-0000000000000001';
 
 export type ScenarioId =
   | 'native-json' | 'native-stream-5' | 'native-stream-200' | 'chat-json' | 'chat-stream-200' | 'chat-stream-tools'
-  | 'native-json-300ms' | 'chat-json-300ms' | 'chat-stream-300ms';
+  | 'responses-json' | 'responses-stream-200' | 'native-json-300ms' | 'chat-json-300ms' | 'chat-stream-300ms';
 export type FloorId = 'native-json' | 'native-stream-5' | 'native-stream-200' | 'native-stream-tools' | 'native-json-300ms' | 'native-stream-300ms';
 
 export interface BenchRequest {
@@ -86,6 +86,11 @@ export const SCENARIOS: Scenario[] = [
   { id: 'chat-stream-300ms', title: `chat-completions, streaming, 50 deltas, first after ${UPSTREAM_DELAY_MS} ms, ${DELAYED_CONNECTIONS} connections`, stream: true,
     floor: 'native-stream-300ms', completeMarker: 'data: [DONE]', connections: DELAYED_CONNECTIONS,
     request: chatRequest({ max_tokens: 50, stream: true }, DELAY_SYSTEM) },
+  // The Responses route (docs/responses.md), beside the chat route: the same upstream replies.
+  { id: 'responses-json', title: 'Responses, non-streaming', stream: false, floor: 'native-json', completeMarker: '"object":"response"',
+    request: { path: '/v1/responses', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', input: MESSAGES, max_output_tokens: 64, store: false }) } },
+  { id: 'responses-stream-200', title: 'Responses, streaming, 200 deltas', stream: true, floor: 'native-stream-200', completeMarker: 'event: response.completed',
+    request: { path: '/v1/responses', headers: CHAT_HEADERS, body: JSON.stringify({ model: 'sonnet', input: MESSAGES, max_output_tokens: 200, stream: true, store: false }) } },
 ];
 
 /** The scenario ids, comma-separated, for usage texts and errors. */

@@ -1,7 +1,7 @@
 /**
  * Example: refuse requests whose prompt matches a pattern, with a proper error in the route's own
  * format (native `{"type":"error",...}` on /v1/messages, chat `{"error":{...}}` on
- * /v1/chat/completions) and before anything is sent upstream or billed.
+ * /v1/chat/completions and /v1/responses) and before anything is sent upstream or billed.
  *
  *   const gateway = await createGateway({ hooks: createPromptBlocker({ patterns: [/\bpassword\b/i] }) });
  *
@@ -17,8 +17,9 @@ export interface PromptBlockerOptions {
 }
 
 /**
- * Every text of a request body, in either format: `system` (string or text blocks), message contents
- * (strings, text blocks or text parts) and tool results. Other fields are not prompt text.
+ * Every text of a request body, in any of the gateway's formats: `system` (string or text blocks),
+ * message contents (strings, text blocks or text parts) and tool results; for the Responses format,
+ * `instructions` and the `input` items' contents and tool outputs. Other fields are not prompt text.
  */
 export function collectPromptText(body: unknown): string[] {
   const texts: string[] = [];
@@ -36,6 +37,17 @@ export function collectPromptText(body: unknown): string[] {
   const b = body as { system?: unknown; messages?: Array<{ content?: unknown }> } | undefined;
   visit(b?.system);
   for (const message of b?.messages ?? []) visit(message?.content);
+  // The Responses format: `instructions`, and `input` (a string, or items whose content or tool
+  // output carries text).
+  const r = body as { instructions?: unknown; input?: unknown } | undefined;
+  visit(r?.instructions);
+  if (typeof r?.input === 'string') visit(r.input);
+  else if (Array.isArray(r?.input)) {
+    for (const item of r.input as Array<{ content?: unknown; output?: unknown }>) {
+      visit(item?.content);
+      visit(item?.output);
+    }
+  }
   return texts;
 }
 

@@ -58,6 +58,7 @@ export function createAfterResponse(options: AfterResponseOptions): AfterRespons
           line.output_tokens = ctx.usage.output_tokens;
         }
         if (Object.keys(ctx.tags).length > 0) line.tags = { ...ctx.tags };
+        if (ctx.droppedTools) line.dropped_tools = ctx.droppedTools;
         if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
         if (!res.writableFinished) line.aborted = true;
         logger.info(line);

@@ -4,7 +4,7 @@
  *   request context -> host check -> JSON body -> auth -> [afterAuth hooks] -> version header (native)
  *   -> validation -> alias resolution -> key group check -> model whitelist -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
- *      | reverse translation
+ *      | reverse translation | Responses translator
  *   ... response closes -> finish (settle credits, metrics, [onResponse hooks], log)
  *
  * The rate limit counts only authenticated requests for a model the key may use; the credit
@@ -45,13 +45,15 @@ import { createListModels } from '../middleware/list-models';
 import { createModelWhitelist } from '../middleware/model-whitelist';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
-import { createCreditReservation } from '../middleware/credit-reservation';
+import { createCreditReservation, type CreditReservationFormat } from '../middleware/credit-reservation';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
 import { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstream';
+import { createResponses } from '../middleware/responses';
+import { createStoredResponses } from '../middleware/stored-responses';
 import { createUpstreamMark } from '../middleware/upstream-mark';
-import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema } from '../middleware/validate-body';
+import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema, responsesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
 export interface AppDependencies {
@@ -94,7 +96,7 @@ export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'res
 export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
 
 /** Names of the steps that send a request upstream (one per route, dispatching by key group). */
-export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat'];
+export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat', 'upstreamResponses'];
 
 /** Finish-step trackers of the routers built here (see `waitForAfterResponseSteps`). */
 const afterResponseTrackers = new WeakMap<object, () => Promise<void>>();
@@ -162,7 +164,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
   const modelWhitelist = named('modelWhitelist', createModelWhitelist());
   const rateLimit = named('rateLimit', createRateLimit({ store: store.createRateLimitStore() }));
-  const creditReservation = (format: 'native' | 'chat') => [named('creditReservation', createCreditReservation({
+  const creditReservation = (format: CreditReservationFormat) => [named('creditReservation', createCreditReservation({
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     reservationTtlMs: () => source.config.upstream.timeoutMs,
@@ -194,6 +196,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const chatHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
     ? createChatCompletions({ upstream: client, catalogue, logger })
     : createChatPassthrough({ upstream: client }));
+  // Responses: translated for native upstreams; refused for chat-completions upstreams (docs/responses.md).
+  const responsesHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
+    ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
+    : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
+  const storedResponses = createStoredResponses({ store });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
@@ -205,6 +212,10 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
+  router.post('/v1/responses',
+    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], creditReservation('responses')), named('upstreamResponses', responsesHandler));
+  router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
+  router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({

@@ -49,6 +49,8 @@ export interface RequestContext {
   firstByteMs?: number;
   /** Warnings about lossy conversions, sent in the `x-gateway-warning` header. */
   warnings: string[];
+  /** Tool types the Responses route left out (no native counterpart); named in the log line. */
+  droppedTools?: string[];
   /** Tags set by integrator hooks (`setTag`); carried to the usage record and the log line. */
   tags: Record<string, string>;
   /** Chat `error.code` of the gateway error the request was answered with, if any (metrics). */

@@ -8,6 +8,9 @@ export const PUBLIC_ROUTES = [
   'POST /v1/messages',
   'POST /v1/messages/count_tokens',
   'POST /v1/chat/completions',
+  'POST /v1/responses',
+  'GET /v1/responses/{id}',
+  'DELETE /v1/responses/{id}',
   'GET /v1/models',
   'GET /healthz',
   'GET /health',
@@ -44,6 +47,8 @@ export function routeLabel(route: string): string {
   const method = route.slice(0, space);
   const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
   if (publicPaths.has(path)) return `${method} ${path}`;
+  // One stored response: every id under one label.
+  if (/^\/v1\/responses\/[^/]+$/.test(path)) return `${method} /v1/responses/{id}`;
   for (const mount of MOUNTS) {
     if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
   }

@@ -32,7 +32,7 @@ export interface CreditReservationOptions {
   /** How long a reservation lasts when its request never settles (its process died), in ms: the upstream timeout. */
   reservationTtlMs: number | (() => number);
   /** Which wire format the route's body is in (decides where max_tokens is read). */
-  format: 'native' | 'chat';
+  format: CreditReservationFormat;
   /** Clock for the month bucket, epoch ms. Default: the real clock. */
   clock?: Clock;
 }
@@ -65,10 +65,18 @@ export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTo
   return (inputTokens * inputPrice + outputTokens * p.outputPerMillion) / 1_000_000 + webSearches * (p.webSearchPerRequest ?? 0);
 }
 
-/** The output tokens a request may produce: native `max_tokens`; chat `max_completion_tokens`, `max_tokens`, else the model default. */
-export function maxOutputTokens(req: Request, format: 'native' | 'chat', model: ModelConfig, catalogue: Catalogue): number {
-  const body = req.body as { max_tokens?: unknown; max_completion_tokens?: unknown };
-  const given = format === 'chat' ? body.max_completion_tokens ?? body.max_tokens : body.max_tokens;
+/** The body formats whose output bound the credit step reads. */
+export type CreditReservationFormat = 'native' | 'chat' | 'responses';
+
+/**
+ * The output tokens a request may produce: native `max_tokens`; chat `max_completion_tokens`,
+ * `max_tokens`; Responses `max_output_tokens`; else the model default.
+ */
+export function maxOutputTokens(req: Request, format: CreditReservationFormat, model: ModelConfig, catalogue: Catalogue): number {
+  const body = req.body as { max_tokens?: unknown; max_completion_tokens?: unknown; max_output_tokens?: unknown };
+  const given = format === 'chat' ? body.max_completion_tokens ?? body.max_tokens
+    : format === 'responses' ? body.max_output_tokens
+      : body.max_tokens;
   return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
 }
 

@@ -20,9 +20,9 @@ export interface RequestContextOptions {
   scope?: boolean;
 }
 
-/** Route format by path: chat-completions paths render errors in the chat shape, all others native. */
+/** Route format by path: chat-completions and Responses paths render errors in the chat (OpenAI) shape, all others native. */
 export function detectFormat(path: string): RequestContext['format'] {
-  return /^\/(v1\/)?chat(\/|$)/.test(path) ? 'chat' : 'native';
+  return /^\/(v1\/)?(chat|responses)(\/|$)/.test(path) ? 'chat' : 'native';
 }
 
 export function createRequestContext(options: RequestContextOptions): RequestHandler {

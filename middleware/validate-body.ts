@@ -203,3 +203,51 @@ export const chatCompletionsSchema = {
     },
   },
 };
+
+/** Input item types the Responses translator reads (a `message` may leave `type` out). */
+export const RESPONSES_ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'reasoning', 'web_search_call'];
+
+/**
+ * `POST /v1/responses` (openai-node `ResponseCreateParams`): the fields the translator reads, by
+ * type; unlisted fields are accepted and ignored. Item types the gateway cannot read are refused here,
+ * before any credit is held; what is inside items (parts, call arguments) is checked by the translator.
+ */
+export const responsesSchema = {
+  type: 'object',
+  required: ['model'],
+  properties: {
+    model: { type: 'string', minLength: 1, maxLength: 256 },
+    input: {
+      type: ['string', 'array'],
+      items: {
+        type: 'object',
+        properties: { type: { enum: RESPONSES_ITEM_TYPES }, role: { type: 'string' } },
+        anyOf: [{ required: ['type'] }, { required: ['role'] }],
+      },
+    },
+    instructions: { type: ['string', 'null'] },
+    max_output_tokens: { type: ['integer', 'null'], minimum: 1 },
+    temperature: { type: ['number', 'null'] },
+    top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    tools: { type: ['array', 'null'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, name: { type: 'string' } } } },
+    tool_choice: {
+      type: ['string', 'object', 'null'],
+      if: { type: 'string' },
+      then: { enum: ['none', 'auto', 'required'] },
+      else: { required: ['type'], properties: { type: { type: 'string' } } },
+    },
+    parallel_tool_calls: { type: ['boolean', 'null'] },
+    reasoning: { type: ['object', 'null'], properties: { effort: { type: ['string', 'null'] } } },
+    text: {
+      type: ['object', 'null'],
+      properties: { format: { type: 'object', required: ['type'], properties: { type: { enum: ['text', 'json_object', 'json_schema'] }, schema: { type: 'object' } } } },
+    },
+    include: { type: ['array', 'null'], items: { type: 'string' } },
+    store: { type: ['boolean', 'null'] },
+    stream: { type: ['boolean', 'null'] },
+    previous_response_id: { type: ['string', 'null'], minLength: 1 },
+    metadata: { type: ['object', 'null'] },
+    user: { type: 'string' },
+    safety_identifier: { type: 'string' },
+  },
+};

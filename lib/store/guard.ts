@@ -211,6 +211,10 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         scheduleRetry();
       }
     },
+    // Stored responses (the Responses route): bounded like every call; an outage is a 503.
+    saveResponse: (record, ttlMs) => call('saveResponse', () => store.saveResponse(record, ttlMs)),
+    getResponse: (id) => call('getResponse', () => store.getResponse(id)),
+    deleteResponse: (id) => call('deleteResponse', () => store.deleteResponse(id)),
     createRateLimitStore() {
       return guardRateLimitStore(store.createRateLimitStore());
     },

@@ -13,11 +13,12 @@ import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
+import { MemoryResponses } from './memory-responses';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type UsageEntry, type UsageTotals,
+  type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
@@ -86,6 +87,7 @@ export class MemoryStore implements GatewayStore {
   private readonly dayLedger = new MemoryDayLedger();
   private readonly requestLog = new MemoryRequestLog();
   private readonly alerts = new MemoryAlerts();
+  private readonly responses = new MemoryResponses(() => this.clock());
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -235,6 +237,18 @@ export class MemoryStore implements GatewayStore {
     return [...this.ledger.entries()]
       .filter(([k]) => k.startsWith(prefix))
       .map(([, v]) => ({ ...v, credits: fromCreditUnits(v.credits) }));
+  }
+
+  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
+    this.responses.save(record, ttlMs);
+  }
+
+  async getResponse(id: string): Promise<StoredResponse | null> {
+    return this.responses.get(id);
+  }
+
+  async deleteResponse(id: string): Promise<boolean> {
+    return this.responses.delete(id);
   }
 
   createRateLimitStore(): RateLimitMemoryStore {

@@ -23,7 +23,7 @@ import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type UsageEntry, type UsageTotals,
+  type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
@@ -253,6 +253,19 @@ export class RedisStore implements GatewayStore {
 
   async finishBudgetAlert(id: string): Promise<void> {
     await this.client.multi().zRem(this.k('alerts-due'), id).hDel(this.k('alerts'), id).exec();
+  }
+
+  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
+    await this.client.set(this.k(`response:${record.id}`), JSON.stringify(record), { PX: ttlMs });
+  }
+
+  async getResponse(id: string): Promise<StoredResponse | null> {
+    const text = await this.client.get(this.k(`response:${id}`));
+    return text === null ? null : (JSON.parse(text) as StoredResponse);
+  }
+
+  async deleteResponse(id: string): Promise<boolean> {
+    return (await this.client.del(this.k(`response:${id}`))) > 0;
   }
 
   createRateLimitStore(): RateLimitRedisStore {

@@ -182,6 +182,21 @@ export interface PendingBudgetAlert {
   attempts: number;
 }
 
+/**
+ * A response of the Responses route kept for `previous_response_id` and `GET`/`DELETE
+ * /v1/responses/{id}` (docs/responses.md). Plain JSON; it counts toward nothing else.
+ */
+export interface StoredResponse {
+  /** `resp_...` */
+  id: string;
+  /** The key that made it: only this key may read, continue or delete it. */
+  keyId: string;
+  /** The `response` object as the client received it (the body of GET). */
+  response: Record<string, unknown>;
+  /** The conversation: every input item so far, then this response's output items (with encrypted_content). */
+  items: unknown[];
+}
+
 export interface GatewayStore {
   /** Which implementation this is (`memory` or `redis`), for /health and logs. */
   readonly kind: string;
@@ -222,6 +237,12 @@ export interface GatewayStore {
    * Redis: shared by every instance, so a key gets its limit once across all of them).
    */
   createRateLimitStore(): RateLimitStore;
+  /** Keep a response for `ttlMs` (replacing one with the same id). */
+  saveResponse(record: StoredResponse, ttlMs: number): Promise<void>;
+  /** The stored response with this id, or null when there is none or its time is up. */
+  getResponse(id: string): Promise<StoredResponse | null>;
+  /** Delete a stored response; false when there was none. */
+  deleteResponse(id: string): Promise<boolean>;
   /** Throws when the backing service is unreachable. */
   ping(): Promise<void>;
   /** Waits for operations under way (settlements of closing requests), then releases the connection. */

@@ -341,6 +341,31 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       expect(await f.store.claimBudgetAlert(alert), 'never claimed again').to.equal(false);
     });
   });
+
+  describe('stored responses', () => {
+    const record = (id: string, keyId = 'k1') => ({ id, keyId, response: { id, object: 'response', status: 'completed' }, items: [{ role: 'user', content: 'Hi' }] });
+
+    it('keeps a response until it is deleted, as a copy', async () => {
+      const saved = record(`resp_${Math.random().toString(36).slice(2)}`);
+      await f.store.saveResponse(saved, HOUR);
+      const read = await f.store.getResponse(saved.id);
+      expect(read).to.deep.equal(saved);
+      read!.items.push('changed');
+      expect((await f.store.getResponse(saved.id))!.items).to.have.length(1);
+      expect(await f.store.deleteResponse(saved.id)).to.equal(true);
+      expect(await f.store.getResponse(saved.id)).to.equal(null);
+      expect(await f.store.deleteResponse(saved.id)).to.equal(false);
+    });
+
+    it('forgets a response when its time is up', async () => {
+      const saved = record(`resp_${Math.random().toString(36).slice(2)}`);
+      await f.store.saveResponse(saved, 5);
+      // The memory store reads its clock; Redis expires the key itself, in real time.
+      f.setNow(T0 + 10);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(await f.store.getResponse(saved.id)).to.equal(null);
+    });
+  });
 }
 
 export async function expectRejection(promise: Promise<unknown>, pattern: RegExp): Promise<void> {

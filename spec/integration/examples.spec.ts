@@ -107,6 +107,21 @@ describe('examples', () => {
       expect(caught.param).to.equal('messages');
     });
 
+    it('refuses a matching Responses request (in an input item or the instructions), before the upstream', async () => {
+      const client = new OpenAI({ apiKey: KEYS.all, baseURL: `${gw!.url}/v1`, maxRetries: 0 });
+      const before = upstream.requests.length;
+      for (const request of [
+        { model: 'sonnet', input: [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'my password is hunter2' }] }] },
+        { model: 'sonnet', instructions: 'Reveal the password.', input: 'hi' },
+        { model: 'sonnet', input: [{ type: 'function_call_output' as const, call_id: 'c', output: 'password: x' }] },
+      ]) {
+        const caught = await client.responses.create(request).catch((err: unknown) => err);
+        expect(caught).to.be.instanceOf(OpenAI.BadRequestError);
+        expect((caught as { code: string }).code).to.equal('content_policy_violation');
+      }
+      expect(upstream.requests.length).to.equal(before);
+    });
+
     it('lets other prompts through', async () => {
       const client = new OpenAI({ apiKey: KEYS.all, baseURL: `${gw!.url}/v1`, maxRetries: 0 });
       const completion = await client.chat.completions.create({ model: 'sonnet', messages: [{ role: 'user', content: 'passwords are fine in plural' }] });

@@ -81,7 +81,7 @@ describe('no bypass', () => {
     expect(listRoutes(gw.gateway.gateway.app).routes.length).to.equal(listRoutes(app()).routes.length);
     const { routes } = listRoutes(app());
     const upstreamRoutes = routes.filter((r) => r.steps.some((name) => UPSTREAM_STEP_NAMES.includes(name)));
-    expect(upstreamRoutes.map((r) => r.path)).to.include.members(['/v1/messages', '/v1/messages/count_tokens', '/v1/chat/completions']);
+    expect(upstreamRoutes.map((r) => r.path)).to.include.members(['/v1/messages', '/v1/messages/count_tokens', '/v1/chat/completions', '/v1/responses']);
     expect(findBypasses(app())).to.deep.equal([]);
   });
 

@@ -41,6 +41,8 @@ describe('config', () => {
     ['allowedModels naming an unknown model', (c) => (c.keys[0].allowedModels = ['nope']), /keys\.0\.allowedModels: "nope"/],
     ['duplicate key ids', (c) => c.keys.push({ id: 'k1', key: 'sk-cs4-zzzzzzzz99' }), /keys\.1\.id: duplicate id "k1"/],
     ['an upstream URL that is not http(s)', (c) => (c.upstream.url = 'ftp://x'), /upstream\.url/],
+    ['a thinking budget under the native minimum', (c) => (c.responses = { thinkingBudgets: { low: 512 } }), /responses\.thinkingBudgets\.low: must be >= 1024/],
+    ['an unknown responses field', (c) => (c.responses = { ttl: 5 }), /responses: unknown field "ttl"/],
   ];
   for (const [name, mutate, message] of invalid) {
     it(`refuses ${name}, naming the field`, () => {
@@ -49,6 +51,17 @@ describe('config', () => {
       expect(() => parseConfig(raw, {})).to.throw(ConfigError, message);
     });
   }
+
+  it('gives the Responses route its defaults, and merges configured thinking budgets over them', () => {
+    expect(parseConfig(base(), {}).responses).to.deep.equal({
+      thinkingBudgets: { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768 }, storeTtlMs: 86_400_000,
+    });
+    const raw: any = base();
+    raw.responses = { thinkingBudgets: { high: 24000, max: 60000 }, storeTtlMs: 3_600_000 };
+    expect(parseConfig(raw, {}).responses).to.deep.equal({
+      thinkingBudgets: { minimal: 1024, low: 2048, medium: 8192, high: 24000, xhigh: 32768, max: 60000 }, storeTtlMs: 3_600_000,
+    });
+  });
 
   it('refuses a PORT that is not a port number', () => {
     expect(() => parseConfig(base(), { PORT: 'eighty' })).to.throw(ConfigError, /PORT/);

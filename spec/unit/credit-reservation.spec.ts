@@ -56,6 +56,8 @@ describe('credit reservation: the worst case', () => {
     expect(maxOutputTokens(req({ max_tokens: 300, max_completion_tokens: 200 }), 'chat', haiku, catalogue)).to.equal(200);
     expect(maxOutputTokens(req({ max_tokens: 300 }), 'chat', haiku, catalogue)).to.equal(300);
     expect(maxOutputTokens(req({}), 'chat', haiku, catalogue)).to.equal(4096);
+    expect(maxOutputTokens(req({ max_output_tokens: 700, max_tokens: 300 }), 'responses', haiku, catalogue)).to.equal(700);
+    expect(maxOutputTokens(req({ max_tokens: 300 }), 'responses', haiku, catalogue)).to.equal(4096);
   });
 
   it('bounds the input by the body size as received (set by the JSON body step), else by the body serialised', async () => {

@@ -10,6 +10,12 @@ describe('route label of the metrics (routeLabel)', () => {
     expect(routeLabel('POST /v1/messages//')).to.equal('unmatched');
   });
 
+  it('labels every stored response under one route (GET/DELETE /v1/responses/{id})', () => {
+    expect(routeLabel('GET /v1/responses/resp_abc123')).to.equal('GET /v1/responses/{id}');
+    expect(routeLabel('DELETE /v1/responses/resp_xyz')).to.equal('DELETE /v1/responses/{id}');
+    expect(routeLabel('GET /v1/responses/resp_abc/input_items')).to.equal('unmatched');
+  });
+
   it('labels everything under the admin API and the dashboard by its mount point', () => {
     expect(routeLabel('GET /admin/v1')).to.equal('GET /admin/v1');
     expect(routeLabel('PATCH /admin/v1/keys/key_8f2c/rotate')).to.equal('PATCH /admin/v1');

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys';
 import { createApiKey, revokeApiKey } from '../../lib/store/key-admin';
 import { loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
+import { MAX_STORED_RESPONSES } from '../../lib/store/memory-responses';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { describeStoreContract } from '../helpers/store-contract';
 
@@ -17,6 +18,15 @@ describe('MemoryStore', () => {
     },
     async (f) => f.store.close(),
   );
+
+  it('keeps at most MAX_STORED_RESPONSES stored responses, dropping the oldest first', async () => {
+    const store = new MemoryStore();
+    const record = (i: number) => ({ id: `resp_${i}`, keyId: 'k', response: {}, items: [] });
+    for (let i = 0; i <= MAX_STORED_RESPONSES; i++) await store.saveResponse(record(i), 60_000);
+    expect(await store.getResponse('resp_0')).to.equal(null);
+    expect(await store.getResponse('resp_1')).to.deep.equal(record(1));
+    expect(await store.getResponse(`resp_${MAX_STORED_RESPONSES}`)).to.deep.equal(record(MAX_STORED_RESPONSES));
+  });
 
   it('forgets settled reservations: its holds do not grow with traffic', async () => {
     const store = new MemoryStore();

@@ -1,0 +1,239 @@
+/**
+ * Gateway configuration: loading config.json, env overrides and validation.
+ *
+ * A configuration is validated once, at start-up, with ajv (schema.ts), and frozen. Structural
+ * mistakes throw a `ConfigError` naming the field; nothing here is checked again at request time.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Ajv, { type ErrorObject } from 'ajv';
+import { ConfigError } from '../config-error';
+import { UPSTREAM_DEFAULTS } from '../upstream/client';
+import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from '../key-groups';
+import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
+import { configSchema } from './schema';
+import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
+
+export * from './types';
+export { alertThresholdsSchema, configSchema } from './schema';
+export { ConfigError };
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+ajv.addFormat('uri', /^https?:\/\/[^\s/]+/);
+const validateConfigShape = ajv.compile(configSchema);
+
+function describeAjvError(error: ErrorObject): string {
+  const where = error.instancePath ? error.instancePath.slice(1).replace(/\//g, '.') : '(root)';
+  if (error.keyword === 'additionalProperties') {
+    return `${where}: unknown field "${String(error.params.additionalProperty)}"`;
+  }
+  if (error.keyword === 'oneOf') return `${where}: give exactly one of "key" and "keySha256"`;
+  return `${where}: ${error.message ?? 'is invalid'}`;
+}
+
+/** The environment variables the configuration reads. */
+export interface ConfigEnv {
+  PORT?: string;
+  UPSTREAM_URL?: string;
+  UPSTREAM_API_KEY?: string;
+  REDIS_URL?: string;
+  REDIS_PREFIX?: string;
+  GATEWAY_STATE_FILE?: string;
+  LOG_LEVEL?: string;
+  METRICS_TOKEN?: string;
+  ADMIN_TOKEN?: string;
+  ALERTS_WEBHOOK_SECRET?: string;
+  [name: string]: string | undefined;
+}
+
+/**
+ * Validate a parsed config object, apply defaults and env overrides, and check cross-references
+ * (aliases and `allowedModels` must name catalogue IDs; ids must be unique).
+ *
+ * @param raw the parsed config.json
+ * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, REDIS_PREFIX, GATEWAY_STATE_FILE, LOG_LEVEL override the file; METRICS_TOKEN, ADMIN_TOKEN)
+ * @returns a frozen `GatewayConfig`
+ * @throws ConfigError naming the first offending fields
+ */
+export function parseConfig(raw: unknown, env: ConfigEnv = process.env): GatewayConfig {
+  if (!validateConfigShape(raw)) {
+    const details = (validateConfigShape.errors ?? []).map(describeAjvError);
+    throw new ConfigError(`invalid configuration: ${[...new Set(details)].join('; ')}`);
+  }
+  const file = raw as Record<string, any>;
+  const models: ModelConfig[] = file.models;
+  const modelIds = new Set<string>();
+  for (const model of models) {
+    if (modelIds.has(model.id)) throw new ConfigError(`invalid configuration: models: duplicate id "${model.id}"`);
+    modelIds.add(model.id);
+  }
+  const aliases: Record<string, string> = file.aliases ?? {};
+  for (const [alias, target] of Object.entries(aliases)) {
+    if (!modelIds.has(target)) {
+      throw new ConfigError(`invalid configuration: aliases.${alias}: "${target}" is not a catalogue model id`);
+    }
+    if (modelIds.has(alias)) throw new ConfigError(`invalid configuration: aliases.${alias}: shadows a catalogue id`);
+  }
+  const upstreamUrl = env.UPSTREAM_URL || file.upstream.url || null;
+  if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
+    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
+  }
+  const apiKeyEnvs: string[] = [file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
+  const upstream: UpstreamConfig = {
+    url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
+    apiKeyEnv: apiKeyEnvs[0],
+    apiKeyEnvs,
+    timeoutMs: file.upstream.timeoutMs ?? 600_000,
+    streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? UPSTREAM_DEFAULTS.streamIdleTimeoutMs,
+    maxRetries: file.upstream.maxRetries ?? UPSTREAM_DEFAULTS.maxRetries,
+    retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? UPSTREAM_DEFAULTS.retryBaseDelayMs,
+    maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? UPSTREAM_DEFAULTS.maxRetryAfterMs,
+    credentialRestMs: file.upstream.credentialRestMs ?? UPSTREAM_DEFAULTS.credentialRestMs,
+  };
+  const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
+  const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));
+  const keyIds = new Set<string>();
+  keys.forEach((key, index) => {
+    if (keyIds.has(key.id)) throw new ConfigError(`invalid configuration: keys.${index}.id: duplicate id "${key.id}"`);
+    keyIds.add(key.id);
+    const group = keyGroups.find((candidate) => candidate.id === key.keyGroup)!;
+    for (const model of key.allowedModels ?? []) {
+      if (!modelIds.has(model)) {
+        throw new ConfigError(`invalid configuration: keys.${index}.allowedModels: "${model}" is not a catalogue model id`);
+      }
+      if (!group.models.includes(model)) {
+        throw new ConfigError(`invalid configuration: keys.${index}.allowedModels: "${model}" is not in the catalogue of key group "${group.id}"`);
+      }
+    }
+  });
+
+  if (file.alerts?.webhookUrl && !env.ALERTS_WEBHOOK_SECRET) {
+    throw new ConfigError('invalid configuration: alerts.webhookUrl is set but env ALERTS_WEBHOOK_SECRET is not: alerts are signed with it (try: openssl rand -hex 32)');
+  }
+
+  const port = env.PORT !== undefined && env.PORT !== '' ? Number(env.PORT) : 8080;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(`invalid configuration: PORT: "${env.PORT}" is not a port number`);
+  }
+
+  const config: GatewayConfig = {
+    baseUrl: file.baseUrl ?? null,
+    upstream,
+    models,
+    aliases,
+    keys,
+    keyGroups,
+    defaults: {
+      maxTokens: file.defaults?.maxTokens ?? 4096,
+      rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,
+    },
+    reservation: {
+      bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
+      overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
+      webSearchesPerRequest: file.reservation?.webSearchesPerRequest ?? 10,
+    },
+    limits: {
+      bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024,
+      bodyTimeoutMs: file.limits?.bodyTimeoutMs ?? 10_000,
+      bodyMinBytesPerSecond: file.limits?.bodyMinBytesPerSecond ?? 1024,
+    },
+    shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
+    responses: {
+      thinkingBudgets: { ...DEFAULT_THINKING_BUDGETS, ...file.responses?.thinkingBudgets },
+      storeTtlMs: file.responses?.storeTtlMs ?? 24 * 60 * 60 * 1000,
+    },
+    store: { failOpen: file.store?.failOpen ?? false, timeoutMs: file.store?.timeoutMs ?? 2000 },
+    requestLog: {
+      retentionDays: file.requestLog?.retentionDays ?? 30,
+      maxMemoryRecords: file.requestLog?.maxMemoryRecords ?? 100_000,
+    },
+    alerts: {
+      webhookUrl: file.alerts?.webhookUrl ?? null,
+      thresholds: [...(file.alerts?.thresholds ?? [50, 80, 100])].sort((a: number, b: number) => a - b),
+      timeoutMs: file.alerts?.timeoutMs ?? 10_000,
+      retryBaseDelayMs: file.alerts?.retryBaseDelayMs ?? 5000,
+      retryForMs: file.alerts?.retryForMs ?? 3_600_000,
+      pollIntervalMs: file.alerts?.pollIntervalMs ?? 5000,
+    },
+    alertsWebhookSecret: env.ALERTS_WEBHOOK_SECRET || null,
+    port,
+    redisUrl: env.REDIS_URL || null,
+    redisPrefix: env.REDIS_PREFIX || 'gateway:',
+    stateFile: env.GATEWAY_STATE_FILE || '.gateway-usage.json',
+    logLevel: env.LOG_LEVEL || 'info',
+    metricsToken: env.METRICS_TOKEN || null,
+    adminToken: parseAdminToken(env.ADMIN_TOKEN),
+  };
+  return deepFreeze(config);
+}
+
+/** Shortest ADMIN_TOKEN accepted: it guards every key, so it must not be guessable. */
+export const ADMIN_TOKEN_MIN_LENGTH = 16;
+
+/**
+ * The admin token from env ADMIN_TOKEN: unset or empty turns the admin surface off (null).
+ * @throws ConfigError when it is shorter than 16 characters, has whitespace, or looks like an API key
+ */
+function parseAdminToken(token: string | undefined): string | null {
+  if (!token) return null;
+  if (token.length < ADMIN_TOKEN_MIN_LENGTH || /\s/.test(token)) {
+    throw new ConfigError(`invalid configuration: ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters without spaces (try: openssl rand -hex 32)`);
+  }
+  if (token.startsWith(DEFAULT_KEY_PREFIX)) {
+    throw new ConfigError(`invalid configuration: ADMIN_TOKEN must not look like an API key (${DEFAULT_KEY_PREFIX}...); the admin surface has its own token`);
+  }
+  return token;
+}
+
+/**
+ * Read and validate a config file.
+ *
+ * @param file path of the JSON file. Default: env `GATEWAY_CONFIG`, else `config.json` at the repo root.
+ * @throws ConfigError when the file is missing, not JSON, or invalid (the message names the field)
+ */
+export function loadConfig(file?: string, env: ConfigEnv = process.env): GatewayConfig {
+  return parseConfig(readConfigFile(file ?? env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json')), env);
+}
+
+/**
+ * Read a config file as a parsed, not yet validated, object.
+ * @throws ConfigError when the file is missing or not JSON
+ */
+export function readConfigFile(where: string): unknown {
+  let text: string;
+  try {
+    text = fs.readFileSync(where, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read configuration file ${where}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`configuration file ${where} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** A config key with its key group settled: named, or found by the prefix of its secret. */
+function resolveKeyGroupOfKey(key: KeyConfig, index: number, groups: KeyGroupConfig[]): KeyConfig {
+  const byPrefix = key.key === undefined ? undefined : findKeyGroupBySecret(groups, key.key);
+  if (key.key !== undefined && !byPrefix) {
+    const prefixes = groups.map((group) => `"${group.keyPrefix}"`).join(', ');
+    throw new ConfigError(`invalid configuration: keys.${index}.key: must start with a key group prefix (${prefixes})`);
+  }
+  const keyGroup = key.keyGroup ?? byPrefix?.id ?? DEFAULT_KEY_GROUP;
+  if (!groups.some((group) => group.id === keyGroup)) {
+    throw new ConfigError(`invalid configuration: keys.${index}.keyGroup: "${keyGroup}" is not a key group`);
+  }
+  if (byPrefix && byPrefix.id !== keyGroup) {
+    throw new ConfigError(`invalid configuration: keys.${index}.keyGroup: "${keyGroup}" does not match the key's prefix (group "${byPrefix.id}")`);
+  }
+  return { ...key, keyGroup };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as object)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,177 @@
+/**
+ * The types of a resolved gateway configuration (what `parseConfig` returns, frozen). The names of
+ * every field are fixed (outside tools rely on them); see docs/operations.md "Configuration".
+ */
+import type { KeyGroupConfig } from '../key-groups';
+
+/** Prices of one model, in credits per million tokens. */
+export interface ModelPricing {
+  inputPerMillion: number;
+  outputPerMillion: number;
+  /** Price of tokens written to the prompt cache. Default: `inputPerMillion`. */
+  cacheWritePerMillion?: number;
+  /** Price of tokens read from the prompt cache. Default: `inputPerMillion`. */
+  cacheReadPerMillion?: number;
+  /** Price of tokens written to the 1-hour prompt cache (`cache_creation.ephemeral_1h_input_tokens`). Default: `cacheWritePerMillion`. */
+  cacheWrite1hPerMillion?: number;
+  /** Credits per server-side web search (`server_tool_use.web_search_requests`). Default 0. */
+  webSearchPerRequest?: number;
+}
+
+/** One entry of the model catalogue. */
+export interface ModelConfig {
+  /** Canonical catalogue ID, e.g. `model-sonnet-4.6`. */
+  id: string;
+  /** The model name sent upstream. */
+  upstreamModel: string;
+  pricing: ModelPricing;
+  /** `max_tokens` injected into chat-completions requests that give none. Default: `defaults.maxTokens`. */
+  defaultMaxTokens?: number;
+  /** Human-readable name for the models listing. Default: the id. */
+  displayName?: string;
+}
+
+/** A key declared in config.json. Exactly one of `key` and `keySha256` must be given. */
+export interface KeyConfig {
+  id: string;
+  name?: string;
+  /** The secret itself (starts with its key group's prefix, `sk-cs4-` for the basic group). */
+  key?: string;
+  /** Hex SHA-256 of the secret, so the file need not hold it. */
+  keySha256?: string;
+  /** Requests per minute. Absent: `defaults.rateLimitPerMinute`. */
+  rateLimitPerMinute?: number;
+  /** Catalogue IDs this key may use. Absent: all. */
+  allowedModels?: string[];
+  /** Credits per UTC calendar month. Absent or null: no cap. */
+  monthlyCreditCap?: number | null;
+  revoked?: boolean;
+  /** Key group id. Default: the group whose prefix `key` starts with; `default` for `keySha256` keys. */
+  keyGroup?: string;
+}
+
+export interface UpstreamConfig {
+  /** Base URL of a native-format upstream. null: the embedded simulated upstream. */
+  url: string | null;
+  /** Name of the env variable that holds the upstream credential (the first of `apiKeyEnvs`). */
+  apiKeyEnv: string;
+  /**
+   * Names of the env variables that hold upstream credentials (config.json's `apiKeyEnv` takes one name
+   * or a list). Several credentials are used in turn; one that gets a 401 or 429 rests for
+   * `credentialRestMs`. Default `["UPSTREAM_API_KEY"]`.
+   */
+  apiKeyEnvs: string[];
+  /** Time allowed for the upstream's reply head, in ms. Default 600000. */
+  timeoutMs: number;
+  /** Longest gap between two chunks of an upstream reply body before it is ended with an error, in ms. Default 120000. */
+  streamIdleTimeoutMs: number;
+  /** Retries of a 429/500/502/503/529 or a refused connection, only before the first byte to the client. Default 2. */
+  maxRetries: number;
+  /** First backoff delay in ms; doubles per retry (capped at 8000), with jitter. Default 500. */
+  retryBaseDelayMs: number;
+  /** A `retry-after` longer than this (ms) is not waited for: the reply goes to the client. Default 20000. */
+  maxRetryAfterMs: number;
+  /** How long a credential that got a 401 or 429 is left out of the rotation, in ms. Default 60000. */
+  credentialRestMs: number;
+}
+
+export interface GatewayConfig {
+  /** Public base URL; when set, requests whose Host differs get 421. */
+  baseUrl: string | null;
+  upstream: UpstreamConfig;
+  models: ModelConfig[];
+  /** Alias -> canonical catalogue ID. */
+  aliases: Record<string, string>;
+  keys: KeyConfig[];
+  /** The key groups, the basic group `default` first (see lib/key-groups.ts). */
+  keyGroups: KeyGroupConfig[];
+  defaults: {
+    /** Default `max_tokens` for chat-completions requests that give none. Default 4096. */
+    maxTokens: number;
+    /** Requests per minute for keys that set none. Default 60. */
+    rateLimitPerMinute: number;
+  };
+  limits: {
+    /** Largest accepted request body, in bytes. Default 33554432 (32 MiB, as the upstream). */
+    bodyBytes: number;
+    /**
+     * Slow-client guard: while a request body is incomplete, every window of `bodyTimeoutMs` must bring
+     * at least `bodyMinBytesPerSecond` × window bytes, else the request is cut off with 408.
+     * Defaults 10000 ms and 1024 bytes/s.
+     */
+    bodyTimeoutMs: number;
+    bodyMinBytesPerSecond: number;
+  };
+  /**
+   * How a request's worst case is bounded when credits are reserved against the monthly cap: input
+   * tokens <= ceil(body bytes / bytesPerInputToken) + overheadInputTokens, output tokens <= max_tokens.
+   */
+  reservation: {
+    /** Bytes of request JSON per input token assumed. Default 1 (no tokenizer packs a token into less than a byte of text). */
+    bytesPerInputToken: number;
+    /** Input tokens the upstream adds that are not in the body (tool-use system prompt, turn markers). Default 1024. */
+    overheadInputTokens: number;
+    /** Web searches held for a request offering the web search tool without `max_uses`. Default 10. */
+    webSearchesPerRequest: number;
+  };
+  /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
+  shutdownGraceMs: number;
+  /** The Responses route (`POST /v1/responses`, docs/responses.md). */
+  responses: {
+    /**
+     * Native thinking budget (tokens) per `reasoning.effort`; an effort not listed turns thinking off.
+     * Default {minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768}.
+     */
+    thinkingBudgets: Record<string, number>;
+    /** How long a stored response (`store: true`) is kept for `previous_response_id` and GET, in ms. Default 86400000 (24 h). */
+    storeTtlMs: number;
+  };
+  /** What to do while the store (Redis) cannot be reached (lib/store/guard.ts). */
+  store: {
+    /** Serve requests unmetered (logged at every request) instead of 503. Default false. */
+    failOpen: boolean;
+    /** Longest wait for one store call, in ms. Default 2000. */
+    timeoutMs: number;
+  };
+  /** The request log (lib/request-log.ts): one record per request that reached the upstream, no content. */
+  requestLog: {
+    /** How long records are kept, in days. Default 30. */
+    retentionDays: number;
+    /** Most records the in-memory store keeps (oldest dropped first); unused with Redis. Default 100000. */
+    maxMemoryRecords: number;
+  };
+  /** Budget alerts (lib/alerts/): webhooks when a key's monthly spend crosses a share of its credit cap. */
+  alerts: {
+    /** Where alerts are POSTed; null turns alerts off. Needs env ALERTS_WEBHOOK_SECRET. Default null. */
+    webhookUrl: string | null;
+    /** Thresholds of keys that set none, percent of the monthly credit cap. Default [50, 80, 100]. */
+    thresholds: number[];
+    /** Time allowed for one webhook call, in ms. Default 10000. */
+    timeoutMs: number;
+    /** First retry delay after a timeout or 5xx, in ms; doubles per attempt up to 5 minutes. Default 5000. */
+    retryBaseDelayMs: number;
+    /** How long an alert is retried before it is given up (logged), in ms. Default 3600000 (1 hour). */
+    retryForMs: number;
+    /** How often each instance looks for alerts due (others' retries, its own after a restart), in ms. Default 5000. */
+    pollIntervalMs: number;
+  };
+  /** From env ALERTS_WEBHOOK_SECRET: the HMAC-SHA256 key of the `x-gateway-signature` header. */
+  alertsWebhookSecret: string | null;
+  /** The listening port. From env PORT, default 8080. */
+  port: number;
+  /** From env REDIS_URL; null means the in-memory store. */
+  redisUrl: string | null;
+  /** From env REDIS_PREFIX, default `gateway:`: prefix of every Redis key, so several deployments can share one server. */
+  redisPrefix: string;
+  /**
+   * From env GATEWAY_STATE_FILE, default `.gateway-usage.json` (in the working directory): where the
+   * in-memory store is written on graceful shutdown and read at start. Unused with Redis.
+   */
+  stateFile: string;
+  /** From env LOG_LEVEL, default `info`. */
+  logLevel: string;
+  /** From env METRICS_TOKEN: when set, `GET /metrics` needs `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** From env ADMIN_TOKEN: the bearer token of the admin API and dashboard; null turns both off (404). */
+  adminToken: string | null;
+}

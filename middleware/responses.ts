@@ -1,0 +1,214 @@
+/**
+ * The Responses route (`POST /v1/responses`) for key groups whose upstream is native: the request is
+ * converted to a native request (with the stored conversation `previous_response_id` names before
+ * it), sent upstream, and the reply converted back: a `response` object, or Responses stream events
+ * written in the tick each upstream chunk is parsed (no timers, no sleeps), ending with
+ * `response.completed` / `response.incomplete`, or `response.failed` when the reply did not complete.
+ *
+ * With `store` (the default), the conversation (input items and output items) is kept for
+ * `responses.storeTtlMs` before the final event or body goes out, so a next call naming it always
+ * finds it. See docs/responses.md.
+ */
+import type http from 'node:http';
+import type { RequestHandler, Response } from 'express';
+import type { Catalogue } from '../lib/catalogue';
+import type { GatewayConfig } from '../lib/config';
+import { getContext, type RequestContext } from '../lib/context';
+import { errors, GatewayError } from '../lib/errors';
+import { randomBase62 } from '../lib/keys';
+import type { Logger } from '../lib/logger';
+import { readBody, tryParseJson } from '../lib/read-body';
+import { formatSse } from '../lib/sse';
+import type { GatewayStore } from '../lib/store/types';
+import type { UpstreamClient } from '../lib/upstream';
+import {
+  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, recordReply, sendForClient, sendJsonReply,
+} from '../lib/upstream-exchange';
+import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
+import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
+import { convertResponsesRequest } from '../translators/responses-request';
+import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
+import { createResponsesStreamTransform } from '../translators/responses-stream';
+import { emptyUsage, estimateTokens, mergeNativeUsage } from '../translators/usage';
+import {
+  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
+} from '../translators/responses-types';
+
+export interface ResponsesOptions {
+  upstream: UpstreamClient;
+  catalogue: Catalogue;
+  store: GatewayStore;
+  /** The `responses` config section, read per request (a reload may change it). */
+  settings: () => GatewayConfig['responses'];
+  /** Where a response that could not be stored is reported. */
+  logger: Logger;
+}
+
+/** The native API version the translator speaks upstream. */
+const UPSTREAM_VERSION = '2023-06-01';
+
+/** An id of the Responses API: `<prefix>_` + 24 base62 characters. */
+export function newResponsesId(prefix: string): string {
+  return `${prefix}_${randomBase62(24)}`;
+}
+
+/** The conversation a stored response continues, for this key (another key's is not found). */
+async function loadPrevious(store: GatewayStore, id: string, keyId: string): Promise<ResponsesInputItem[]> {
+  const stored = await store.getResponse(id);
+  if (!stored || stored.keyId !== keyId) {
+    throw new GatewayError(404, 'not_found_error', `previous_response_id: no stored response "${id}" for this key (responses are kept only with store: true, for a limited time)`, {
+      chatCode: 'previous_response_not_found', param: 'previous_response_id',
+    });
+  }
+  return stored.items as ResponsesInputItem[];
+}
+
+/** This request's input as items (a string is one user message). */
+function inputItems(body: ResponsesRequest): ResponsesInputItem[] {
+  if (typeof body.input === 'string') return [{ type: 'message', role: 'user', content: body.input }];
+  return body.input ?? [];
+}
+
+/** What keeps one request's conversation: the response's full output, and what the client received. */
+type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Promise<void>;
+
+/**
+ * Keep the conversation (called before the client hears the response is done), unless `store: false`:
+ * every input item so far, then the full output (reasoning with its encrypted_content). A store that
+ * fails does not cost the client its paid-for reply: the reply still goes out and the failure is
+ * logged (a later `previous_response_id` naming it gets 404). Never rejects.
+ */
+function createKeeper(options: {
+  store: GatewayStore; logger: Logger; ctx: RequestContext; body: ResponsesRequest; previousItems: ResponsesInputItem[]; ttlMs: number;
+}): Keeper {
+  const { store, logger, ctx, body } = options;
+  return async (response, clientView) => {
+    if (body.store === false) return;
+    try {
+      await store.saveResponse({
+        id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
+        items: [...options.previousItems, ...inputItems(body), ...response.output],
+      }, options.ttlMs);
+    } catch (err) {
+      logger.warn({ message: 'response not stored: the store failed', request_id: ctx.requestId, response_id: response.id, error: (err as Error).message });
+    }
+  };
+}
+
+export function createResponses(options: ResponsesOptions): RequestHandler {
+  const { upstream, catalogue, store, logger } = options;
+  return async (req, res, next) => {
+    const ctx = getContext(res);
+    try {
+      const body = req.body as ResponsesRequest;
+      const model = ctx.model!;
+      const settings = options.settings();
+      const previousItems = typeof body.previous_response_id === 'string' ? await loadPrevious(store, body.previous_response_id, ctx.key!.id) : [];
+      const converted = convertResponsesRequest(body, {
+        upstreamModel: model.upstreamModel,
+        defaultMaxTokens: catalogue.defaultMaxTokens(model),
+        thinkingBudgets: settings.thinkingBudgets,
+        previousItems,
+      });
+      ctx.warnings.push(...converted.warnings);
+      if (converted.droppedTools.length > 0) ctx.droppedTools = converted.droppedTools;
+      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+
+      const responseOptions: ResponseOptions = {
+        id: newResponsesId('resp'), createdAt: Math.floor(Date.now() / 1000), model: model.id, request: body,
+        toolNames: converted.toolNames, newId: newResponsesId,
+      };
+      const includeEncrypted = wantsEncryptedReasoning(body.include);
+      const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
+
+      const reply = await sendForClient(res, upstream, {
+        path: '/v1/messages',
+        headers: { 'anthropic-version': UPSTREAM_VERSION },
+        body: Buffer.from(JSON.stringify(converted.request)),
+      });
+      if (!reply) return;
+      const { response } = reply;
+      if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream);
+      if (ctx.stream) return streamReply(response, res, ctx, { ...responseOptions, includeEncrypted }, keep);
+
+      const message = tryParseJson((await readBody(response)).toString('utf8')) as NativeReply | undefined;
+      if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+        throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
+      }
+      recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage), stopReason: message.stop_reason });
+      const full = convertNativeReply(message, responseOptions);
+      const clientView = { ...full, output: viewOutputForClient(full.output, includeEncrypted) };
+      await keep(full, clientView);
+      sendJsonReply(res, 200, clientView);
+    } catch (err) {
+      failExchange(err, res, next);
+    }
+  };
+}
+
+/** An upstream error before any byte was sent: the same status, in the OpenAI error shape. */
+async function sendUpstreamError(response: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
+  const raw = await readUpstreamError(response, upstream);
+  const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(raw));
+  const retryAfter = response.headers['retry-after'];
+  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
+  for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
+  sendJsonReply(res, translated.status, translated.body);
+}
+
+/**
+ * Translate the upstream SSE stream event by event, writing each upstream chunk's events in the tick
+ * it was parsed. Headers go out with the first events, so an upstream error before any output still
+ * becomes a real HTTP status in the OpenAI error shape; after the first byte it is `response.failed`
+ * with the message. The events that end a completed reply wait for the store (when kept).
+ */
+function streamReply(
+  response: http.IncomingMessage,
+  res: Response,
+  ctx: RequestContext,
+  options: Parameters<typeof createResponsesStreamTransform>[0],
+  keep: Keeper,
+): void {
+  const transform = createResponsesStreamTransform(options);
+  recordReply(ctx, { usage: transform.usage });
+  const out = createStreamWriter(res);
+
+  const send = (events: ResponsesStreamRecord[]) => {
+    for (const event of events) out.add(formatSse(event, event.type));
+  };
+  const write = (events: ResponsesStreamRecord[]) => {
+    if (events.length === 0 || res.writableEnded || res.destroyed) return;
+    if (!res.headersSent && transform.error) {
+      for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
+      sendJsonReply(res, transform.error.status, transform.error.body);
+      return;
+    }
+    openSseReply(res);
+    // Until message_delta brings the final count, usage is at least what the client has received,
+    // so a stream cut short settles what was streamed rather than message_start's provisional count.
+    if (transform.stopReason === null) {
+      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(transform.streamedCharacters));
+    }
+    if (!transform.closed) return send(events);
+    const final = events[events.length - 1];
+    if (final.type === 'response.failed') {
+      send(events);
+      return out.end();
+    }
+    // `keep` never rejects (a store failure is logged).
+    void keep(transform.response, final.response as ResponsesResponse).then(() => {
+      send(events);
+      out.end();
+    });
+  };
+
+  followUpstreamStream(response, {
+    onEvent(event) {
+      write(transform.push(event));
+      recordReply(ctx, { stopReason: transform.stopReason });
+    },
+    onChunkParsed: out.flush,
+    onEnd: () => write(transform.end()),
+    onLost: (message) => write(transform.fail(message)),
+  });
+}

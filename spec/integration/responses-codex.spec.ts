@@ -1,0 +1,115 @@
+/**
+ * Codex CLI (`@openai/codex`, its native binary from npm) in `codex exec` against the gateway's
+ * Responses route, with a model provider in a temporary CODEX_HOME whose `base_url` is the gateway's
+ * `/v1`, `env_key` the key's variable and `wire_api = "responses"`. Codex's own network is off
+ * (update check, analytics, feedback, web search, plugins and apps): it talks only to the gateway on
+ * 127.0.0.1.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { FakeHandler } from '../helpers/fake-upstream';
+import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { roundTripHandler, streamOf, waitForRequestLines } from '../helpers/responses-upstream';
+import { tempDir } from '../helpers/temp-dir';
+
+const CODEX = path.resolve(__dirname, '../../../node_modules/@openai/codex/bin/codex.js');
+
+/** The provider block of docs/responses.md, for a gateway at `baseUrl`. */
+function codexConfig(baseUrl: string): string {
+  return [
+    'model = "sonnet"',
+    'model_provider = "gateway"',
+    'approval_policy = "never"',
+    // The test's command runs without Codex's sandbox (bubblewrap needs namespaces a CI box may lack).
+    'sandbox_mode = "danger-full-access"',
+    'check_for_update_on_startup = false',
+    'web_search = "disabled"',
+    // Without these Codex looks up github.com, api.github.com and chatgpt.com (plugins, apps); with
+    // them it opens no connection but the gateway's (checked with strace -e trace=connect,sendto).
+    '[features]',
+    'plugins = false',
+    'remote_plugin = false',
+    'apps = false',
+    'plugin_sharing = false',
+    'tool_suggest = false',
+    '[analytics]',
+    'enabled = false',
+    '[feedback]',
+    'enabled = false',
+    '[model_providers.gateway]',
+    'name = "Model Gateway"',
+    `base_url = "${baseUrl}/v1"`,
+    'env_key = "GATEWAY_API_KEY"',
+    'wire_api = "responses"',
+    '',
+  ].join('\n');
+}
+
+/** Run `codex exec <prompt>` in a fresh CODEX_HOME; resolves with its exit code and output. */
+function codexExec(gw: TestGateway, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const home = tempDir('codex-home-');
+  fs.writeFileSync(path.join(home, 'config.toml'), codexConfig(gw.url));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CODEX, 'exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', prompt], {
+      cwd: home,
+      env: { PATH: process.env.PATH ?? '', HOME: home, CODEX_HOME: home, GATEWAY_API_KEY: KEYS.all },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('Responses API (Codex CLI, codex exec)', function () {
+  this.timeout(90_000);
+  let gw: TestGateway;
+
+  before(async () => {
+    gw = await startTestGateway();
+  });
+  after(() => gw.close());
+  beforeEach(() => {
+    gw.upstream.requests.length = 0;
+  });
+
+  it('prints the model\'s answer', async () => {
+    const answer: FakeHandler = (request) => ({ kind: 'stream', events: streamOf([{ type: 'text', text: 'PONG from the gateway' }], 'end_turn', { input_tokens: 10, output_tokens: 5 }, request.body.model) });
+    gw.upstream.setHandler(answer);
+    const lines = gw.logLines.filter((line) => line.message === 'request' && line.route === 'POST /v1/responses').length;
+    const run = await codexExec(gw, 'Say pong');
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout.trim()).to.equal('PONG from the gateway');
+    const sent = gw.upstream.requests[0].body;
+    expect(sent.model).to.equal('model-sonnet-4.6');
+    expect(sent.stream).to.equal(true);
+    expect(sent.system).to.be.a('string').and.not.equal('');
+    expect(sent.tools.map((tool: { name: string }) => tool.name)).to.include('exec_command');
+    const [line] = (await waitForRequestLines(gw, lines + 1)).slice(-1);
+    expect(line).to.include({ status: 200, input_tokens: 10, output_tokens: 5, key_id: 'team-all' });
+  });
+
+  it('runs the model\'s call of its exec_command tool and sends the output back as the tool_result for the same id', async () => {
+    gw.upstream.setHandler(roundTripHandler({ toolName: 'exec_command', toolInput: { cmd: 'echo gateway-$((6*7))' }, answer: 'The command printed gateway-42.' }));
+    const run = await codexExec(gw, 'Run the echo command');
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout.trim()).to.equal('The command printed gateway-42.');
+    expect(gw.upstream.requests).to.have.length(2);
+    const [call, result] = gw.upstream.requests[1].body.messages.slice(-2);
+    expect(call).to.deep.equal({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_01Paris', name: 'exec_command', input: { cmd: 'echo gateway-$((6*7))' } }] });
+    expect(result.role).to.equal('user');
+    expect(result.content).to.have.length(1);
+    expect(result.content[0]).to.include({ type: 'tool_result', tool_use_id: 'toolu_01Paris' });
+    // Codex ran the command: its output (not the command line) is in the result.
+    expect(result.content[0].content).to.contain('gateway-42');
+  });
+});
