@@ -6,7 +6,7 @@
 import path from 'node:path';
 import express, { type Express, type Router } from 'express';
 import { createGatewayRouter } from './app';
-import { ConfigError, parseConfig, readConfigFile, type ConfigEnv, type GatewayConfig } from './config';
+import { ConfigError, defaultConfigFile, parseConfig, readConfigFile, type ConfigEnv, type GatewayConfig } from './config';
 import { createConfigSource, describeConfigChange } from './config-source';
 import type { AfterResponseStep } from './after-response';
 import { mergeHooks, type GatewayHooks } from './hooks';
@@ -111,17 +111,11 @@ export interface BuildOptions {
  * their request themselves and need no scope: the request line, errors and warnings, and a failing
  * store's `store unreachable` and `settlement delayed` lines (lib/store/guard.ts).
  *
- * Why it is not simply always on: on Node 20 an AsyncLocalStorage in use runs an async hook for every
- * promise created anywhere in the process. Measured side by side (bench/RESULTS.md), leaving it out
- * cut CPU per request by 8 to 9 % on the native route and 9 to 17 % on the chat route.
+ * Not always on: on Node 20 an AsyncLocalStorage in use runs an async hook for every promise created
+ * anywhere in the process (8 to 17 % more CPU per request).
  */
 export function needsRequestScope(parts: { callerCode: boolean; hooks: number; failOpenStore: boolean }): boolean {
   return parts.callerCode || parts.hooks > 0 || parts.failOpenStore;
-}
-
-/** The shipped config.json (next to package.json). */
-export function defaultConfigFile(env: ConfigEnv = process.env): string {
-  return env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json');
 }
 
 const MERGED_OBJECTS = ['upstream', 'defaults', 'limits'];

@@ -185,14 +185,20 @@ function parseAdminToken(token: string | undefined): string | null {
   return token;
 }
 
+/** The config file read when none is named: env GATEWAY_CONFIG, else the shipped config.json (next to package.json). */
+export function defaultConfigFile(env: ConfigEnv = process.env): string {
+  // From dist/lib/config/ up to the package's root.
+  return env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', '..', 'config.json');
+}
+
 /**
  * Read and validate a config file.
  *
- * @param file path of the JSON file. Default: env `GATEWAY_CONFIG`, else `config.json` at the repo root.
+ * @param file path of the JSON file. Default: {@link defaultConfigFile}.
  * @throws ConfigError when the file is missing, not JSON, or invalid (the message names the field)
  */
 export function loadConfig(file?: string, env: ConfigEnv = process.env): GatewayConfig {
-  return parseConfig(readConfigFile(file ?? env.GATEWAY_CONFIG ?? path.resolve(__dirname, '..', '..', 'config.json')), env);
+  return parseConfig(readConfigFile(file ?? defaultConfigFile(env)), env);
 }
 
 /**

@@ -13,6 +13,7 @@ import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
+import { MemoryReservations } from './memory-reservations';
 import { MemoryResponses } from './memory-responses';
 import { bookingTime, utcDay } from './usage-days';
 import {
@@ -31,35 +32,6 @@ interface StoredKey {
    */
   view?: Readonly<KeyRecord>;
 }
-
-/**
- * Credits held by one request. A hold past `expiresAt` no longer counts against the cap but is kept
- * (as `expired`) until `forgetAt`, so a late settlement of a request that outlived it is still
- * recorded once. A settled hold is deleted, which is what makes a second settle a no-op; no list of
- * settled ids grows with traffic.
- */
-interface Hold {
-  units: number;
-  expiresAt: number;
-  expired: boolean;
-  forgetAt: number;
-}
-
-/**
- * The holds of one key's month bucket, with the sum of the live ones kept as they come and go, so a
- * reservation costs O(1) however many requests of the key are in flight (2,000 open streams of one
- * key used to mean 2,000 holds summed per new request). `nextSweep` is the earliest instant at which
- * a hold expires or an expired hold is forgotten; only then are the holds walked.
- */
-interface HoldBucket {
-  holds: Map<string, Hold>;
-  /** Units of the holds that have not expired. */
-  liveUnits: number;
-  nextSweep: number;
-}
-
-/** How long an expired hold waits for a late settlement before it is forgotten: 24 h. */
-export const EXPIRED_HOLD_MEMORY_MS = 24 * 60 * 60 * 1000;
 
 /** What `snapshot()` returns and `restore()` takes: plain JSON. Holds in flight are not kept. */
 export interface MemorySnapshot {
@@ -80,8 +52,8 @@ export class MemoryStore implements GatewayStore {
   private readonly secretIndex = new Map<string, string>();
   /** `${keyId}|${month}` -> settled credit units */
   private readonly spend = new Map<string, number>();
-  /** `${keyId}|${month}` -> holds of requests in flight */
-  private readonly holds = new Map<string, HoldBucket>();
+  /** Credit reservations of requests in flight, per `${keyId}|${month}`. */
+  private readonly reservations = new MemoryReservations();
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
   private readonly dayLedger = new MemoryDayLedger();
@@ -159,57 +131,30 @@ export class MemoryStore implements GatewayStore {
     return this.reserveNow(keyId, month, credits, cap, ttlMs);
   }
 
-  /** The check and the hold as one step, as the Redis script is: nothing awaits in here. */
+  /** The check and the reservation as one step, as the Redis script is: nothing awaits in here. */
   private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): ReserveResult {
     const now = this.clock();
     const bucket = `${keyId}|${month}`;
     const spent = this.spend.get(bucket) ?? 0;
-    const held = this.holds.get(bucket) ?? { holds: new Map<string, Hold>(), liveUnits: 0, nextSweep: Infinity };
-    if (held.nextSweep <= now) sweepHolds(held, now);
-    const reserved = held.liveUnits;
+    const reserved = this.reservations.liveUnits(bucket, now);
     const units = toCreditUnitsCeil(credits);
     if (cap !== null && spent + reserved + units > toCreditUnits(cap)) {
-      if (held.holds.size === 0) this.holds.delete(bucket);
       return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
     }
     const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits };
-    const expiresAt = now + ttlMs;
-    held.holds.set(reservation.id, { units, expiresAt, expired: false, forgetAt: 0 });
-    held.liveUnits += units;
-    held.nextSweep = Math.min(held.nextSweep, expiresAt);
-    this.holds.set(bucket, held);
+    this.reservations.add(bucket, reservation.id, units, now + ttlMs);
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
-    return this.renewNow(reservation, ttlMs);
-  }
-
-  private renewNow(reservation: Reservation, ttlMs: number): boolean {
     const now = this.clock();
-    const held = this.holds.get(`${reservation.keyId}|${reservation.month}`);
-    if (!held) return false;
-    if (held.nextSweep <= now) sweepHolds(held, now);
-    const hold = held.holds.get(reservation.id);
-    if (!hold || hold.expired) return false;
-    // A later expiry only makes the bucket's next sweep come early, which is harmless.
-    hold.expiresAt = Math.max(hold.expiresAt, now + ttlMs);
-    return true;
+    return this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now);
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    return this.settleNow(reservation, usage);
-  }
-
-  private settleNow(reservation: Reservation, usage: UsageEntry): void {
     const bucket = `${reservation.keyId}|${reservation.month}`;
-    const held = this.holds.get(bucket);
-    const hold = held?.holds.get(reservation.id);
-    // No hold: already settled (or never made here); either way there is nothing to record.
-    if (!held || !hold) return;
-    held.holds.delete(reservation.id);
-    if (!hold.expired) held.liveUnits -= hold.units;
-    if (held.holds.size === 0) this.holds.delete(bucket);
+    // No reservation: already settled (or never made here); either way there is nothing to record.
+    if (!this.reservations.take(bucket, reservation.id)) return;
     const units = toCreditUnits(usage.credits);
     this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
     const ledgerKey = `${bucket}|${usage.model}`;
@@ -276,7 +221,7 @@ export class MemoryStore implements GatewayStore {
     this.secretIndex.clear();
     this.spend.clear();
     this.ledger.clear();
-    this.holds.clear();
+    this.reservations.clear();
     for (const stored of snapshot.keys) {
       this.keys.set(stored.record.id, { record: copyRecord(stored.record), secrets: stored.secrets.map((s) => ({ ...s })) });
       for (const secret of stored.secrets) this.secretIndex.set(secret.sha256, stored.record.id);
@@ -331,31 +276,6 @@ export class MemoryStore implements GatewayStore {
     if (!stored) throw new Error(`key "${id}" does not exist`);
     return stored;
   }
-}
-
-/**
- * Mark the holds past their expiry as expired (they stop counting), forget expired holds past their
- * `forgetAt`, and recompute the bucket's live sum and next sweep time.
- */
-function sweepHolds(held: HoldBucket, now: number): void {
-  let liveUnits = 0;
-  let nextSweep = Infinity;
-  for (const [id, hold] of held.holds) {
-    if (!hold.expired && hold.expiresAt <= now) {
-      hold.expired = true;
-      hold.forgetAt = now + EXPIRED_HOLD_MEMORY_MS;
-    }
-    if (!hold.expired) {
-      liveUnits += hold.units;
-      nextSweep = Math.min(nextSweep, hold.expiresAt);
-    } else if (hold.forgetAt <= now) {
-      held.holds.delete(id);
-    } else {
-      nextSweep = Math.min(nextSweep, hold.forgetAt);
-    }
-  }
-  held.liveUnits = liveUnits;
-  held.nextSweep = nextSweep;
 }
 
 function freezeRecord(record: KeyRecord): Readonly<KeyRecord> {

@@ -60,3 +60,17 @@ export function decodeLogEntry(message: Record<string, string>): RequestLogRecor
     return null;
   }
 }
+
+/**
+ * The records of a page of `request-log` stream entries that fall in [fromMs, toMs) and are not
+ * older than `oldest` (trimming by MINID is approximate, whole nodes: records past the retention are
+ * left out here), epoch ms.
+ */
+export function decodeLogPage(entries: Array<{ message: unknown }>, fromMs: number, toMs: number, oldest: number): RequestLogRecord[] {
+  const records: RequestLogRecord[] = [];
+  for (const entry of entries) {
+    const record = decodeLogEntry(entry.message as Record<string, string>);
+    if (record && record.time >= fromMs && record.time < toMs && record.time >= oldest) records.push(record);
+  }
+  return records;
+}

@@ -12,13 +12,14 @@ import { createClient, type RedisClientType } from 'redis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { InFlight } from '../in-flight';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
-import { EXPIRED_HOLD_MEMORY_MS } from './memory-store';
+import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import {
   APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_HOLD, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
 } from './redis-scripts';
-import { decodeDailyUsage, decodeLogEntry, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
+import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
+import { decodeRecord, decodeUsage, encodeRecord, redactUrl, translateScriptError } from './redis-codec';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
@@ -44,19 +45,14 @@ export interface RedisStoreOptions {
   onError?: (err: Error) => void;
 }
 
-const RECORD_FIELDS: Array<keyof KeyRecord> = [
-  'id', 'name', 'last4', 'createdAt', 'revoked', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap', 'keyGroup',
-];
 
 /** The ttl of a `request-log` stream past its retention (so an idle deployment's log goes away): 1 day. */
 const LOG_TTL_MARGIN_MS = 24 * 60 * 60 * 1000;
 
-const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'requests'] as const;
-
 export class RedisStore implements GatewayStore {
   readonly kind = 'redis';
   private readonly scriptShas = new Map<string, string>();
-  /** Writes under way (a count, not a Set of their promises: see lib/in-flight.ts); close() waits for them. */
+  /** Writes under way; close() waits for them. */
   private readonly pending = new InFlight();
   private logRetentionMs = DEFAULT_REQUEST_LOG_RETENTION_MS;
 
@@ -150,7 +146,7 @@ export class RedisStore implements GatewayStore {
       RESERVE_CREDITS,
       [this.k(`credits:${keyId}:${month}`)],
       [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
-        String(EXPIRED_HOLD_MEMORY_MS), String(BUCKET_RETENTION_MS)],
+        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)],
     )) as [number, number, number];
     if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
     return { ok: true, reservation: { id, keyId, month, credits }, spent: fromCreditUnits(spent) };
@@ -186,23 +182,10 @@ export class RedisStore implements GatewayStore {
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
-    const fields = await this.client.hGetAll(this.k(`usage:${keyId}:${month}`));
-    const byModel = new Map<string, UsageTotals>();
-    for (const [field, value] of Object.entries(fields)) {
-      const cut = field.lastIndexOf('|');
-      const model = field.slice(0, cut);
-      const name = field.slice(cut + 1) as (typeof USAGE_FIELDS)[number];
-      if (!USAGE_FIELDS.includes(name)) continue;
-      const totals = byModel.get(model) ?? {
-        model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0,
-      };
-      totals[name] = name === 'credits' ? fromCreditUnits(Number(value)) : Number(value);
-      byModel.set(model, totals);
-    }
-    return [...byModel.values()];
+    return decodeUsage(await this.client.hGetAll(this.k(`usage:${keyId}:${month}`)));
   }
 
-  // --- Spend visibility (issue 23) ------------------------------------------------------------------
+  // Spend visibility: usage by day, the request log, budget alerts (docs/spend.md).
 
   async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
     return decodeDailyUsage(await this.client.hGetAll(this.k(`usage-day:${keyId}:${month}`)));
@@ -219,12 +202,7 @@ export class RedisStore implements GatewayStore {
     const oldest = this.clock() - this.logRetentionMs;
     const start = cursor === null ? String(Math.max(0, Math.floor(fromMs))) : `(${cursor}`;
     const entries = await this.client.xRange(this.k('request-log'), start, String(Math.floor(toMs) + LOG_ID_SLACK_MS), { COUNT: limit });
-    const records: RequestLogRecord[] = [];
-    for (const entry of entries) {
-      const record = decodeLogEntry(entry.message as Record<string, string>);
-      // Trimming by MINID is approximate (whole nodes): records past the retention are left out here.
-      if (record && record.time >= fromMs && record.time < toMs && record.time >= oldest) records.push(record);
-    }
+    const records = decodeLogPage(entries, fromMs, toMs, oldest);
     return { records, cursor: entries.length === limit ? entries[entries.length - 1].id : null };
   }
 
@@ -291,7 +269,7 @@ export class RedisStore implements GatewayStore {
   }
 
   private async runCreate(record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
-    const fields = RECORD_FIELDS.flatMap((field) => [field, JSON.stringify(record[field])]);
+    const fields = encodeRecord(record);
     try {
       await this.run(
         CREATE_KEY,
@@ -316,32 +294,5 @@ export class RedisStore implements GatewayStore {
     sha = await this.client.scriptLoad(script);
     this.scriptShas.set(script, sha);
     return this.client.evalSha(sha, { keys, arguments: args });
-  }
-}
-
-/** A key record from a flat `field, value, ...` list of JSON-encoded values. */
-function decodeRecord(flat: string[]): KeyRecord {
-  const record: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) record[flat[i]] = JSON.parse(flat[i + 1]);
-  return record as unknown as KeyRecord;
-}
-
-/** Script error replies as the errors the store interface promises. */
-function translateScriptError(err: unknown, id: string): Error {
-  const message = String((err as Error)?.message ?? err).replace(/^ERR /, '');
-  if (message === 'exists') return new Error(`key "${id}" already exists`);
-  if (message === 'missing') return new Error(`key "${id}" does not exist`);
-  if (message === 'secret in use') return new Error('that secret is already in use');
-  return err as Error;
-}
-
-/** A Redis URL with its password replaced by `***`. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(unparsable URL)';
   }
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import path from 'node:path';
-import { ConfigError, loadConfig, parseConfig } from '../../lib/config';
+import { ConfigError, defaultConfigFile, loadConfig, parseConfig } from '../../lib/config';
 
 const base = () => ({
   upstream: { url: 'http://127.0.0.1:9', apiKeyEnv: 'UPSTREAM_API_KEY', timeoutMs: 1000 },
@@ -70,5 +70,12 @@ describe('config', () => {
   it('reports a missing or unparsable file with its path', () => {
     expect(() => loadConfig('/nonexistent/config.json', {})).to.throw(ConfigError, /cannot read configuration file \/nonexistent\/config.json/);
     expect(() => loadConfig(__filename, {})).to.throw(ConfigError, /is not valid JSON/);
+  });
+
+  it('reads the shipped config.json when no file is named (npm start), or GATEWAY_CONFIG', () => {
+    const shipped = path.resolve(__dirname, '..', '..', '..', 'config.json');
+    expect(defaultConfigFile({})).to.equal(shipped);
+    expect(loadConfig(undefined, {}).models.map((model) => model.id)).to.include('model-sonnet-4.6');
+    expect(defaultConfigFile({ GATEWAY_CONFIG: '/etc/gateway.json' })).to.equal('/etc/gateway.json');
   });
 });

@@ -28,18 +28,18 @@ describe('MemoryStore', () => {
     expect(await store.getResponse(`resp_${MAX_STORED_RESPONSES}`)).to.deep.equal(record(MAX_STORED_RESPONSES));
   });
 
-  it('forgets settled reservations: its holds do not grow with traffic', async () => {
+  it('forgets settled reservations: they do not grow with traffic', async () => {
     const store = new MemoryStore();
     for (let i = 0; i < 1000; i++) {
       const r = await store.reserveCredits('k1', '2025-06', 1, 10, 60_000);
       if (!r.ok) throw new Error('reserve failed');
       await store.settleCredits(r.reservation, { model: 'm', inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0 });
     }
-    expect((store as unknown as { holds: Map<string, unknown> }).holds.size).to.equal(0);
+    expect((store as unknown as { reservations: { size: number } }).reservations.size).to.equal(0);
     expect(Object.keys(store as object)).not.to.include('settled');
   });
 
-  it('checks and holds in one step: of two reservations asked at once, the second sees the first hold', async () => {
+  it('checks and reserves in one step: of two reservations asked at once, the second sees the first', async () => {
     const store = new MemoryStore();
     // Against a cap of 10: the first hold of 6 is in place when the second is checked.
     const [first, second] = await Promise.all([
