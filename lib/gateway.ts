@@ -3,7 +3,6 @@
  * clients, metrics, the Express app and its mountable router) without listening; `buildGateway` does
  * the same from an already validated config (the server uses it).
  */
-import path from 'node:path';
 import express, { type Express, type Router } from 'express';
 import { createGatewayRouter } from './app';
 import { ConfigError, defaultConfigFile, parseConfig, readConfigFile, type ConfigEnv, type GatewayConfig } from './config';

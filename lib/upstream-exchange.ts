@@ -11,9 +11,12 @@ import type { NextFunction, Response } from 'express';
 import type { ModelConfig } from './config';
 import { getContext, type RequestContext, type Usage } from './context';
 import { errors, fromTranslationError, GatewayError } from './errors';
-import { readBody } from './read-body';
+import { readBody, tryParseJson } from './read-body';
 import { createSseDecoder, type SseEvent } from './sse';
 import type { StartAttempt, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
+import type { NativeUsage } from '../translators/native-types';
+import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
+import { emptyUsage, mergeNativeUsage } from '../translators/usage';
 
 /**
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
@@ -119,6 +122,34 @@ export function createStreamWriter(res: Response): StreamWriter {
       pending = '';
     },
   };
+}
+
+/**
+ * Read a whole native message reply (the translating routes' non-streaming upstream reply) and record
+ * its usage and stop reason.
+ * @throws GatewayError 502 when the body is not a native message
+ */
+export async function readNativeMessage<T extends { content: unknown; usage?: unknown; stop_reason?: string | null }>(
+  response: http.IncomingMessage, ctx: RequestContext,
+): Promise<T> {
+  const message = tryParseJson((await readBody(response)).toString('utf8')) as T | undefined;
+  if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+    throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
+  }
+  recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage as NativeUsage), stopReason: message.stop_reason ?? null });
+  return message;
+}
+
+/**
+ * A native upstream's error reply, before any byte was sent, for a route in the OpenAI error shape
+ * (chat-completions, Responses): the same status (529 as 503), the chat error body, `retry-after`.
+ */
+export async function sendNativeErrorInChatShape(response: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
+  const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(await readUpstreamError(response, upstream)));
+  const retryAfter = response.headers['retry-after'];
+  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
+  for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
+  sendJsonReply(res, translated.status, translated.body);
 }
 
 /** Largest upstream error body read (they are small JSON objects). */

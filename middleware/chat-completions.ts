@@ -8,20 +8,20 @@
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
-import { emptyUsage, getContext, type RequestContext } from '../lib/context';
-import { errors } from '../lib/errors';
+import { getContext, type RequestContext } from '../lib/context';
 import type { Logger } from '../lib/logger';
-import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import {
+  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendForClient, sendJsonReply,
+  sendNativeErrorInChatShape,
+} from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-to-native-request';
 import { convertNativeResponse } from '../translators/native-to-chat-response';
 import { createChatStreamTransform, type ChatStreamRecord } from '../translators/native-to-chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
-import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
 import type { NativeMessage } from '../translators/native-types';
-import { estimateTokens, mergeNativeUsage } from '../translators/usage';
+import { estimateTokens } from '../translators/usage';
 
 export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
@@ -61,29 +61,15 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       if (!reply) return;
       const { response } = reply;
       const created = Math.floor(Date.now() / 1000);
-      if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream);
+      if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);
       if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason);
-      const message = tryParseJson((await readBody(response)).toString('utf8')) as NativeMessage | undefined;
-      if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
-        throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
-      }
-      recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage), stopReason: message.stop_reason });
+      const message = await readNativeMessage<NativeMessage>(response, ctx);
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
       sendJsonReply(res, 200, completion);
     } catch (err) {
       failExchange(err, res, next);
     }
   };
-}
-
-/** An upstream error before any byte was sent: the same status, in the chat error shape. */
-async function sendUpstreamError(response: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
-  const raw = await readUpstreamError(response, upstream);
-  const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(raw));
-  const retryAfter = response.headers['retry-after'];
-  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
-  for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
-  sendJsonReply(res, translated.status, translated.body);
 }
 
 /**

@@ -14,22 +14,21 @@ import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { GatewayError } from '../lib/errors';
 import { randomBase62 } from '../lib/keys';
 import type { Logger } from '../lib/logger';
-import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readUpstreamError, recordReply, sendForClient, sendJsonReply,
+  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendForClient, sendJsonReply,
+  sendNativeErrorInChatShape,
 } from '../lib/upstream-exchange';
-import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
 import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { createResponsesStreamTransform } from '../translators/responses-stream';
-import { emptyUsage, estimateTokens, mergeNativeUsage } from '../translators/usage';
+import { estimateTokens } from '../translators/usage';
 import {
   type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
 } from '../translators/responses-types';
@@ -128,14 +127,10 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       });
       if (!reply) return;
       const { response } = reply;
-      if (response.statusCode !== 200) return await sendUpstreamError(response, res, upstream);
+      if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);
       if (ctx.stream) return streamReply(response, res, ctx, { ...responseOptions, includeEncrypted }, keep);
 
-      const message = tryParseJson((await readBody(response)).toString('utf8')) as NativeReply | undefined;
-      if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
-        throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
-      }
-      recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage), stopReason: message.stop_reason });
+      const message = await readNativeMessage<NativeReply>(response, ctx);
       const full = convertNativeReply(message, responseOptions);
       const clientView = { ...full, output: viewOutputForClient(full.output, includeEncrypted) };
       await keep(full, clientView);
@@ -144,16 +139,6 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       failExchange(err, res, next);
     }
   };
-}
-
-/** An upstream error before any byte was sent: the same status, in the OpenAI error shape. */
-async function sendUpstreamError(response: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
-  const raw = await readUpstreamError(response, upstream);
-  const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(raw));
-  const retryAfter = response.headers['retry-after'];
-  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
-  for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
-  sendJsonReply(res, translated.status, translated.body);
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import { expect } from 'chai';
-import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
+import { nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, nativeHeaders } from '../helpers/http-client';
 

@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import {
-  ANSWER_USAGE, CALL_USAGE, THINKING, billedTokens, roundTripHandler, waitForRequestLines,
+  ANSWER_USAGE, THINKING, billedTokens, roundTripHandler, waitForRequestLines,
 } from '../helpers/responses-upstream';
 
 const WEATHER_TOOL = {

@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { formatSse } from '../../../lib/sse';
 import { createChatStreamTransform, type ChatStreamRecord } from '../../../translators/native-to-chat-stream';
 import {
   readExpectedRecords,
