@@ -49,6 +49,19 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   return reply;
 }
 
+/** The native API version the translating routes speak upstream. */
+export const NATIVE_API_VERSION = '2023-06-01';
+
+/** Send a native messages request (a translating route's) for the client behind `res`; see sendForClient. */
+export function sendNativeRequest(res: Response, upstream: UpstreamClient, body: unknown): Promise<UpstreamReply | undefined> {
+  return sendForClient(res, upstream, { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)) });
+}
+
+/** Send a chat-completions request to a chat-completions upstream for the client behind `res`; see sendForClient. */
+export function sendChatRequest(res: Response, upstream: UpstreamClient, body: unknown): Promise<UpstreamReply | undefined> {
+  return sendForClient(res, upstream, { path: '/v1/chat/completions', headers: {}, body: Buffer.from(JSON.stringify(body)) });
+}
+
 /** What a reply showed, for settlement, the log line and the metrics. */
 export interface ReplyFacts {
   /** The upstream's HTTP status. */

@@ -13,7 +13,7 @@ import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendForClient, sendJsonReply,
+  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendNativeRequest, sendJsonReply,
   sendNativeErrorInChatShape,
 } from '../lib/upstream-exchange';
 import { convertChatRequest } from '../translators/chat-to-native-request';
@@ -28,9 +28,6 @@ export interface ChatCompletionsOptions {
   catalogue: Catalogue;
   logger: Logger;
 }
-
-/** The native API version the translator speaks upstream. */
-const UPSTREAM_VERSION = '2023-06-01';
 
 export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {
   const { upstream, catalogue, logger } = options;
@@ -53,11 +50,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       });
       ctx.warnings.push(...warnings);
       if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
-      const reply = await sendForClient(res, upstream, {
-        path: '/v1/messages',
-        headers: { 'anthropic-version': UPSTREAM_VERSION },
-        body: Buffer.from(JSON.stringify(request)),
-      });
+      const reply = await sendNativeRequest(res, upstream, request);
       if (!reply) return;
       const { response } = reply;
       const created = Math.floor(Date.now() / 1000);

@@ -14,7 +14,7 @@ import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { createStreamWriter, recordReply, sendJsonReply, writeReplyHead, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, recordReply, sendJsonReply, writeReplyHead, failExchange, followUpstreamStream, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendChatRequest } from '../lib/upstream-exchange';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { formatChatStreamFailure } from '../translators/native-to-chat-errors';
 import { convertChatUsageToNative } from '../translators/chat-to-native-mapping';
@@ -37,11 +37,7 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       const wantsUsage = body.stream_options?.include_usage === true;
       const request: ChatCompletionRequest = { ...body, model: model.upstreamModel };
       if (ctx.stream && !wantsUsage) request.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
-      const reply = await sendForClient(res, upstream, {
-        path: '/v1/chat/completions',
-        headers: {},
-        body: Buffer.from(JSON.stringify(request)),
-      });
+      const reply = await sendChatRequest(res, upstream, request);
       if (!reply) return;
       const { response } = reply;
       const isStream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');

@@ -12,7 +12,7 @@ import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendForClient } from '../lib/upstream-exchange';
+import { createStreamWriter, recordReply, sendJsonReply, failExchange, followUpstreamStream, openSseReply, readUpstreamError, sendChatRequest } from '../lib/upstream-exchange';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/native-to-chat-request';
 import { convertChatErrorToNative, convertStreamErrorToNativeReply } from '../translators/chat-to-native-mapping';
@@ -36,11 +36,7 @@ export function createNativeViaChatUpstream(options: NativeViaChatUpstreamOption
       const { request, warnings } = convertNativeRequestToChat(req.body as NativeMessagesRequest, { upstreamModel: model.upstreamModel });
       ctx.warnings.push(...warnings);
       if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
-      const reply = await sendForClient(res, upstream, {
-        path: '/v1/chat/completions',
-        headers: {},
-        body: Buffer.from(JSON.stringify(request)),
-      });
+      const reply = await sendChatRequest(res, upstream, request);
       if (!reply) return;
       const { response } = reply;
       if (response.statusCode !== 200) return await sendUpstreamError(response, res, ctx, upstream);

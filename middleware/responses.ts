@@ -21,7 +21,7 @@ import { formatSse } from '../lib/sse';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendForClient, sendJsonReply,
+  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendNativeRequest, sendJsonReply,
   sendNativeErrorInChatShape,
 } from '../lib/upstream-exchange';
 import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
@@ -42,9 +42,6 @@ export interface ResponsesOptions {
   /** Where a response that could not be stored is reported. */
   logger: Logger;
 }
-
-/** The native API version the translator speaks upstream. */
-const UPSTREAM_VERSION = '2023-06-01';
 
 /** An id of the Responses API: `<prefix>_` + 24 base62 characters. */
 export function newResponsesId(prefix: string): string {
@@ -120,11 +117,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       const includeEncrypted = wantsEncryptedReasoning(body.include);
       const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
 
-      const reply = await sendForClient(res, upstream, {
-        path: '/v1/messages',
-        headers: { 'anthropic-version': UPSTREAM_VERSION },
-        body: Buffer.from(JSON.stringify(converted.request)),
-      });
+      const reply = await sendNativeRequest(res, upstream, converted.request);
       if (!reply) return;
       const { response } = reply;
       if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);

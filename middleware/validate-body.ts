@@ -106,6 +106,14 @@ export const nativeTranslationSchema = {
   },
 };
 
+/** `tool_choice` of the OpenAI formats (chat-completions, Responses): a mode, or an object with a `type`. */
+const openAiToolChoiceSchema = {
+  type: ['string', 'object', 'null'],
+  if: { type: 'string' },
+  then: { enum: ['none', 'auto', 'required'] },
+  else: { required: ['type'], properties: { type: { type: 'string' } } },
+};
+
 /** A chat content part: a `type`, and for text and image parts the field that carries them. */
 const chatContentPartSchema = {
   type: 'object',
@@ -185,12 +193,7 @@ export const chatCompletionsSchema = {
     stream_options: { type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } },
     user: { type: 'string' },
     tools: { type: ['array', 'null'], items: chatToolSchema },
-    tool_choice: {
-      type: ['string', 'object', 'null'],
-      if: { type: 'string' },
-      then: { enum: ['none', 'auto', 'required'] },
-      else: { required: ['type'], properties: { type: { type: 'string' } } },
-    },
+    tool_choice: openAiToolChoiceSchema,
     parallel_tool_calls: { type: ['boolean', 'null'] },
     response_format: {
       type: ['object', 'null'],
@@ -230,12 +233,7 @@ export const responsesSchema = {
     temperature: { type: ['number', 'null'] },
     top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     tools: { type: ['array', 'null'], items: { type: 'object', required: ['type'], properties: { type: { type: 'string' }, name: { type: 'string' } } } },
-    tool_choice: {
-      type: ['string', 'object', 'null'],
-      if: { type: 'string' },
-      then: { enum: ['none', 'auto', 'required'] },
-      else: { required: ['type'], properties: { type: { type: 'string' } } },
-    },
+    tool_choice: openAiToolChoiceSchema,
     parallel_tool_calls: { type: ['boolean', 'null'] },
     reasoning: { type: ['object', 'null'], properties: { effort: { type: ['string', 'null'] } } },
     text: {

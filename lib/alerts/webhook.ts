@@ -6,23 +6,8 @@
 import crypto from 'node:crypto';
 import type { BudgetAlert } from '../store/types';
 
-/** The JSON body of an alert webhook. */
-export interface AlertWebhookBody {
-  type: 'budget_alert';
-  /** `<keyId>:<month>:<threshold>`, the same on every delivery attempt (receivers can drop repeats by it). */
-  id: string;
-  keyId: string;
-  keyName: string;
-  /** Percent of the monthly credit cap. */
-  threshold: number;
-  /** Settled credits of the month when the threshold was crossed. */
-  spent: number;
-  cap: number;
-  /** UTC month, `YYYY-MM`. */
-  month: string;
-  /** ISO 8601 time of the crossing. */
-  crossedAt: string;
-}
+/** The JSON body of an alert webhook: the alert, with `crossedAt` as an ISO 8601 time. */
+export type AlertWebhookBody = { type: 'budget_alert' } & Omit<BudgetAlert, 'crossedAt'> & { crossedAt: string };
 
 /** What a delivery attempt came to. */
 export type WebhookOutcome = { kind: 'delivered'; status: number } | { kind: 'retry'; reason: string } | { kind: 'rejected'; reason: string };

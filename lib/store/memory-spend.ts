@@ -22,6 +22,16 @@ export interface MemorySpendSnapshot {
   pendingAlerts: Array<PendingBudgetAlert & { dueAt: number }>;
 }
 
+/** Add one settled request's tokens and `units` (credit units) to `totals`, as one more request. */
+export function addToTotals(totals: UsageTotals, tokens: Omit<UsageTotals, 'model' | 'credits' | 'requests'>, units: number): void {
+  totals.inputTokens += tokens.inputTokens;
+  totals.outputTokens += tokens.outputTokens;
+  totals.cacheCreationInputTokens += tokens.cacheCreationInputTokens;
+  totals.cacheReadInputTokens += tokens.cacheReadInputTokens;
+  totals.credits += units;
+  totals.requests += 1;
+}
+
 /** Totals per key and month, then per `${day}|${model}` (credits in credit units). */
 export class MemoryDayLedger {
   private readonly byKeyMonth = new Map<string, Map<string, UsageTotals & { day: string }>>();
@@ -37,12 +47,7 @@ export class MemoryDayLedger {
       totals = { day, model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0 };
       days.set(field, totals);
     }
-    totals.inputTokens += tokens.inputTokens;
-    totals.outputTokens += tokens.outputTokens;
-    totals.cacheCreationInputTokens += tokens.cacheCreationInputTokens;
-    totals.cacheReadInputTokens += tokens.cacheReadInputTokens;
-    totals.credits += units;
-    totals.requests += 1;
+    addToTotals(totals, tokens, units);
   }
 
   /** The day rows of one key's month, credits in credits. */

@@ -11,7 +11,7 @@
 import crypto from 'node:crypto';
 import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
-import { MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
+import { addToTotals, MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
 import { MemoryReservations } from './memory-reservations';
 import { MemoryResponses } from './memory-responses';
@@ -159,12 +159,7 @@ export class MemoryStore implements GatewayStore {
     this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
     const ledgerKey = `${bucket}|${usage.model}`;
     const totals = this.ledger.get(ledgerKey) ?? emptyTotals(usage.model);
-    totals.inputTokens += usage.inputTokens;
-    totals.outputTokens += usage.outputTokens;
-    totals.cacheCreationInputTokens += usage.cacheCreationInputTokens;
-    totals.cacheReadInputTokens += usage.cacheReadInputTokens;
-    totals.credits += units;
-    totals.requests += 1;
+    addToTotals(totals, usage, units);
     this.ledger.set(ledgerKey, totals);
     // The day bucket and the log record in the same step, so neither can differ from the month's.
     const now = this.clock();
