@@ -3,22 +3,10 @@
 import { api, ApiError, callApi, forgetToken, readToken, storeToken } from './api.js';
 import { drawBarChart, formatCount, formatCredits } from './chart.js';
 import { initSpend, refreshSpend, updateSpendKeys } from './spend.js';
+import { $, el } from './dom.js';
 
-const $ = (selector, root = document) => root.querySelector(selector);
 
 const state = { keys: [], models: [], keyGroups: [], month: '', alertDefaults: [50, 80, 100] };
-
-/** Create an element with text and attributes (text is never parsed as markup). */
-function el(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === false || value === undefined || value === null) continue;
-    if (name === 'class') element.className = value;
-    else element.setAttribute(name, value === true ? '' : String(value));
-  }
-  for (const child of children) element.append(child);
-  return element;
-}
 
 function showError(region, err) {
   region.textContent = err ? (err instanceof Error ? err.message : String(err)) : '';

@@ -3,21 +3,10 @@
 import { fetchRequestLog, usageOverDays } from './api.js';
 import { formatCount, formatCredits } from './chart.js';
 import { drawDailyChart } from './daily-chart.js';
+import { $, el } from './dom.js';
 
-const $ = (selector, root = document) => root.querySelector(selector);
 /** Records shown in the log table; the CSV download has them all. */
 const LOG_TABLE_ROWS = 200;
-
-function el(tag, attributes = {}, ...children) {
-  const element = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === false || value === undefined || value === null) continue;
-    if (name === 'class') element.className = value;
-    else element.setAttribute(name, value === true ? '' : String(value));
-  }
-  for (const child of children) element.append(child);
-  return element;
-}
 
 const day = (ms) => new Date(ms).toISOString().slice(0, 10);
 /** A share of a cap as a percentage: whole percents, or 2 significant digits under 1 %. */
