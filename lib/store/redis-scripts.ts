@@ -135,7 +135,7 @@ return {1, spent, reserved}
  * Extend a live hold. KEYS: credits:<id>:<month>. ARGV: reservation id, now, new expiry (ms).
  * Returns 1 when extended, 0 when the hold is gone or already expired (it is not brought back).
  */
-export const RENEW_HOLD = `
+export const RENEW_RESERVATION = `
 local field = 'hold:' .. ARGV[1]
 local value = redis.call('HGET', KEYS[1], field)
 if not value then return 0 end

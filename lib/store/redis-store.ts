@@ -16,7 +16,7 @@ import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import {
-  APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_HOLD, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
+  APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
 } from './redis-scripts';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
 import { decodeRecord, decodeUsage, encodeRecord, redactUrl, translateScriptError } from './redis-codec';
@@ -155,7 +155,7 @@ export class RedisStore implements GatewayStore {
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     const now = this.clock();
     const renewed = await this.run(
-      RENEW_HOLD,
+      RENEW_RESERVATION,
       [this.k(`credits:${reservation.keyId}:${reservation.month}`)],
       [reservation.id, String(now), String(now + ttlMs)],
     );
