@@ -23,6 +23,7 @@ import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
 import { createAfterResponse, type AfterResponseStep } from './after-response';
 import { createHookContext, createHookStep, createUsageRecord, mergeHooks, type GatewayHooks } from './hooks';
+import type { RequestContext } from './context';
 import type { KeyGroupConfig } from './key-groups';
 import { withRequestIds, type Logger } from './logger';
 import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './metrics';
@@ -39,13 +40,13 @@ import { createErrorHandler } from '../middleware/error-handler';
 import { createHealth, createLiveness } from '../middleware/health';
 import { createHostCheck } from '../middleware/host-check';
 import { createJsonBody } from '../middleware/json-body';
-import { createKeyGroupCheck } from '../middleware/key-group-check';
+import { createKeyGroupCheck, keyGroupRefusal } from '../middleware/key-group-check';
 import { createKeyGroupDispatch, createRouteRefusal } from '../middleware/key-group-dispatch';
 import { createListModels } from '../middleware/list-models';
-import { createModelWhitelist } from '../middleware/model-whitelist';
+import { createModelWhitelist, whitelistRefusal } from '../middleware/model-whitelist';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
-import { createCreditReservation, type CreditReservationFormat } from '../middleware/credit-reservation';
+import { createCreditReservation, createReservationEstimate, type CreditReservationFormat } from '../middleware/credit-reservation';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
 import { createResolveAlias } from '../middleware/resolve-alias';
@@ -163,19 +164,29 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const resolveAlias = named('resolveAlias', createResolveAlias({ catalogue }));
   const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
   const modelWhitelist = named('modelWhitelist', createModelWhitelist());
-  const rateLimit = named('rateLimit', createRateLimit({ store: store.createRateLimitStore() }));
-  const creditReservation = (format: CreditReservationFormat) => [named('creditReservation', createCreditReservation({
+  // The admission (rate-limit step) takes the credit hold too, in the same store round trip: each
+  // billed route has its own rate-limit step, which knows the route's estimate.
+  const creditOptions = (format: CreditReservationFormat) => ({
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     reservationTtlMs: () => source.config.upstream.timeoutMs,
-  }))];
-  /** count_tokens is not billed: nothing to reserve. */
-  const notBilled: RequestHandler[] = [];
+  });
+  /** On a key changed since auth read it: the key group and whitelist checks again (routes with a model). */
+  const recheck = (ctx: RequestContext) => (ctx.model ? keyGroupRefusal(catalogue, ctx) ?? whitelistRefusal(ctx) : null);
+  const rateLimitFor = (format: CreditReservationFormat | null) => named('rateLimit', createRateLimit({
+    store, recheck, now: clock,
+    reservationFor: format === null ? undefined : createReservationEstimate(creditOptions(format)),
+  }));
+  const rateLimit = rateLimitFor(null);
+  const creditReservation = (format: CreditReservationFormat) =>
+    [rateLimitFor(format), named('creditReservation', createCreditReservation(creditOptions(format)))];
+  /** count_tokens is not billed: counted against the rate limit, nothing reserved. */
+  const notBilled: RequestHandler[] = [rateLimit];
   const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams, createUpstreamMark()];
 
   /** The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS). */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [
-    jsonBody, ...auth(accept), ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, rateLimit, ...billing, ...beforeUpstream,
+    jsonBody, ...auth(accept), ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, ...billing, ...beforeUpstream,
   ];
   const versionHeader = [named('versionHeader', createVersionHeader())];
 

@@ -39,7 +39,7 @@ export function createConfigSource(initial: GatewayConfig): ConfigSource {
 }
 
 /** Fields read once at start-up: a reload that changes them logs that a restart is needed. */
-const RESTART_FIELDS = ['port', 'redisUrl', 'baseUrl', 'limits', 'logLevel', 'metricsToken', 'requestLog', 'alerts', 'alertsWebhookSecret'] as const;
+const RESTART_FIELDS = ['port', 'redisUrl', 'redisClusterNodes', 'redisTlsCaFile', 'redisConnectTimeoutMs', 'baseUrl', 'limits', 'logLevel', 'metricsToken', 'requestLog', 'alerts', 'alertsWebhookSecret'] as const;
 
 /** What differs between two configurations, by top-level field: `reloaded` applies now, `needsRestart` does not. */
 export function describeConfigChange(previous: GatewayConfig, next: GatewayConfig): { reloaded: string[]; needsRestart: string[] } {

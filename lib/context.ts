@@ -2,10 +2,10 @@
  * The typed per-request context. Middlewares fill it in pipeline order; integrator hooks read it.
  * It lives on `res.locals.gateway`; no step hangs ad hoc properties on `req`.
  */
-import type { Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { ModelConfig } from './config';
 import type { RouteFormat } from './errors';
-import type { KeyRecord, Reservation } from './store/types';
+import type { AdmissionResult, KeyRecord, Reservation } from './store/types';
 
 import { emptyUsage, type Usage } from '../translators/usage';
 
@@ -23,8 +23,19 @@ export interface RequestContext {
   route: string;
   /** `process.hrtime.bigint()` when the request arrived. */
   readonly startedAt: bigint;
-  /** The authenticated key (never its secret). */
+  /**
+   * The authenticated key (never its secret), possibly as this process last saw it: the rate-limit
+   * step's admission checks it against the store before anything is counted or forwarded.
+   */
   key?: KeyRecord;
+  /** The version of `key` the auth step found, and the SHA-256 of the secret the request carried (for the admission). */
+  keyVersion?: number;
+  secretSha256?: string;
+  /**
+   * Read the key from the store again (not a snapshot) and put it on this context: a step about to
+   * refuse a request for the key's settings confirms them first. Set by the auth step.
+   */
+  confirmKey?: () => Promise<void>;
   /** Key group of the key; `default` for `sk-cs4-` keys. */
   keyGroup?: string;
   /** The model named by the client, before alias resolution. */
@@ -39,6 +50,8 @@ export interface RequestContext {
   stream: boolean;
   /** Credit reservation held for this request, settled when the reply ends. */
   reservation?: Reservation;
+  /** The store's answer to this request's admission (rate-limit step): its credit hold's result, read by the credit reservation step. */
+  admission?: Extract<AdmissionResult, { outcome: 'admitted' }>;
   /** Usage read from the reply so far (body or stream); undefined when the upstream reported none. */
   usage?: Usage;
   /** Stop reason of the reply, when known. */
@@ -64,4 +77,20 @@ export interface RequestContext {
 /** Context of this request (created by the request-id middleware). */
 export function getContext(res: Response): RequestContext {
   return res.locals.gateway as RequestContext;
+}
+
+/**
+ * A step that checks the key's settings: `refusal` gives the error to refuse the request with, or null.
+ * A refusal made on a key snapshot (see `confirmKey`) is made again on the key as the store holds it
+ * now, so a setting changed on another instance is never refused on a stale copy.
+ */
+export function createKeySettingsCheck(refusal: (ctx: RequestContext) => Error | null): RequestHandler {
+  return (_req, res, next) => {
+    const ctx = getContext(res);
+    if (refusal(ctx) === null) return next();
+    if (!ctx.confirmKey) return next(refusal(ctx));
+    const confirm = ctx.confirmKey;
+    ctx.confirmKey = undefined;
+    confirm().then(() => next(refusal(ctx) ?? undefined), next);
+  };
 }

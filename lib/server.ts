@@ -145,8 +145,8 @@ export function parseWebConcurrency(value: string | undefined): number {
  *   issue its own development key)
  */
 export function checkClusterConfig(config: GatewayConfig): void {
-  if (!config.redisUrl) {
-    throw new ConfigError('invalid configuration: WEB_CONCURRENCY > 1 needs the Redis store (set REDIS_URL), so every worker shares the same limits and credits');
+  if (!config.redisUrl && !config.redisClusterNodes) {
+    throw new ConfigError('invalid configuration: WEB_CONCURRENCY > 1 needs the Redis store (set REDIS_URL or REDIS_CLUSTER_NODES), so every worker shares the same limits and credits');
   }
   if (config.keys.length === 0) {
     throw new ConfigError('invalid configuration: WEB_CONCURRENCY > 1 needs keys in the configuration (each worker would otherwise issue its own development key)');

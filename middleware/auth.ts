@@ -1,6 +1,10 @@
 /**
  * Auth: finds the caller's key by the SHA-256 of the secret it sent (the store compares digests in
- * constant time) and puts it on the context. Which header a route takes:
+ * constant time) and puts it on the context. The store may answer from the key's record as this
+ * process last saw it (no round trip to Redis): the rate-limit step's admission then checks that
+ * record's version, the secret and the revocation in the store, in the same round trip that counts
+ * the request and holds its credits, before anything reaches the upstream. A step that refuses a
+ * request for the key's settings confirms them with `ctx.confirmKey()` first. Which header a route takes:
  * - native (`/v1/messages*`): `x-api-key`, or `Authorization: Bearer` (built by current native SDKs);
  *   when both are sent, `x-api-key` wins;
  * - chat (`/v1/chat/completions`): `Authorization: Bearer` only;
@@ -76,12 +80,19 @@ export function createAuth(options: AuthOptions): RequestHandler {
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {
         throw errors.authentication(`invalid API key: keys start with ${prefixes.join(' or ')}`);
       }
-      const key = await options.store.findKeyBySecretHash(hashSecret(secret), now());
-      if (!key) throw errors.authentication('invalid API key');
-      if (key.revoked) throw errors.authentication('this API key has been revoked');
+      const sha256 = hashSecret(secret);
       const ctx = getContext(res);
-      ctx.key = key;
-      ctx.keyGroup = key.keyGroup;
+      const identify = async (fresh: boolean) => {
+        const found = await options.store.identifyKey(sha256, now(), fresh);
+        if (!found) throw errors.authentication('invalid API key');
+        if (found.key.revoked) throw errors.authentication('this API key has been revoked');
+        ctx.key = found.key;
+        ctx.keyGroup = found.key.keyGroup;
+        ctx.keyVersion = found.version;
+      };
+      await identify(false);
+      ctx.secretSha256 = sha256;
+      ctx.confirmKey = () => identify(true);
       next();
     } catch (err) {
       next(err);

@@ -80,27 +80,45 @@ export function maxOutputTokens(req: Request, format: CreditReservationFormat, m
   return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
 }
 
-export function createCreditReservation(options: CreditReservationOptions): RequestHandler {
-  const { store, catalogue } = options;
+/**
+ * The credit hold a request asks for (see the module comment): its worst case in credits, the current
+ * UTC month's bucket, and how long the hold lasts. Reads the context's model and the body's size.
+ */
+export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { month: string; credits: number; ttlMs: number } {
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
   const reservationTtlNow = typeof options.reservationTtlMs === 'function' ? options.reservationTtlMs : () => options.reservationTtlMs as number;
+  const clock = options.clock ?? systemClock;
+  return (req, res) => {
+    const ctx = getContext(res);
+    const model = ctx.model!;
+    const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
+    const reservation = reservationNow();
+    const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservation), maxOutputTokens(req, options.format, model, options.catalogue),
+      boundWebSearches(req.body, reservation));
+    return { month: utcMonth(clock()), credits, ttlMs: reservationTtlNow() };
+  };
+}
+
+/**
+ * The credit reservation step. The hold is normally taken by the request's admission in the
+ * rate-limit step (one store round trip for both, see middleware/rate-limit.ts); this step reads its
+ * result. On a route built without that admission it takes the hold itself.
+ */
+export function createCreditReservation(options: CreditReservationOptions): RequestHandler {
+  const { store } = options;
+  const estimate = createReservationEstimate(options);
   const clock = options.clock ?? systemClock;
   const renewer = createReservationRenewer(store);
   return async (req, res, next) => {
     try {
       const ctx = getContext(res);
       const key = ctx.key!;
-      const model = ctx.model!;
-      const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
-      const reservation = reservationNow();
-      const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservation), maxOutputTokens(req, options.format, model, catalogue),
-        boundWebSearches(req.body, reservation));
-      const now = clock();
-      const month = utcMonth(now);
-      const reservationTtlMs = reservationTtlNow();
-      const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, reservationTtlMs);
+      const wanted = estimate(req, res);
+      const result = ctx.admission?.reserved
+        ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs);
+      const { month, credits } = result.ok ? result.reservation : wanted;
       if (!result.ok) {
-        const resetsAt = new Date(nextUtcMonthStart(now)).toISOString().replace(/\.000Z$/, 'Z');
+        const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
         const inFlight = result.reserved > 0 ? `, ${formatCredits(result.reserved)} reserved by requests in flight` : '';
         throw new GatewayError(402, 'billing_error',
           `monthly credit cap reached for this key: ${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)${inFlight}; ` +
@@ -112,12 +130,12 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         // after-response steps have run already, so nothing would settle it or stop renewing it. Release it now;
         // nothing was used.
         await store.settleCredits(result.reservation, {
-          model: model.id, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
+          model: ctx.model!.id, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
         });
         return;
       }
       ctx.reservation = { ...result.reservation, requestId: ctx.requestId };
-      renewer.keep(res, ctx.reservation, reservationTtlMs);
+      renewer.keep(res, ctx.reservation, wanted.ttlMs);
       next();
     } catch (err) {
       next(err);

@@ -1,7 +1,14 @@
 /**
  * Per-key rate limit (express-rate-limit): at most the key's `rateLimitPerMinute` requests in a
- * one-minute window that starts at the key's first request. The counter lives in the gateway store's
- * rate-limit store (memory: this process; Redis: shared, so every instance counts against one window).
+ * one-minute window that starts at the key's first request. The counter lives in the gateway store
+ * (memory: this process; Redis: shared, so every instance counts against one window).
+ *
+ * The count is taken by the request's admission (`GatewayStore.admit`): one atomic store step (one
+ * Redis script, one round trip) that also checks the key the auth step found (its record's version,
+ * the secret, the revocation) and takes the credit reservation's hold when the request is within its
+ * limit. express-rate-limit stays the middleware (limit, headers, refusal); its store is an adapter
+ * that answers with the admission's count. So a request waits for one round trip to Redis before its
+ * upstream call, where a separate rate-limit store (rate-limit-redis) would add one of its own.
  *
  * Every reply past this step carries the headers of both client families (wire-formats.md §4.1, §7):
  *   anthropic-ratelimit-requests-limit / -remaining / -reset (RFC 3339 time of the window's end)
@@ -9,20 +16,65 @@
  * Over the limit: 429 `rate_limit_error` (chat: `rate_limit_exceeded`) with `retry-after` in seconds.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import { rateLimit, type RateLimitInfo, type Store } from 'express-rate-limit';
-import { getContext } from '../lib/context';
-import { GatewayError } from '../lib/errors';
+import { rateLimit, type IncrementResponse, type RateLimitInfo, type Store } from 'express-rate-limit';
+import { getContext, type RequestContext } from '../lib/context';
+import { errors, GatewayError } from '../lib/errors';
+import type { AdmissionRequest, GatewayStore } from '../lib/store/types';
 
 /** Length of a rate-limit window: one minute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 export interface RateLimitOptions {
-  /** Counter store, from `GatewayStore.createRateLimitStore()`. */
-  store: Store;
-  /** Requests per window for this request's key. Default: the key record's `rateLimitPerMinute`. */
-  limit?: number | ((req: Request, res: Response) => number);
-  /** Clock for the reset headers, epoch ms. Default `Date.now`. */
+  /** The gateway store, whose `admit` counts the request. */
+  store: GatewayStore;
+  /**
+   * The credit hold this route's requests ask for with their admission (the credit reservation step
+   * reads the result); absent for a route that is not billed.
+   */
+  reservationFor?: (req: Request, res: Response) => NonNullable<AdmissionRequest['reservation']>;
+  /**
+   * When the key's record changed since the auth step read it: the refusal the earlier steps (key
+   * group, whitelist) would now make on the new record, or null. Default: none.
+   */
+  recheck?: (ctx: RequestContext) => Error | null;
+  /** Clock for the admission and the reset headers, epoch ms. Default `Date.now`. */
   now?: () => number;
+}
+
+/** Admissions tried for one request when its key keeps changing under it. */
+const MAX_ADMISSIONS = 3;
+
+/**
+ * Admit a request (GatewayStore.admit) and put the result on its context.
+ * @returns the admission's rate-limit count
+ * @throws GatewayError 401 when the key is revoked or the secret unknown or expired; the recheck's
+ *   refusal when the key changed; 503 when it changed on every try
+ */
+export async function admitRequest(req: Request, res: Response, options: RateLimitOptions): Promise<IncrementResponse> {
+  const ctx = getContext(res);
+  const reservation = options.reservationFor?.(req, res) ?? null;
+  for (let attempt = 1; attempt <= MAX_ADMISSIONS; attempt += 1) {
+    const result = await options.store.admit({
+      snapshot: { key: ctx.key!, version: ctx.keyVersion ?? 0 },
+      secretSha256: ctx.secretSha256!,
+      now: (options.now ?? Date.now)(),
+      rateLimitWindowMs: RATE_LIMIT_WINDOW_MS,
+      reservation,
+    });
+    if (result.outcome === 'admitted') {
+      ctx.admission = result;
+      return { totalHits: result.totalHits, resetTime: result.resetTime };
+    }
+    if (result.outcome === 'refused') {
+      throw errors.authentication(result.reason === 'revoked' ? 'this API key has been revoked' : 'invalid API key');
+    }
+    ctx.key = result.snapshot.key;
+    ctx.keyGroup = result.snapshot.key.keyGroup;
+    ctx.keyVersion = result.snapshot.version;
+    const refusal = options.recheck?.(ctx) ?? null;
+    if (refusal) throw refusal;
+  }
+  throw new GatewayError(503, 'api_error', 'this key is being changed; try again shortly', { chatCode: 'service_unavailable', headers: { 'retry-after': '1' } });
 }
 
 /** Where express-rate-limit puts its figures on the request (its own convention, read here only). */
@@ -30,13 +82,30 @@ const INFO_PROPERTY = 'rateLimit';
 
 export function createRateLimit(options: RateLimitOptions): RequestHandler {
   const now = options.now ?? Date.now;
-  const limitOf = options.limit ?? ((_req: Request, res: Response) => getContext(res).key!.rateLimitPerMinute);
+  // express-rate-limit hands its store only the key it generated: each request gets a token under
+  // which the adapter finds it again. The count itself is per API key (not per IP), in the admission:
+  // every instance and every secret of a rotated key share one count.
+  const waiting = new Map<string, { req: Request; res: Response }>();
+  let tokens = 0;
+  const store: Store = {
+    async increment(token: string) {
+      const request = waiting.get(token)!;
+      waiting.delete(token);
+      return admitRequest(request.req, request.res, options);
+    },
+    async decrement() {},
+    async resetKey() {},
+  };
   const limiter = rateLimit({
     windowMs: RATE_LIMIT_WINDOW_MS,
-    limit: typeof limitOf === 'number' ? limitOf : (req, res) => limitOf(req, res),
-    // Counted per key (not per IP): every instance and every secret of a rotated key share one count.
-    keyGenerator: (_req, res) => getContext(res).key!.id,
-    store: options.store,
+    // Read after the admission: the key as the store holds it.
+    limit: (_req, res) => getContext(res).key!.rateLimitPerMinute,
+    keyGenerator: (req, res) => {
+      const token = String((tokens += 1));
+      waiting.set(token, { req, res });
+      return token;
+    },
+    store,
     legacyHeaders: false,
     standardHeaders: false,
     requestPropertyName: INFO_PROPERTY,

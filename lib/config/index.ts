@@ -38,6 +38,9 @@ export interface ConfigEnv {
   UPSTREAM_API_KEY?: string;
   REDIS_URL?: string;
   REDIS_PREFIX?: string;
+  REDIS_CLUSTER_NODES?: string;
+  REDIS_TLS_CA?: string;
+  REDIS_CONNECT_TIMEOUT_MS?: string;
   GATEWAY_STATE_FILE?: string;
   LOG_LEVEL?: string;
   METRICS_TOKEN?: string;
@@ -51,7 +54,7 @@ export interface ConfigEnv {
  * (aliases and `allowedModels` must name catalogue IDs; ids must be unique).
  *
  * @param raw the parsed config.json
- * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, REDIS_PREFIX, GATEWAY_STATE_FILE, LOG_LEVEL override the file; METRICS_TOKEN, ADMIN_TOKEN)
+ * @param env environment (PORT, UPSTREAM_URL, REDIS_URL, REDIS_PREFIX, REDIS_CLUSTER_NODES, REDIS_TLS_CA, REDIS_CONNECT_TIMEOUT_MS, GATEWAY_STATE_FILE, LOG_LEVEL override the file; METRICS_TOKEN, ADMIN_TOKEN)
  * @returns a frozen `GatewayConfig`
  * @throws ConfigError naming the first offending fields
  */
@@ -158,13 +161,48 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     alertsWebhookSecret: env.ALERTS_WEBHOOK_SECRET || null,
     port,
     redisUrl: env.REDIS_URL || null,
-    redisPrefix: env.REDIS_PREFIX || 'gateway:',
+    redisPrefix: parseRedisPrefix(env.REDIS_PREFIX),
+    redisClusterNodes: parseRedisClusterNodes(env.REDIS_CLUSTER_NODES),
+    redisTlsCaFile: env.REDIS_TLS_CA || null,
+    redisConnectTimeoutMs: parsePositiveInteger('REDIS_CONNECT_TIMEOUT_MS', env.REDIS_CONNECT_TIMEOUT_MS, 5000),
     stateFile: env.GATEWAY_STATE_FILE || '.gateway-usage.json',
     logLevel: env.LOG_LEVEL || 'info',
     metricsToken: env.METRICS_TOKEN || null,
     adminToken: parseAdminToken(env.ADMIN_TOKEN),
   };
   return deepFreeze(config);
+}
+
+/**
+ * REDIS_PREFIX, default `gateway:`.
+ * @throws ConfigError when it holds `{` or `}` (Redis Cluster would read them as every key's hash tag)
+ */
+function parseRedisPrefix(value: string | undefined): string {
+  const prefix = value || 'gateway:';
+  if (/[{}]/.test(prefix)) throw new ConfigError(`invalid configuration: REDIS_PREFIX "${prefix}" must not contain "{" or "}"`);
+  return prefix;
+}
+
+/**
+ * REDIS_CLUSTER_NODES: comma-separated `redis://` or `rediss://` URLs; null when unset or empty.
+ * @throws ConfigError naming the entry that is not such a URL
+ */
+function parseRedisClusterNodes(value: string | undefined): string[] | null {
+  const urls = (value ?? '').split(',').map((url) => url.trim()).filter((url) => url !== '');
+  for (const url of urls) {
+    if (!/^rediss?:\/\/[^/]+/.test(url)) throw new ConfigError(`invalid configuration: REDIS_CLUSTER_NODES entry "${url.replace(/:[^:@/]*@/, ':***@')}" is not a redis:// or rediss:// URL`);
+  }
+  return urls.length > 0 ? urls : null;
+}
+
+/**
+ * A positive integer from the environment, or `fallback` when unset.
+ * @throws ConfigError naming the variable when it is set to anything else
+ */
+function parsePositiveInteger(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  if (!/^[1-9]\d*$/.test(value)) throw new ConfigError(`invalid configuration: ${name} must be a positive integer (ms), not "${value}"`);
+  return Number(value);
 }
 
 /** Shortest ADMIN_TOKEN accepted: it guards every key, so it must not be guessable. */

@@ -163,6 +163,12 @@ export interface GatewayConfig {
   redisUrl: string | null;
   /** From env REDIS_PREFIX, default `gateway:`: prefix of every Redis key, so several deployments can share one server. */
   redisPrefix: string;
+  /** From env REDIS_CLUSTER_NODES (comma-separated `redis[s]://` URLs of some nodes): a Redis Cluster instead of REDIS_URL; null: none. */
+  redisClusterNodes: string[] | null;
+  /** From env REDIS_TLS_CA: path of the PEM file of a private CA that signed the Redis servers' certificates; null: the system's CAs. */
+  redisTlsCaFile: string | null;
+  /** From env REDIS_CONNECT_TIMEOUT_MS, default 5000: longest wait to open a connection to a Redis server, ms. */
+  redisConnectTimeoutMs: number;
   /**
    * From env GATEWAY_STATE_FILE, default `.gateway-usage.json` (in the working directory): where the
    * in-memory store is written on graceful shutdown and read at start. Unused with Redis.

@@ -17,10 +17,9 @@
  * - `/health` reports the store unreachable (its ping fails), and the guard recovers by itself: the
  *   next call that succeeds is served normally.
  */
-import type { Store as RateLimitStore } from 'express-rate-limit';
 import { GatewayError } from '../errors';
 import type { Logger } from '../logger';
-import type { GatewayStore, KeyRecord, Reservation, UsageEntry } from './types';
+import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, UsageEntry } from './types';
 
 export interface StoreGuardOptions {
   logger: Logger;
@@ -44,6 +43,11 @@ export function storeUnavailable(operation: string, cause: string): GatewayError
     chatCode: 'service_unavailable', headers: { 'retry-after': '1' },
     log: { message: 'store unreachable', operation, error: cause },
   });
+}
+
+/** A reservation made while the store is unreachable (fail open): settling it records nothing. */
+function unmeteredReservation(keyId: string, month: string): Reservation {
+  return { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 };
 }
 
 /** Settlements waiting for the store, at most this many (older ones are dropped, and logged). */
@@ -72,7 +76,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
   const failOpen = options.failOpen ?? false;
   const timeoutMs = options.timeoutMs ?? 2000;
   const keyCacheMs = options.keyCacheMs ?? 600_000;
-  const keyCache = new Map<string, { key: KeyRecord; until: number }>();
+  const keyCache = new Map<string, { key: KeyRecord; version: number; until: number }>();
   const pending: Array<{ reservation: Reservation; usage: UsageEntry }> = [];
   let retrying: NodeJS.Timeout | undefined;
 
@@ -84,6 +88,24 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       if (err instanceof GatewayError) throw err;
       throw storeUnavailable(operation, err.message);
     });
+
+  /**
+   * A key lookup, bounded; when it fails and the gateway fails open, the key as last found (for at
+   * most `keyCacheMs`). Found keys are remembered only when failing open.
+   */
+  async function identify(operation: string, sha256: string, lookup: () => Promise<KeySnapshot | null>): Promise<KeySnapshot | null> {
+    try {
+      const found = await call(operation, lookup);
+      if (found && failOpen) keyCache.set(sha256, { ...found, until: Date.now() + keyCacheMs });
+      else keyCache.delete(sha256);
+      return found;
+    } catch (err) {
+      const cached = failOpen ? keyCache.get(sha256) : undefined;
+      if (!cached || cached.until < Date.now()) throw err;
+      servedUnmetered(err, operation, { key_id: cached.key.id });
+      return { key: cached.key, version: cached.version };
+    }
+  }
 
   /** Fail open: the outage line the error handler would have written, then the warning. */
   const servedUnmetered = (failure: unknown, operation: string, detail: Record<string, unknown> = {}) => {
@@ -117,31 +139,6 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     retrying.unref();
   }
 
-  function guardRateLimitStore(inner: RateLimitStore): RateLimitStore {
-    const increment = async (key: string) => {
-      try {
-        return await call('rateLimit', () => Promise.resolve(inner.increment(key)));
-      } catch (err) {
-        if (!failOpen) throw err;
-        servedUnmetered(err, 'rateLimit');
-        return { totalHits: 1, resetTime: new Date(Date.now() + 60_000) };
-      }
-    };
-    const decrement = async (key: string) => {
-      await Promise.resolve(inner.decrement(key)).catch(() => undefined);
-    };
-    // express-rate-limit calls init() on the store it is given: the proxy passes it (and every other
-    // member) to the real store, bound to it.
-    return new Proxy(inner, {
-      get(target, property, receiver) {
-        if (property === 'increment') return increment;
-        if (property === 'decrement') return decrement;
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
-  }
-
   /**
    * Ledger and key reads (admin API, budget alerts) and the spend visibility calls (issue 23): bounded by `timeoutMs`
    * like the rest (a disconnected client queues commands; a finish step or the alert dispatcher must
@@ -164,16 +161,20 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     retryBudgetAlert: bounded('retryBudgetAlert'),
     finishBudgetAlert: bounded('finishBudgetAlert'),
     async findKeyBySecretHash(sha256: string, now?: number) {
+      const found = await identify('findKey', sha256, () => store.findKeyBySecretHash(sha256, now).then((key) => key && { key, version: -1 }));
+      return found?.key ?? null;
+    },
+    identifyKey(sha256: string, now: number, fresh?: boolean) {
+      return identify('findKey', sha256, () => store.identifyKey(sha256, now, fresh));
+    },
+    async admit(request: AdmissionRequest) {
       try {
-        const key = await call('findKey', () => store.findKeyBySecretHash(sha256, now));
-        if (key && failOpen) keyCache.set(sha256, { key, until: Date.now() + keyCacheMs });
-        else keyCache.delete(sha256);
-        return key;
+        return await call('admit', () => store.admit(request));
       } catch (err) {
-        const cached = failOpen ? keyCache.get(sha256) : undefined;
-        if (!cached || cached.until < Date.now()) throw err;
-        servedUnmetered(err, 'findKey', { key_id: cached.key.id });
-        return cached.key;
+        if (!failOpen) throw err;
+        servedUnmetered(err, 'admit', { key_id: request.snapshot.key.id });
+        const reserved = request.reservation && { ok: true as const, spent: 0, reservation: unmeteredReservation(request.snapshot.key.id, request.reservation.month) };
+        return { outcome: 'admitted' as const, totalHits: 1, resetTime: new Date(Date.now() + request.rateLimitWindowMs), reserved };
       }
     },
     async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number) {
@@ -182,7 +183,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       } catch (err) {
         if (!failOpen) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });
-        return { ok: true as const, spent: 0, reservation: { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 } };
+        return { ok: true as const, spent: 0, reservation: unmeteredReservation(keyId, month) };
       }
     },
     async renewReservation(reservation: Reservation, ttlMs: number) {
@@ -215,9 +216,6 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     saveResponse: (record, ttlMs) => call('saveResponse', () => store.saveResponse(record, ttlMs)),
     getResponse: (id) => call('getResponse', () => store.getResponse(id)),
     deleteResponse: (id) => call('deleteResponse', () => store.deleteResponse(id)),
-    createRateLimitStore() {
-      return guardRateLimitStore(store.createRateLimitStore());
-    },
     ping() {
       return withTimeout(store.ping(), timeoutMs);
     },

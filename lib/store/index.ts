@@ -1,4 +1,5 @@
 /** Store selection and seeding of the keys declared in config.json. */
+import fs from 'node:fs';
 import type { GatewayConfig } from '../config';
 import { hashSecret, lastFour } from '../keys';
 import { MemoryStore } from './memory-store';
@@ -18,14 +19,22 @@ export interface CreateStoreOptions {
 }
 
 /**
- * The store the configuration asks for: Redis when `REDIS_URL` is set (keys under `REDIS_PREFIX`),
- * else memory (the embedded default, one process).
- * @throws Error when Redis is configured but cannot be reached
+ * The store the configuration asks for: Redis when `REDIS_URL` or `REDIS_CLUSTER_NODES` is set (keys
+ * under `REDIS_PREFIX`), else memory (the embedded default, one process).
+ * @throws Error when Redis is configured but cannot be reached, or its CA file cannot be read
  */
 export async function createStore(config: GatewayConfig, options: CreateStoreOptions = {}): Promise<GatewayStore> {
   const clock = options.clock ?? systemClock;
-  if (config.redisUrl) {
-    return RedisStore.connect({ url: config.redisUrl, prefix: config.redisPrefix, clock, onError: options.onError });
+  if (config.redisUrl || config.redisClusterNodes) {
+    return RedisStore.connect({
+      url: config.redisUrl ?? undefined,
+      clusterNodes: config.redisClusterNodes ?? undefined,
+      tlsCa: config.redisTlsCaFile ? readTlsCa(config.redisTlsCaFile) : undefined,
+      connectTimeoutMs: config.redisConnectTimeoutMs,
+      prefix: config.redisPrefix,
+      clock,
+      onError: options.onError,
+    });
   }
   return new MemoryStore(clock);
 }
@@ -48,5 +57,17 @@ export async function seedConfigKeys(store: GatewayStore, config: GatewayConfig)
       revoked: key.revoked ?? false,
       keyGroup: key.keyGroup,
     });
+  }
+}
+
+/**
+ * The PEM text of REDIS_TLS_CA.
+ * @throws Error naming the file when it cannot be read
+ */
+function readTlsCa(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read REDIS_TLS_CA file ${file}: ${(err as Error).message}`);
   }
 }

@@ -9,16 +9,16 @@
  * Credits are held in integer credit units (credits.ts) so the cap comparison is exact.
  */
 import crypto from 'node:crypto';
-import { MemoryStore as RateLimitMemoryStore } from 'express-rate-limit';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { addToTotals, MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
 import { MemoryReservations } from './memory-reservations';
+import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
-  type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
+  type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
   type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
@@ -31,6 +31,8 @@ interface StoredKey {
    * the record changes (every write to `record` clears it), instead of a copy per request.
    */
   view?: Readonly<KeyRecord>;
+  /** Changes to `record` so far (the admission step checks a snapshot against it). */
+  version?: number;
 }
 
 /** What `snapshot()` returns and `restore()` takes: plain JSON. Holds in flight are not kept. */
@@ -60,6 +62,7 @@ export class MemoryStore implements GatewayStore {
   private readonly requestLog = new MemoryRequestLog();
   private readonly alerts = new MemoryAlerts();
   private readonly responses = new MemoryResponses(() => this.clock());
+  private readonly rateWindows = new MemoryRateWindows();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -67,7 +70,35 @@ export class MemoryStore implements GatewayStore {
     return this.findKeyNow(sha256, now);
   }
 
+  async identifyKey(sha256: string, now: number): Promise<KeySnapshot | null> {
+    const stored = this.findStoredNow(sha256, now);
+    return stored ? { key: (stored.view ??= freezeRecord(copyRecord(stored.record))), version: stored.version ?? 0 } : null;
+  }
+
+  /** Check, count and hold in one synchronous step, as the Redis script does (GatewayStore.admit). */
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    const { snapshot, now } = request;
+    const stored = this.findStoredNow(request.secretSha256, now);
+    if (!stored || stored.record.id !== snapshot.key.id) return { outcome: 'refused', reason: 'unknown' };
+    if ((stored.version ?? 0) !== snapshot.version) {
+      return { outcome: 'changed', snapshot: { key: (stored.view ??= freezeRecord(copyRecord(stored.record))), version: stored.version ?? 0 } };
+    }
+    if (stored.record.revoked) return { outcome: 'refused', reason: 'revoked' };
+    const { record } = stored;
+    const window = this.rateWindows.hit(record.id, now, request.rateLimitWindowMs);
+    const admitted = { outcome: 'admitted' as const, totalHits: window.hits, resetTime: new Date(window.resetAt) };
+    if (!request.reservation || window.hits > record.rateLimitPerMinute) return { ...admitted, reserved: null };
+    const { month, credits, ttlMs } = request.reservation;
+    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs) };
+  }
+
   private findKeyNow(sha256: string, now: number): KeyRecord | null {
+    const stored = this.findStoredNow(sha256, now);
+    return stored ? (stored.view ??= freezeRecord(copyRecord(stored.record))) : null;
+  }
+
+  /** The key one of whose live secrets hashes to `sha256`. */
+  private findStoredNow(sha256: string, now: number): StoredKey | null {
     const id = this.secretIndex.get(sha256);
     const stored = id === undefined ? undefined : this.keys.get(id);
     if (!stored) return null;
@@ -75,8 +106,9 @@ export class MemoryStore implements GatewayStore {
     // attacker nothing to time): plain equality finds which of the key's secrets it is.
     const secret = stored.secrets.find((s) => s.sha256 === sha256);
     if (!secret || (secret.expiresAt !== null && secret.expiresAt <= now)) return null;
-    return (stored.view ??= freezeRecord(copyRecord(stored.record)));
+    return stored;
   }
+
 
   async getKey(id: string): Promise<KeyRecord | null> {
     const stored = this.keys.get(id);
@@ -103,6 +135,7 @@ export class MemoryStore implements GatewayStore {
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const stored = this.requireKey(id);
     stored.view = undefined;
+    stored.version = (stored.version ?? 0) + 1;
     for (const [field, value] of Object.entries(patch)) {
       if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
     }
@@ -123,6 +156,7 @@ export class MemoryStore implements GatewayStore {
     stored.secrets.push({ ...secret, expiresAt: null });
     stored.record.last4 = last4;
     stored.view = undefined;
+    stored.version = (stored.version ?? 0) + 1;
     this.secretIndex.set(secret.sha256, id);
     return copyRecord(stored.record);
   }
@@ -189,10 +223,6 @@ export class MemoryStore implements GatewayStore {
 
   async deleteResponse(id: string): Promise<boolean> {
     return this.responses.delete(id);
-  }
-
-  createRateLimitStore(): RateLimitMemoryStore {
-    return new RateLimitMemoryStore();
   }
 
   /** Keys, secrets (hashes only), spend and ledger as plain JSON; reservations in flight are left out. */

@@ -34,7 +34,10 @@ export function encodeRecord(record: KeyRecord): string[] {
 /** A key record from a flat `field, value, ...` list of JSON-encoded values. */
 export function decodeRecord(flat: string[]): KeyRecord {
   const record: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) record[flat[i]] = JSON.parse(flat[i + 1]);
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    // `version` counts changes to the record (the admission checks it); it is not a record field.
+    if (flat[i] !== 'version') record[flat[i]] = JSON.parse(flat[i + 1]);
+  }
   return record as unknown as KeyRecord;
 }
 

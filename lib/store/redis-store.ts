@@ -1,30 +1,34 @@
 /**
- * Redis store (`REDIS_URL`, the node `redis` client): the store for several instances behind one
- * router, and for usage that survives a crash. Every check-then-write is one Lua script
- * (redis-scripts.ts), and nothing about a key is cached in the process: each request reads the key's
- * state, so a revocation through any instance holds on the next request on every instance.
+ * Redis store (`REDIS_URL`, or a Redis Cluster with `REDIS_CLUSTER_NODES`; the node `redis` client):
+ * the store for several instances behind one router, and for usage that survives a crash. Every
+ * check-then-write is one Lua script (redis-scripts.ts) on the keys of one API key, which share a
+ * hash tag and so one cluster slot.
  *
- * Uses one Redis database and does not use Redis Cluster (scripts reach keys derived from their
- * arguments).
+ * A request waits for one round trip before its upstream call: its admission (ADMIT) checks the key
+ * the auth step found, counts the request and holds its credits. The auth step may find the key in
+ * this process's copy of the records it has seen (no round trip): the admission checks that copy's
+ * version, the secret and the revocation in Redis, so a revocation or a change through any instance
+ * holds on the next request on every instance.
  */
 import crypto from 'node:crypto';
-import { createClient, type RedisClientType } from 'redis';
-import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
-import { InFlight } from '../in-flight';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
-import { systemClock, type Clock } from './month';
+import { systemClock, utcMonth, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
+import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
+import { RedisKeys } from './redis-keys';
+import { migrateLayout } from './redis-migration';
 import {
-  APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
+  ADMIT, APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
 } from './redis-scripts';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
-import { decodeRecord, decodeUsage, encodeRecord, redactUrl, translateScriptError } from './redis-codec';
+import { decodeRecord, decodeUsage, encodeRecord, translateScriptError } from './redis-codec';
+import { InFlight } from '../in-flight';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
-  type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type StoredResponse, type UsageEntry, type UsageTotals,
+  type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
+  type NewKey, type Reservation, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
@@ -34,74 +38,113 @@ export const BUCKET_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
 
-export interface RedisStoreOptions {
-  /** `redis://[user:password@]host:port[/db]` */
-  url: string;
+export interface RedisStoreOptions extends RedisConnectionOptions {
   /** Prefix of every key written, so several gateways (or test runs) can share a server. Default `gateway:`. */
   prefix?: string;
-  /** Clock for rotation expiry and reservation holds, epoch ms. */
+  /** Clock for rotation expiry and reservation holds, epoch ms. Default: the real clock. */
   clock?: Clock;
-  /** Called with connection errors (the client reconnects by itself). Default: ignored. */
-  onError?: (err: Error) => void;
 }
-
 
 /** The ttl of a `request-log` stream past its retention (so an idle deployment's log goes away): 1 day. */
 const LOG_TTL_MARGIN_MS = 24 * 60 * 60 * 1000;
 
+/** Key records this process keeps as last seen (secret sha256 -> record), at most. */
+const SNAPSHOTS_KEPT = 10_000;
+
 export class RedisStore implements GatewayStore {
   readonly kind = 'redis';
-  private readonly scriptShas = new Map<string, string>();
   /** Writes under way; close() waits for them. */
   private readonly pending = new InFlight();
   private logRetentionMs = DEFAULT_REQUEST_LOG_RETENTION_MS;
+  /** Secret sha256 -> the key as last read and the secret's state (`current` or its expiry, epoch ms). */
+  private readonly snapshots = new Map<string, { snapshot: KeySnapshot; secretState: string }>();
 
   private constructor(
-    private readonly client: RedisClientType,
-    readonly prefix: string,
+    private readonly connection: RedisConnection,
+    private readonly keys: RedisKeys,
     private readonly clock: Clock,
   ) {}
 
+  /** `cluster` when connected to a Redis Cluster, else `single`. */
+  get mode(): 'single' | 'cluster' {
+    return this.connection.mode;
+  }
+
+  get prefix(): string {
+    return this.keys.prefix;
+  }
+
   /**
-   * Connect to Redis.
-   * @throws Error when the server cannot be reached (the message names the URL without its password)
+   * Connect to Redis, and move a store written in the earlier layout to this one (redis-migration.ts).
+   * @throws Error when the server cannot be reached (the message names the URL without its password),
+   *   or the prefix holds a brace
    */
   static async connect(options: RedisStoreOptions): Promise<RedisStore> {
-    let connected = false;
-    const client = createClient({
-      url: options.url,
-      socket: {
-        // At start, an unreachable server is an error to report, not a wait; once connected, the
-        // client reconnects by itself (requests fail meanwhile, so no control is silently skipped).
-        reconnectStrategy: (retries: number, cause: Error) => (connected ? Math.min(50 * 2 ** retries, 2000) : cause),
-      },
-    }) as RedisClientType;
-    client.on('error', (err: Error) => options.onError?.(err));
+    const keys = new RedisKeys(options.prefix ?? DEFAULT_REDIS_PREFIX);
+    const connection = await connectRedis(options);
     try {
-      await client.connect();
-      connected = true;
+      await migrateLayout(connection, keys);
     } catch (err) {
-      if (client.isOpen) client.destroy();
-      throw new Error(`cannot connect to Redis at ${redactUrl(options.url)}: ${(err as Error).message}`);
+      await connection.close().catch(() => undefined);
+      throw err;
     }
-    return new RedisStore(client, options.prefix ?? DEFAULT_REDIS_PREFIX, options.clock ?? systemClock);
+    return new RedisStore(connection, keys, options.clock ?? systemClock);
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
-    const found = (await this.run(FIND_KEY, [this.k(`secret:${sha256}`)], [this.prefix, sha256])) as [string[], string] | null;
-    if (!found) return null;
-    const [record, state] = found;
-    if (state !== 'current' && Number(state) <= now) return null;
-    return decodeRecord(record);
+    return (await this.identifyKey(sha256, now, true))?.key ?? null;
+  }
+
+  async identifyKey(sha256: string, now: number, fresh = false): Promise<KeySnapshot | null> {
+    const seen = fresh ? undefined : this.snapshots.get(sha256);
+    if (seen && !seen.snapshot.key.revoked && secretLive(seen.secretState, now)) return seen.snapshot;
+    // The key id a secret belongs to never changes: the copy seen, if any, names it.
+    const id = seen?.snapshot.key.id ?? this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
+    if (!id) return null;
+    const found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[], string] | null;
+    if (!found || !secretLive(found[1], now)) {
+      this.snapshots.delete(sha256);
+      return null;
+    }
+    return this.remember(sha256, decodeSnapshot(found[0]), found[1]);
+  }
+
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    const { snapshot, now, reservation } = request;
+    const { id } = snapshot.key;
+    const hold = reservation && { id: crypto.randomUUID(), units: toCreditUnitsCeil(reservation.credits) };
+    const cap = snapshot.key.monthlyCreditCap;
+    const reply = (await this.connection.run(
+      ADMIT,
+      [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
+      [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
+        ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
+          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)] : [])],
+    )) as [string, ...unknown[]];
+    if (reply[0] === 'unknown' || reply[0] === 'revoked') {
+      this.snapshots.delete(request.secretSha256);
+      return { outcome: 'refused', reason: reply[0] };
+    }
+    if (reply[0] === 'changed') {
+      const state = this.snapshots.get(request.secretSha256)?.secretState ?? 'current';
+      return { outcome: 'changed', snapshot: this.remember(request.secretSha256, decodeSnapshot(reply[1] as string[]), state) };
+    }
+    const [, hits, leftMs, ok, spent, reserved] = reply as [string, number, number, number?, number?, number?];
+    const admitted = { outcome: 'admitted' as const, totalHits: hits, resetTime: new Date(now + leftMs) };
+    if (!hold || ok === undefined) return { ...admitted, reserved: null };
+    const result: ReserveResult = ok === 1
+      ? { ok: true, reservation: { id: hold.id, keyId: id, month: reservation!.month, credits: reservation!.credits }, spent: fromCreditUnits(spent!) }
+      : { ok: false, spent: fromCreditUnits(spent!), reserved: fromCreditUnits(reserved!), cap: cap! };
+    return { ...admitted, reserved: result };
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
-    const record = await this.client.hGetAll(this.k(`key:${id}`));
+    const record = await this.connection.commands.hGetAll(this.keys.key(id));
     return Object.keys(record).length === 0 ? null : decodeRecord(Object.entries(record).flat());
   }
 
   async listKeys(): Promise<KeyRecord[]> {
-    const ids = (await this.client.sMembers(this.k('keys'))).sort();
+    const ids = (await this.connection.commands.sMembers(this.keys.keys)).sort();
     const records = await Promise.all(ids.map((id) => this.getKey(id)));
     return records.filter((record): record is KeyRecord => record !== null);
   }
@@ -119,32 +162,38 @@ export class RedisStore implements GatewayStore {
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
     try {
-      return decodeRecord((await this.run(UPDATE_KEY, [this.k(`key:${id}`)], fields)) as string[]);
+      return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id)], fields)) as string[]);
     } catch (err) {
       throw translateScriptError(err, id);
     }
   }
 
   async rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now = this.clock()): Promise<KeyRecord> {
+    if ((await this.connection.commands.exists(this.keys.key(id))) === 0) throw translateScriptError(new Error('missing'), id);
+    if (!(await this.claimSecret(secret.sha256, id))) throw new Error('that secret is already in use');
+    let reply: [string[], string[], string[]];
     try {
-      const record = await this.run(
-        ROTATE_KEY,
-        [this.k(`key:${id}`), this.k(`secrets:${id}`), this.k(`secret:${secret.sha256}`)],
-        [this.prefix, id, secret.sha256, JSON.stringify(last4), String(now), String(graceMs)],
-      );
-      return decodeRecord(record as string[]);
+      reply = (await this.connection.run(ROTATE_KEY, [this.keys.key(id), this.keys.secrets(id)],
+        [secret.sha256, JSON.stringify(last4), String(now), String(graceMs)])) as [string[], string[], string[]];
     } catch (err) {
+      await this.connection.commands.del(this.keys.secret(secret.sha256));
       throw translateScriptError(err, id);
     }
+    const [record, expiring, dropped] = reply;
+    // Only tidies the index: the expiry itself is the state in the key's secrets hash. Relative, with a
+    // minute to spare, so a caller's clock that differs from the server's never drops it early.
+    for (const sha of expiring) await this.connection.commands.pExpire(this.keys.secret(sha), graceMs + 60_000);
+    for (const sha of dropped) await this.connection.commands.del(this.keys.secret(sha));
+    return decodeRecord(record);
   }
 
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
     const now = this.clock();
     const id = crypto.randomUUID();
     const units = toCreditUnitsCeil(credits);
-    const [ok, spent, reserved] = (await this.run(
+    const [ok, spent, reserved] = (await this.connection.run(
       RESERVE_CREDITS,
-      [this.k(`credits:${keyId}:${month}`)],
+      [this.keys.credits(keyId, month)],
       [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
         String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)],
     )) as [number, number, number];
@@ -154,54 +203,61 @@ export class RedisStore implements GatewayStore {
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     const now = this.clock();
-    const renewed = await this.run(
+    const renewed = await this.connection.run(
       RENEW_RESERVATION,
-      [this.k(`credits:${reservation.keyId}:${reservation.month}`)],
+      [this.keys.credits(reservation.keyId, reservation.month)],
       [reservation.id, String(now), String(now + ttlMs)],
     );
     return Number(renewed) === 1;
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
+    await this.pending.track(this.settle(reservation, usage));
+  }
+
+  private async settle(reservation: Reservation, usage: UsageEntry): Promise<void> {
     const { keyId, month } = reservation;
     const now = this.clock();
     const at = bookingTime(usage.at ?? now, month);
     const units = toCreditUnits(usage.credits);
-    const log = usage.log ? encodeLogRecord({ ...usage.log, time: at, credits: fromCreditUnits(units) }) : '';
-    await this.pending.track(this.run(
+    const recorded = await this.connection.run(
       SETTLE_CREDITS,
-      [this.k(`credits:${keyId}:${month}`), this.k(`usage:${keyId}:${month}`), this.k(`usage-day:${keyId}:${month}`), this.k('request-log')],
+      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month)],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
-        String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS),
-        utcDay(at), log, String(at), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS)],
-    ));
+        String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at)],
+    );
+    // The log is in another slot: its record follows the settlement that took effect, once.
+    if (Number(recorded) === 1 && usage.log) await this.appendLog({ ...usage.log, time: at, credits: fromCreditUnits(units) }, now);
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
-    return fromCreditUnits(Number((await this.client.hGet(this.k(`credits:${keyId}:${month}`), 'spent')) ?? 0));
+    return fromCreditUnits(Number((await this.connection.commands.hGet(this.keys.credits(keyId, month), 'spent')) ?? 0));
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
-    return decodeUsage(await this.client.hGetAll(this.k(`usage:${keyId}:${month}`)));
+    return decodeUsage(await this.connection.commands.hGetAll(this.keys.usage(keyId, month)));
   }
 
   // Spend visibility: usage by day, the request log, budget alerts (docs/spend.md).
 
   async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
-    return decodeDailyUsage(await this.client.hGetAll(this.k(`usage-day:${keyId}:${month}`)));
+    return decodeDailyUsage(await this.connection.commands.hGetAll(this.keys.usageDay(keyId, month)));
   }
 
   async appendRequestLog(record: RequestLogRecord): Promise<void> {
-    const now = this.clock();
-    await this.pending.track(this.run(APPEND_REQUEST_LOG, [this.k('request-log')], [
+    await this.pending.track(this.appendLog(record, this.clock()));
+  }
+
+  private async appendLog(record: RequestLogRecord, now: number): Promise<void> {
+    await this.connection.run(APPEND_REQUEST_LOG, [this.keys.requestLog], [
       encodeLogRecord(record), String(Math.round(record.time)), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS),
-    ]));
+    ]);
   }
 
   async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
     const oldest = this.clock() - this.logRetentionMs;
     const start = cursor === null ? String(Math.max(0, Math.floor(fromMs))) : `(${cursor}`;
-    const entries = await this.client.xRange(this.k('request-log'), start, String(Math.floor(toMs) + LOG_ID_SLACK_MS), { COUNT: limit });
+    const entries = await this.connection.commands.xRange(this.keys.requestLog, start, String(Math.floor(toMs) + LOG_ID_SLACK_MS), { COUNT: limit });
     const records = decodeLogPage(entries, fromMs, toMs, oldest);
     return { records, cursor: entries.length === limit ? entries[entries.length - 1].id : null };
   }
@@ -212,87 +268,95 @@ export class RedisStore implements GatewayStore {
 
   async claimBudgetAlert(alert: BudgetAlert): Promise<boolean> {
     const pending: PendingBudgetAlert = { alert, attempts: 0 };
-    const claimed = await this.run(
+    const claimed = await this.connection.run(
       CLAIM_ALERT,
-      [this.k(`alert-fired:${alert.id}`), this.k('alerts-due'), this.k('alerts')],
+      [this.keys.alertFired(alert.id), this.keys.alertsDue, this.keys.alertsPending],
       [alert.id, JSON.stringify(pending), String(this.clock()), String(BUCKET_RETENTION_MS)],
     );
     return Number(claimed) === 1;
   }
 
   async leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null> {
-    const json = await this.run(LEASE_ALERT, [this.k('alerts-due'), this.k('alerts')], [String(now), String(leaseMs)]);
+    const json = await this.connection.run(LEASE_ALERT, [this.keys.alertsDue, this.keys.alertsPending], [String(now), String(leaseMs)]);
     return typeof json === 'string' ? (JSON.parse(json) as PendingBudgetAlert) : null;
   }
 
   async retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void> {
-    await this.run(RETRY_ALERT, [this.k('alerts-due'), this.k('alerts')], [pending.alert.id, JSON.stringify(pending), String(dueAt)]);
+    await this.connection.run(RETRY_ALERT, [this.keys.alertsDue, this.keys.alertsPending], [pending.alert.id, JSON.stringify(pending), String(dueAt)]);
   }
 
   async finishBudgetAlert(id: string): Promise<void> {
-    await this.client.multi().zRem(this.k('alerts-due'), id).hDel(this.k('alerts'), id).exec();
+    await this.connection.commands.multi().zRem(this.keys.alertsDue, id).hDel(this.keys.alertsPending, id).exec();
   }
 
   async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
-    await this.client.set(this.k(`response:${record.id}`), JSON.stringify(record), { PX: ttlMs });
+    await this.connection.commands.set(this.keys.response(record.id), JSON.stringify(record), { PX: ttlMs });
   }
 
   async getResponse(id: string): Promise<StoredResponse | null> {
-    const text = await this.client.get(this.k(`response:${id}`));
+    const text = await this.connection.commands.get(this.keys.response(id));
     return text === null ? null : (JSON.parse(text) as StoredResponse);
   }
 
   async deleteResponse(id: string): Promise<boolean> {
-    return (await this.client.del(this.k(`response:${id}`))) > 0;
-  }
-
-  createRateLimitStore(): RateLimitRedisStore {
-    return new RateLimitRedisStore({
-      sendCommand: (...args: string[]) => this.client.sendCommand(args) as Promise<never>,
-      prefix: this.k('rl:'),
-    });
+    return (await this.connection.commands.del(this.keys.response(id))) > 0;
   }
 
   async ping(): Promise<void> {
-    await this.client.ping();
+    await this.connection.ping();
   }
 
   async close(): Promise<void> {
     // Settlements start when a response closes; let those of the last responses reach Redis first.
     await new Promise((resolve) => setImmediate(resolve));
     await this.pending.idle();
-    if (this.client.isOpen) await this.client.close();
+    await this.connection.close();
   }
 
-  private k(name: string): string {
-    return this.prefix + name;
+  /** Keep the key as read for `sha256` (the oldest copy goes when SNAPSHOTS_KEPT are kept). */
+  private remember(sha256: string, snapshot: KeySnapshot, secretState: string): KeySnapshot {
+    this.snapshots.delete(sha256);
+    if (this.snapshots.size >= SNAPSHOTS_KEPT) this.snapshots.delete(this.snapshots.keys().next().value!);
+    this.snapshots.set(sha256, { snapshot, secretState });
+    return snapshot;
+  }
+
+  /**
+   * Index a new secret under key `id` (`SET NX`: a secret belongs to one key for ever). Returns
+   * whether this call made the entry (false: it was there for `id` already).
+   * @throws Error `that secret is already in use` when it indexes another key
+   */
+  private async claimSecret(sha256: string, id: string): Promise<boolean> {
+    const claimed = await this.connection.commands.set(this.keys.secret(sha256), id, { NX: true });
+    if (claimed !== null) return true;
+    if ((await this.connection.commands.get(this.keys.secret(sha256))) !== id) throw new Error('that secret is already in use');
+    return false;
   }
 
   private async runCreate(record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
-    const fields = encodeRecord(record);
+    const { commands } = this.connection;
+    if ((await commands.exists(this.keys.key(record.id))) === 1) {
+      if (onlyIfAbsent) return;
+      throw translateScriptError(new Error('exists'), record.id);
+    }
+    const claimed = await this.claimSecret(sha256, record.id);
     try {
-      await this.run(
-        CREATE_KEY,
-        [this.k(`key:${record.id}`), this.k(`secrets:${record.id}`), this.k(`secret:${sha256}`), this.k('keys')],
-        [record.id, sha256, onlyIfAbsent ? '1' : '0', ...fields],
-      );
+      await this.connection.run(CREATE_KEY, [this.keys.key(record.id), this.keys.secrets(record.id)], [sha256, onlyIfAbsent ? '1' : '0', ...encodeRecord(record)]);
     } catch (err) {
+      if (claimed) await commands.del(this.keys.secret(sha256));
       throw translateScriptError(err, record.id);
     }
+    await commands.sAdd(this.keys.keys, record.id);
   }
+}
 
-  /** EVALSHA a script, loading it first (and again after a server restart dropped its cache). */
-  private async run(script: string, keys: string[], args: string[]): Promise<unknown> {
-    let sha = this.scriptShas.get(script);
-    if (sha) {
-      try {
-        return await this.client.evalSha(sha, { keys, arguments: args });
-      } catch (err) {
-        if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
-      }
-    }
-    sha = await this.client.scriptLoad(script);
-    this.scriptShas.set(script, sha);
-    return this.client.evalSha(sha, { keys, arguments: args });
-  }
+/** Whether a secret in state `state` (`current`, or the epoch ms it expires at) works at `now`. */
+function secretLive(state: string, now: number): boolean {
+  return state === 'current' || Number(state) > now;
+}
+
+/** A key record and its version from the record hash as a flat field/value list. */
+function decodeSnapshot(flat: string[]): KeySnapshot {
+  const at = flat.indexOf('version');
+  return { key: decodeRecord(flat), version: at >= 0 && at % 2 === 0 ? Number(flat[at + 1]) : 0 };
 }

@@ -3,8 +3,6 @@
  * implementations (memory: the embedded default; Redis: several instances). Every atomic operation
  * (reserve, settle, revoke, rotate) is one call so the Redis version can be one script.
  */
-import type { Store as RateLimitStore } from 'express-rate-limit';
-
 /** A key as the gateway knows it. Never holds a secret, only hashes of secrets. */
 export interface KeyRecord {
   id: string;
@@ -197,11 +195,62 @@ export interface StoredResponse {
   items: unknown[];
 }
 
+/**
+ * A key as a request's auth step found it, with the version of its record (every change to the record
+ * adds one). The Redis store may answer from the record as it last saw it: the admission step checks
+ * the version, the secret and the revocation in the store before anything is counted or held.
+ */
+export interface KeySnapshot {
+  key: KeyRecord;
+  version: number;
+}
+
+/** What a request asks of the store before its upstream call, as one atomic step (one Redis script). */
+export interface AdmissionRequest {
+  /** The key as the auth step found it; admitted only when the store's record still has this version. */
+  snapshot: KeySnapshot;
+  /** SHA-256 (hex) of the secret the request carried: refused when revoked, unknown or expired by now. */
+  secretSha256: string;
+  /** Epoch ms. */
+  now: number;
+  /** Rate-limit window, ms: the key's `rateLimitPerMinute` requests per window, starting at its first request. */
+  rateLimitWindowMs: number;
+  /**
+   * Credits to hold against the key's `monthlyCreditCap` in `month`'s bucket, for `ttlMs`, when the
+   * request is within its rate limit; null for a route that is not billed.
+   */
+  reservation: { month: string; credits: number; ttlMs: number } | null;
+}
+
+/**
+ * The store's answer to an admission:
+ * - `refused`: the secret is unknown or expired, or the key is revoked; nothing was counted;
+ * - `changed`: the key's record changed since the snapshot (here as it is now); nothing was counted;
+ * - `admitted`: the request was counted against the rate limit (`totalHits` in the window ending at
+ *   `resetTime`); `reserved` is the credit hold's result, or null when none was asked for or the
+ *   request is over its rate limit (then nothing was held).
+ */
+export type AdmissionResult =
+  | { outcome: 'refused'; reason: 'unknown' | 'revoked' }
+  | { outcome: 'changed'; snapshot: KeySnapshot }
+  | { outcome: 'admitted'; totalHits: number; resetTime: Date; reserved: ReserveResult | null };
+
 export interface GatewayStore {
   /** Which implementation this is (`memory` or `redis`), for /health and logs. */
   readonly kind: string;
   /** The key one of whose live secrets hashes to `sha256`; expired rotated secrets never match. */
   findKeyBySecretHash(sha256: string, now?: number): Promise<KeyRecord | null>;
+  /**
+   * Like findKeyBySecretHash, with the record's version; unless `fresh`, it may answer from the record
+   * as this process last saw it (no round trip), for a request whose admission (`admit`) follows and
+   * checks that snapshot in the store. A revoked snapshot is always read again before it is returned.
+   */
+  identifyKey(sha256: string, now: number, fresh?: boolean): Promise<KeySnapshot | null>;
+  /**
+   * Check a request's key snapshot and secret, count it against the key's rate limit and hold its
+   * credits, all in one atomic step (Redis: one script, one round trip). See AdmissionResult.
+   */
+  admit(request: AdmissionRequest): Promise<AdmissionResult>;
   getKey(id: string): Promise<KeyRecord | null>;
   listKeys(): Promise<KeyRecord[]>;
   /** Creates a key. @throws Error when the id exists. */
@@ -232,11 +281,6 @@ export interface GatewayStore {
   getMonthSpend(keyId: string, month: string): Promise<number>;
   /** Ledger of a key for a month, per model. */
   getUsage(keyId: string, month: string): Promise<UsageTotals[]>;
-  /**
-   * A fresh express-rate-limit counter store on the same backing service (memory: this process only;
-   * Redis: shared by every instance, so a key gets its limit once across all of them).
-   */
-  createRateLimitStore(): RateLimitStore;
   /** Keep a response for `ttlMs` (replacing one with the same id). */
   saveResponse(record: StoredResponse, ttlMs: number): Promise<void>;
   /** The stored response with this id, or null when there is none or its time is up. */

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../../lib/store/key-admin';
-import type { BudgetAlert, GatewayStore, NewKey, RequestLogRecord, UsageEntry } from '../../lib/store/types';
+import type { BudgetAlert, GatewayStore, KeySnapshot, NewKey, RequestLogRecord, UsageEntry } from '../../lib/store/types';
 
 export interface StoreFixture {
   store: GatewayStore;
@@ -78,6 +78,66 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       expect((await f.store.findKeyBySecretHash(hashSecret(issued.secret)))!.id).to.equal('made');
       expect(JSON.stringify(await f.store.listKeys())).not.to.include(issued.secret);
       await expectRejection(createApiKey(f.store, { id: 'bad id!', rateLimitPerMinute: 1 }), /may hold only/);
+    });
+  });
+
+  describe('admission (auth check, rate-limit count and credit hold in one step)', () => {
+    const SECRET = 'sk-cs4-secret-adm-aaaa';
+    const admit = async (reservation: { credits: number } | null, snapshot?: KeySnapshot) => f.store.admit({
+      snapshot: snapshot ?? (await f.store.identifyKey(hashSecret(SECRET), T0))!,
+      secretSha256: hashSecret(SECRET), now: T0, rateLimitWindowMs: 60_000,
+      reservation: reservation && { month: '2025-06', credits: reservation.credits, ttlMs: 60_000 },
+    });
+
+    it('counts each request in the window and holds credits against the cap while within the limit', async () => {
+      await f.store.createKey(newKey('k1', SECRET, { rateLimitPerMinute: 3, monthlyCreditCap: 10 }));
+      const first = await admit({ credits: 4 });
+      expect(first).to.deep.include({ outcome: 'admitted', totalHits: 1 });
+      if (first.outcome !== 'admitted') throw new Error('not admitted');
+      expect(first.resetTime.getTime()).to.equal(T0 + 60_000);
+      expect(first.reserved).to.deep.include({ ok: true, spent: 0 });
+      const second = await admit({ credits: 4 });
+      expect(second).to.deep.include({ outcome: 'admitted', totalHits: 2 });
+      const third = await admit({ credits: 4 });
+      expect(third).to.deep.include({ outcome: 'admitted', totalHits: 3 });
+      expect(third.outcome === 'admitted' && third.reserved).to.deep.include({ ok: false, reserved: 8, cap: 10 });
+      const fourth = await admit({ credits: 1 });
+      expect(fourth, 'over the limit: counted, nothing held').to.deep.include({ outcome: 'admitted', totalHits: 4, reserved: null });
+      expect(await admit(null)).to.deep.include({ outcome: 'admitted', totalHits: 5, reserved: null });
+    });
+
+    it('refuses a revoked key, an unknown secret and an expired one, counting nothing', async () => {
+      await f.store.createKey(newKey('k1', SECRET, { rateLimitPerMinute: 5 }));
+      const snapshot = (await f.store.identifyKey(hashSecret(SECRET), T0))!;
+      await f.store.updateKey('k1', { revoked: true });
+      const changed = await admit(null, snapshot);
+      expect(changed.outcome).to.equal('changed');
+      if (changed.outcome !== 'changed') throw new Error('not changed');
+      expect(changed.snapshot.key.revoked).to.equal(true);
+      expect(await admit(null, changed.snapshot)).to.deep.equal({ outcome: 'refused', reason: 'revoked' });
+      await f.store.updateKey('k1', { revoked: false });
+      const fresh = (await f.store.identifyKey(hashSecret(SECRET), T0, true))!;
+      expect(await f.store.admit({ snapshot: fresh, secretSha256: hashSecret('sk-cs4-nobody-bbbb'), now: T0, rateLimitWindowMs: 60_000, reservation: null }))
+        .to.deep.equal({ outcome: 'refused', reason: 'unknown' });
+      await rotateApiKey(f.store, 'k1', HOUR, T0);
+      const rotated = (await f.store.identifyKey(hashSecret(SECRET), T0, true))!;
+      expect(await f.store.admit({ snapshot: rotated, secretSha256: hashSecret(SECRET), now: T0 + HOUR, rateLimitWindowMs: 60_000, reservation: null }))
+        .to.deep.equal({ outcome: 'refused', reason: 'unknown' });
+      expect(await admit(null, rotated), 'nothing was counted before').to.deep.include({ outcome: 'admitted', totalHits: 1 });
+    });
+
+    it('answers `changed` with the record as it is now when it changed since the snapshot, and admits on that one', async () => {
+      await f.store.createKey(newKey('k1', SECRET, { rateLimitPerMinute: 5, monthlyCreditCap: 10 }));
+      const old = (await f.store.identifyKey(hashSecret(SECRET), T0))!;
+      await setKeyLimits(f.store, 'k1', { monthlyCreditCap: 2 });
+      const changed = await admit({ credits: 4 }, old);
+      expect(changed.outcome).to.equal('changed');
+      if (changed.outcome !== 'changed') throw new Error('not changed');
+      expect(changed.snapshot.key.monthlyCreditCap).to.equal(2);
+      expect(changed.snapshot.version).to.be.greaterThan(old.version);
+      const admitted = await admit({ credits: 4 }, changed.snapshot);
+      expect(admitted).to.deep.include({ outcome: 'admitted', totalHits: 1 });
+      expect(admitted.outcome === 'admitted' && admitted.reserved).to.deep.include({ ok: false, cap: 2 });
     });
   });
 

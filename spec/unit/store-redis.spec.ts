@@ -50,15 +50,21 @@ describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () =>
       expect(results.filter((r) => r.ok)).to.have.length(10);
     });
 
-    it('shares rate-limit counters', async () => {
-      const counterA = a.createRateLimitStore();
-      const counterB = b.createRateLimitStore();
-      counterA.init({ windowMs: 60_000 } as never);
-      counterB.init({ windowMs: 60_000 } as never);
-      await counterA.increment('k1');
-      await counterB.increment('k1');
-      const third = await counterA.increment('k1');
-      expect(third.totalHits).to.equal(3);
+    it('shares rate-limit counts, and a change through one is caught by the other\'s admission', async () => {
+      const issued = await createApiKey(a, { id: 'k1', rateLimitPerMinute: 5 });
+      const sha = hashSecret(issued.secret);
+      const admit = async (store: RedisStore) => store.admit({
+        snapshot: (await store.identifyKey(sha, Date.now()))!, secretSha256: sha, now: Date.now(), rateLimitWindowMs: 60_000, reservation: null,
+      });
+      await admit(a);
+      await admit(b);
+      expect(await admit(a)).to.deep.include({ outcome: 'admitted', totalHits: 3 });
+      await revokeApiKey(a, 'k1');
+      const seenByB = (await b.identifyKey(sha, Date.now()))!;
+      expect(seenByB.key.revoked, 'b answers from its copy').to.equal(false);
+      const changed = await b.admit({ snapshot: seenByB, secretSha256: sha, now: Date.now(), rateLimitWindowMs: 60_000, reservation: null });
+      expect(changed.outcome).to.equal('changed');
+      expect((await b.identifyKey(sha, Date.now()))!.key.revoked, 'its copy is now the revoked record').to.equal(true);
     });
   });
 

@@ -1,0 +1,83 @@
+/**
+ * The names of the Redis store's keys (the layout is described in redis-scripts.ts). Everything that
+ * holds one API key's state carries the hash tag `{<key id>}`, so a script that touches it reaches one
+ * Redis Cluster slot; budget alerts share the tag `{alerts}`.
+ */
+
+/** The version of the layout these names give; redis-migration.ts moves a store from the one before. */
+export const REDIS_LAYOUT = '2';
+
+export class RedisKeys {
+  /**
+   * @param prefix prefix of every key (`REDIS_PREFIX`)
+   * @throws Error when the prefix holds `{` or `}` (it would become the hash tag of every key)
+   */
+  constructor(readonly prefix: string) {
+    if (/[{}]/.test(prefix)) throw new Error(`REDIS_PREFIX "${prefix}" must not contain "{" or "}" (Redis Cluster reads them as a hash tag)`);
+  }
+
+  /** The key record hash of key `id`. */
+  key(id: string): string {
+    return `${this.prefix}{${id}}:key`;
+  }
+
+  /** Secret sha256 -> state, of key `id`. */
+  secrets(id: string): string {
+    return `${this.prefix}{${id}}:secrets`;
+  }
+
+  /** The credit bucket (spent and holds) of key `id` in `month` (YYYY-MM). */
+  credits(id: string, month: string): string {
+    return `${this.prefix}{${id}}:credits:${month}`;
+  }
+
+  /** Usage totals per model of key `id` in `month`. */
+  usage(id: string, month: string): string {
+    return `${this.prefix}{${id}}:usage:${month}`;
+  }
+
+  /** Usage totals per day and model of key `id` in `month`. */
+  usageDay(id: string, month: string): string {
+    return `${this.prefix}{${id}}:usage-day:${month}`;
+  }
+
+  /** The rate-limit window counter of key `id`. */
+  rate(id: string): string {
+    return `${this.prefix}{${id}}:rl`;
+  }
+
+  /** Secret sha256 -> key id. */
+  secret(sha256: string): string {
+    return `${this.prefix}secret:${sha256}`;
+  }
+
+  /** The set of key ids. */
+  get keys(): string {
+    return `${this.prefix}keys`;
+  }
+
+  get requestLog(): string {
+    return `${this.prefix}request-log`;
+  }
+
+  alertFired(alertId: string): string {
+    return `${this.prefix}{alerts}:fired:${alertId}`;
+  }
+
+  get alertsDue(): string {
+    return `${this.prefix}{alerts}:due`;
+  }
+
+  get alertsPending(): string {
+    return `${this.prefix}{alerts}:pending`;
+  }
+
+  response(id: string): string {
+    return `${this.prefix}response:${id}`;
+  }
+
+  /** The layout marker. */
+  get layout(): string {
+    return `${this.prefix}layout`;
+  }
+}
