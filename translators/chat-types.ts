@@ -1,6 +1,6 @@
 /**
  * Types of the chat-completions format, as far as the gateway reads and writes it.
- * Source: shared/reference/wire-formats.md §5-§7 (openai-node `chat/completions.ts`).
+ * Source: docs/wire-formats.md §5-§7 (openai-node `chat/completions.ts`).
  */
 import type { ChatUsage } from './usage';
 import type { FinishReason } from './stop-reason';

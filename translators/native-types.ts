@@ -1,6 +1,6 @@
 /**
  * Types of the native messages format, as far as the gateway reads it.
- * Source: shared/reference/wire-formats.md §1-§4 (anthropic-sdk-typescript `messages.ts`).
+ * Source: docs/wire-formats.md §1-§4 (anthropic-sdk-typescript `messages.ts`).
  */
 
 export interface NativeTextBlock { type: 'text'; text: string }

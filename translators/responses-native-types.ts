@@ -1,6 +1,6 @@
 /**
  * The native shapes the Responses translators produce and read (their own copies, so translators
- * import nothing from lib/). Source: shared/reference/wire-formats.md §1 (request), §2 (reply), §2.2
+ * import nothing from lib/). Source: docs/wire-formats.md §1 (request), §2 (reply), §2.2
  * (usage).
  */
 

@@ -4,7 +4,7 @@
  *
  * Sources: openai-node `src/resources/responses/responses.ts` (ResponseCreateParams, ResponseInputItem,
  * Response, ResponseStreamEvent; v6.49) and codex-rs `codex-api/src/sse/responses.rs` (the events a
- * Codex client reads); native shapes: shared/reference/wire-formats.md §1-§3.
+ * Codex client reads); native shapes: docs/wire-formats.md §1-§3.
  *
  * These modules import nothing from lib/ or middleware/: they own their types and errors.
  */

@@ -2,7 +2,7 @@
  * When an upstream request is tried again: before any byte went to the client only, for a refused
  * connection, a kept-alive socket the upstream had closed, or a rate limit / server error / overload
  * status, with exponential backoff (or the upstream's `retry-after`), as the official SDKs do
- * (docs/wire-formats.md, "Errors and retries").
+ * (wire-formats.md §4.2).
  */
 import type http from 'node:http';
 import type { AttemptOutcome } from './attempt';
