@@ -4,6 +4,7 @@
  * calls in here from its settlement step and snapshot; persisted with the rest in the state file.
  */
 import { fromCreditUnits } from './credits';
+import type { Clock } from './month';
 import type { BudgetAlert, DailyUsageTotals, PendingBudgetAlert, RequestLogPage, RequestLogRecord, UsageTotals } from './types';
 
 /** Default time request log records are kept: 30 days. */
@@ -178,5 +179,46 @@ export class MemoryAlerts {
     this.pending.clear();
     for (const id of snapshot.firedAlerts ?? []) this.fired.add(id);
     for (const entry of snapshot.pendingAlerts ?? []) this.pending.set(entry.alert.id, { ...entry, alert: { ...entry.alert } });
+  }
+}
+
+/** The memory store's spend visibility (GatewayStore's day totals, request log and budget alerts); MemoryStore extends it. */
+export class MemorySpendStore {
+  protected readonly dayLedger = new MemoryDayLedger();
+  protected readonly requestLog = new MemoryRequestLog();
+  protected readonly alerts = new MemoryAlerts();
+
+  constructor(protected readonly clock: Clock) {}
+
+  async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
+    return this.dayLedger.get(keyId, month);
+  }
+
+  async appendRequestLog(record: RequestLogRecord): Promise<void> {
+    this.requestLog.append({ ...record }, this.clock());
+  }
+
+  async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
+    return this.requestLog.read(fromMs, toMs, cursor, limit, this.clock());
+  }
+
+  setRequestLogRetention(retentionMs: number, maxRecords?: number): void {
+    this.requestLog.setRetention(retentionMs, maxRecords);
+  }
+
+  async claimBudgetAlert(alert: BudgetAlert): Promise<boolean> {
+    return this.alerts.claim(alert, this.clock());
+  }
+
+  async leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null> {
+    return this.alerts.lease(now, leaseMs);
+  }
+
+  async retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void> {
+    this.alerts.retry(pending, dueAt);
+  }
+
+  async finishBudgetAlert(id: string): Promise<void> {
+    this.alerts.finish(id);
   }
 }

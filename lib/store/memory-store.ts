@@ -10,7 +10,7 @@
  */
 import crypto from 'node:crypto';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
-import { addToTotals, MemoryAlerts, MemoryDayLedger, MemoryRequestLog, type MemorySpendSnapshot } from './memory-spend';
+import { addToTotals, MemorySpendStore, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
 import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
@@ -20,7 +20,6 @@ import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
   type StoredResponse, type UsageEntry, type UsageTotals,
-  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
 interface StoredKey {
@@ -47,7 +46,7 @@ export interface MemorySnapshot {
   spendState?: Partial<MemorySpendSnapshot>;
 }
 
-export class MemoryStore implements GatewayStore {
+export class MemoryStore extends MemorySpendStore implements GatewayStore {
   readonly kind = 'memory';
   private readonly keys = new Map<string, StoredKey>();
   /** secret sha256 -> key id */
@@ -58,21 +57,21 @@ export class MemoryStore implements GatewayStore {
   private readonly reservations = new MemoryReservations();
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
-  private readonly dayLedger = new MemoryDayLedger();
-  private readonly requestLog = new MemoryRequestLog();
-  private readonly alerts = new MemoryAlerts();
   private readonly responses = new MemoryResponses(() => this.clock());
   private readonly rateWindows = new MemoryRateWindows();
 
-  constructor(private readonly clock: Clock = systemClock) {}
+  constructor(clock: Clock = systemClock) {
+    super(clock);
+  }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
-    return this.findKeyNow(sha256, now);
+    const stored = this.findStoredNow(sha256, now);
+    return stored ? snapshotOf(stored).key : null;
   }
 
   async identifyKey(sha256: string, now: number): Promise<KeySnapshot | null> {
     const stored = this.findStoredNow(sha256, now);
-    return stored ? { key: (stored.view ??= freezeRecord(copyRecord(stored.record))), version: stored.version ?? 0 } : null;
+    return stored ? snapshotOf(stored) : null;
   }
 
   /** Check, count and hold in one synchronous step, as the Redis script does (GatewayStore.admit). */
@@ -80,9 +79,7 @@ export class MemoryStore implements GatewayStore {
     const { snapshot, now } = request;
     const stored = this.findStoredNow(request.secretSha256, now);
     if (!stored || stored.record.id !== snapshot.key.id) return { outcome: 'refused', reason: 'unknown' };
-    if ((stored.version ?? 0) !== snapshot.version) {
-      return { outcome: 'changed', snapshot: { key: (stored.view ??= freezeRecord(copyRecord(stored.record))), version: stored.version ?? 0 } };
-    }
+    if ((stored.version ?? 0) !== snapshot.version) return { outcome: 'changed', snapshot: snapshotOf(stored) };
     if (stored.record.revoked) return { outcome: 'refused', reason: 'revoked' };
     const { record } = stored;
     const window = this.rateWindows.hit(record.id, now, request.rateLimitWindowMs);
@@ -90,11 +87,6 @@ export class MemoryStore implements GatewayStore {
     if (!request.reservation || window.hits > record.rateLimitPerMinute) return { ...admitted, reserved: null };
     const { month, credits, ttlMs } = request.reservation;
     return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs) };
-  }
-
-  private findKeyNow(sha256: string, now: number): KeyRecord | null {
-    const stored = this.findStoredNow(sha256, now);
-    return stored ? (stored.view ??= freezeRecord(copyRecord(stored.record))) : null;
   }
 
   /** The key one of whose live secrets hashes to `sha256`. */
@@ -258,40 +250,6 @@ export class MemoryStore implements GatewayStore {
     this.alerts.restore(snapshot.spendState ?? {});
   }
 
-  // --- Spend visibility (issue 23) ------------------------------------------------------------------
-
-  async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
-    return this.dayLedger.get(keyId, month);
-  }
-
-  async appendRequestLog(record: RequestLogRecord): Promise<void> {
-    this.requestLog.append({ ...record }, this.clock());
-  }
-
-  async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
-    return this.requestLog.read(fromMs, toMs, cursor, limit, this.clock());
-  }
-
-  setRequestLogRetention(retentionMs: number, maxRecords?: number): void {
-    this.requestLog.setRetention(retentionMs, maxRecords);
-  }
-
-  async claimBudgetAlert(alert: BudgetAlert): Promise<boolean> {
-    return this.alerts.claim(alert, this.clock());
-  }
-
-  async leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null> {
-    return this.alerts.lease(now, leaseMs);
-  }
-
-  async retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void> {
-    this.alerts.retry(pending, dueAt);
-  }
-
-  async finishBudgetAlert(id: string): Promise<void> {
-    this.alerts.finish(id);
-  }
-
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {}
@@ -301,6 +259,11 @@ export class MemoryStore implements GatewayStore {
     if (!stored) throw new Error(`key "${id}" does not exist`);
     return stored;
   }
+}
+
+/** The record handed to requests (one frozen copy until the record changes) and its version. */
+function snapshotOf(stored: StoredKey): KeySnapshot {
+  return { key: (stored.view ??= freezeRecord(copyRecord(stored.record))), version: stored.version ?? 0 };
 }
 
 function freezeRecord(record: KeyRecord): Readonly<KeyRecord> {

@@ -7,6 +7,9 @@
 /** The version of the layout these names give; redis-migration.ts moves a store from the one before. */
 export const REDIS_LAYOUT = '2';
 
+/** How long a month's credit and usage buckets are kept after their last write: 400 days. */
+export const BUCKET_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
+
 export class RedisKeys {
   /**
    * @param prefix prefix of every key (`REDIS_PREFIX`)

@@ -2,24 +2,20 @@
  * Redis store (`REDIS_URL`, or a Redis Cluster with `REDIS_CLUSTER_NODES`; the node `redis` client):
  * the store for several instances behind one router, and for usage that survives a crash. Every
  * check-then-write is one Lua script (redis-scripts.ts) on the keys of one API key, which share a
- * hash tag and so one cluster slot.
- *
- * A request waits for one round trip before its upstream call: its admission (ADMIT) checks the key
- * the auth step found, counts the request and holds its credits. The auth step may find the key in
- * this process's copy of the records it has seen (no round trip): the admission checks that copy's
- * version, the secret and the revocation in Redis, so a revocation or a change through any instance
- * holds on the next request on every instance.
+ * hash tag and so one cluster slot. A request waits for one round trip before its upstream call, its
+ * admission (redis-admission.ts).
  */
 import crypto from 'node:crypto';
 import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
-import { systemClock, utcMonth, type Clock } from './month';
+import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
-import { RedisKeys } from './redis-keys';
+import { RedisAdmission } from './redis-admission';
+import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
 import {
-  ADMIT, APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, FIND_KEY, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
+  APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
 } from './redis-scripts';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
 import { decodeRecord, decodeUsage, encodeRecord, translateScriptError } from './redis-codec';
@@ -32,8 +28,6 @@ import {
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
-/** How long a month's credit and usage buckets are kept after their last write: 400 days. */
-export const BUCKET_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
 
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
@@ -48,22 +42,20 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
 /** The ttl of a `request-log` stream past its retention (so an idle deployment's log goes away): 1 day. */
 const LOG_TTL_MARGIN_MS = 24 * 60 * 60 * 1000;
 
-/** Key records this process keeps as last seen (secret sha256 -> record), at most. */
-const SNAPSHOTS_KEPT = 10_000;
-
 export class RedisStore implements GatewayStore {
   readonly kind = 'redis';
   /** Writes under way; close() waits for them. */
   private readonly pending = new InFlight();
   private logRetentionMs = DEFAULT_REQUEST_LOG_RETENTION_MS;
-  /** Secret sha256 -> the key as last read and the secret's state (`current` or its expiry, epoch ms). */
-  private readonly snapshots = new Map<string, { snapshot: KeySnapshot; secretState: string }>();
+  private readonly admission: RedisAdmission;
 
   private constructor(
     private readonly connection: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.admission = new RedisAdmission(connection, keys);
+  }
 
   /** `cluster` when connected to a Redis Cluster, else `single`. */
   get mode(): 'single' | 'cluster' {
@@ -92,50 +84,15 @@ export class RedisStore implements GatewayStore {
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
-    return (await this.identifyKey(sha256, now, true))?.key ?? null;
+    return (await this.admission.identifyKey(sha256, now, true))?.key ?? null;
   }
 
-  async identifyKey(sha256: string, now: number, fresh = false): Promise<KeySnapshot | null> {
-    const seen = fresh ? undefined : this.snapshots.get(sha256);
-    if (seen && !seen.snapshot.key.revoked && secretLive(seen.secretState, now)) return seen.snapshot;
-    // The key id a secret belongs to never changes: the copy seen, if any, names it.
-    const id = seen?.snapshot.key.id ?? this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
-    if (!id) return null;
-    const found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[], string] | null;
-    if (!found || !secretLive(found[1], now)) {
-      this.snapshots.delete(sha256);
-      return null;
-    }
-    return this.remember(sha256, decodeSnapshot(found[0]), found[1]);
+  identifyKey(sha256: string, now: number, fresh = false): Promise<KeySnapshot | null> {
+    return this.admission.identifyKey(sha256, now, fresh);
   }
 
-  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
-    const { snapshot, now, reservation } = request;
-    const { id } = snapshot.key;
-    const hold = reservation && { id: crypto.randomUUID(), units: toCreditUnitsCeil(reservation.credits) };
-    const cap = snapshot.key.monthlyCreditCap;
-    const reply = (await this.connection.run(
-      ADMIT,
-      [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
-      [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
-        ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
-          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)] : [])],
-    )) as [string, ...unknown[]];
-    if (reply[0] === 'unknown' || reply[0] === 'revoked') {
-      this.snapshots.delete(request.secretSha256);
-      return { outcome: 'refused', reason: reply[0] };
-    }
-    if (reply[0] === 'changed') {
-      const state = this.snapshots.get(request.secretSha256)?.secretState ?? 'current';
-      return { outcome: 'changed', snapshot: this.remember(request.secretSha256, decodeSnapshot(reply[1] as string[]), state) };
-    }
-    const [, hits, leftMs, ok, spent, reserved] = reply as [string, number, number, number?, number?, number?];
-    const admitted = { outcome: 'admitted' as const, totalHits: hits, resetTime: new Date(now + leftMs) };
-    if (!hold || ok === undefined) return { ...admitted, reserved: null };
-    const result: ReserveResult = ok === 1
-      ? { ok: true, reservation: { id: hold.id, keyId: id, month: reservation!.month, credits: reservation!.credits }, spent: fromCreditUnits(spent!) }
-      : { ok: false, spent: fromCreditUnits(spent!), reserved: fromCreditUnits(reserved!), cap: cap! };
-    return { ...admitted, reserved: result };
+  admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    return this.admission.admit(request);
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
@@ -313,14 +270,6 @@ export class RedisStore implements GatewayStore {
     await this.connection.close();
   }
 
-  /** Keep the key as read for `sha256` (the oldest copy goes when SNAPSHOTS_KEPT are kept). */
-  private remember(sha256: string, snapshot: KeySnapshot, secretState: string): KeySnapshot {
-    this.snapshots.delete(sha256);
-    if (this.snapshots.size >= SNAPSHOTS_KEPT) this.snapshots.delete(this.snapshots.keys().next().value!);
-    this.snapshots.set(sha256, { snapshot, secretState });
-    return snapshot;
-  }
-
   /**
    * Index a new secret under key `id` (`SET NX`: a secret belongs to one key for ever). Returns
    * whether this call made the entry (false: it was there for `id` already).
@@ -348,15 +297,4 @@ export class RedisStore implements GatewayStore {
     }
     await commands.sAdd(this.keys.keys, record.id);
   }
-}
-
-/** Whether a secret in state `state` (`current`, or the epoch ms it expires at) works at `now`. */
-function secretLive(state: string, now: number): boolean {
-  return state === 'current' || Number(state) > now;
-}
-
-/** A key record and its version from the record hash as a flat field/value list. */
-function decodeSnapshot(flat: string[]): KeySnapshot {
-  const at = flat.indexOf('version');
-  return { key: decodeRecord(flat), version: at >= 0 && at % 2 === 0 ? Number(flat[at + 1]) : 0 };
 }

@@ -3,87 +3,12 @@
  * implementations (memory: the embedded default; Redis: several instances). Every atomic operation
  * (reserve, settle, revoke, rotate) is one call so the Redis version can be one script.
  */
-/** A key as the gateway knows it. Never holds a secret, only hashes of secrets. */
-export interface KeyRecord {
-  id: string;
-  name: string;
-  /** Last 4 characters of the newest secret, for display and logs. */
-  last4: string;
-  /** ISO 8601 creation time. */
-  createdAt: string;
-  revoked: boolean;
-  /** Requests per minute. */
-  rateLimitPerMinute: number;
-  /** Catalogue IDs the key may use; null means all. */
-  allowedModels: string[] | null;
-  /** Credits per UTC calendar month; null means no cap. */
-  monthlyCreditCap: number | null;
-  /** Key group (prefix family); `default` for `sk-cs4-` keys. */
-  keyGroup: string;
-  /**
-   * Budget alert thresholds, percent of `monthlyCreditCap` (e.g. [50, 80, 100]); null or absent: the
-   * config's `alerts.thresholds`. Records written before alerts existed have no such field.
-   */
-  alertThresholds?: number[] | null;
-}
+import type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
+import type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
 
-/** A secret of a key: its SHA-256 (hex) and, for a rotated-out secret, when it stops working. */
-export interface KeySecret {
-  sha256: string;
-  /** Epoch ms after which this secret fails; null while it is the current secret. */
-  expiresAt: number | null;
-}
-
-/** Fields to create a key with; the caller hashes the secret. */
-export interface NewKey {
-  id: string;
-  name?: string;
-  secret: KeySecret;
-  last4: string;
-  rateLimitPerMinute: number;
-  allowedModels: string[] | null;
-  monthlyCreditCap: number | null;
-  revoked?: boolean;
-  keyGroup?: string;
-  /** ISO time; default now. */
-  createdAt?: string;
-}
-
-/** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
-export function createKeyRecord(input: NewKey, now: number): KeyRecord {
-  return {
-    id: input.id,
-    name: input.name ?? input.id,
-    last4: input.last4,
-    createdAt: input.createdAt ?? new Date(now).toISOString(),
-    revoked: input.revoked ?? false,
-    rateLimitPerMinute: input.rateLimitPerMinute,
-    allowedModels: input.allowedModels ? [...input.allowedModels] : null,
-    monthlyCreditCap: input.monthlyCreditCap,
-    keyGroup: input.keyGroup ?? 'default',
-  };
-}
-
-export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds'>>;
-
-/** Credits held against a key's monthly cap while a request is in flight. */
-export interface Reservation {
-  id: string;
-  keyId: string;
-  /** UTC month bucket, `YYYY-MM`. */
-  month: string;
-  /** Credits held (the request's worst case). */
-  credits: number;
-  /**
-   * The request holding them, set by the credit step (stores neither need nor keep it): lines about
-   * the reservation written later, outside the request's own steps, name it.
-   */
-  requestId?: string;
-}
-
-export type ReserveResult =
-  | { ok: true; reservation: Reservation; spent: number }
-  | { ok: false; spent: number; reserved: number; cap: number };
+export type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
+export { createKeyRecord } from './records';
+export type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
 
 /** Token counts and credits of one settled request, for the ledger. */
 export interface UsageEntry {
@@ -194,46 +119,6 @@ export interface StoredResponse {
   /** The conversation: every input item so far, then this response's output items (with encrypted_content). */
   items: unknown[];
 }
-
-/**
- * A key as a request's auth step found it, with the version of its record (every change to the record
- * adds one). The Redis store may answer from the record as it last saw it: the admission step checks
- * the version, the secret and the revocation in the store before anything is counted or held.
- */
-export interface KeySnapshot {
-  key: KeyRecord;
-  version: number;
-}
-
-/** What a request asks of the store before its upstream call, as one atomic step (one Redis script). */
-export interface AdmissionRequest {
-  /** The key as the auth step found it; admitted only when the store's record still has this version. */
-  snapshot: KeySnapshot;
-  /** SHA-256 (hex) of the secret the request carried: refused when revoked, unknown or expired by now. */
-  secretSha256: string;
-  /** Epoch ms. */
-  now: number;
-  /** Rate-limit window, ms: the key's `rateLimitPerMinute` requests per window, starting at its first request. */
-  rateLimitWindowMs: number;
-  /**
-   * Credits to hold against the key's `monthlyCreditCap` in `month`'s bucket, for `ttlMs`, when the
-   * request is within its rate limit; null for a route that is not billed.
-   */
-  reservation: { month: string; credits: number; ttlMs: number } | null;
-}
-
-/**
- * The store's answer to an admission:
- * - `refused`: the secret is unknown or expired, or the key is revoked; nothing was counted;
- * - `changed`: the key's record changed since the snapshot (here as it is now); nothing was counted;
- * - `admitted`: the request was counted against the rate limit (`totalHits` in the window ending at
- *   `resetTime`); `reserved` is the credit hold's result, or null when none was asked for or the
- *   request is over its rate limit (then nothing was held).
- */
-export type AdmissionResult =
-  | { outcome: 'refused'; reason: 'unknown' | 'revoked' }
-  | { outcome: 'changed'; snapshot: KeySnapshot }
-  | { outcome: 'admitted'; totalHits: number; resetTime: Date; reserved: ReserveResult | null };
 
 export interface GatewayStore {
   /** Which implementation this is (`memory` or `redis`), for /health and logs. */

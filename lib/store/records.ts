@@ -1,0 +1,83 @@
+/** Key records, secrets and credit reservations: the store's basic values (types.ts has the store itself). */
+
+/** A key as the gateway knows it. Never holds a secret, only hashes of secrets. */
+export interface KeyRecord {
+  id: string;
+  name: string;
+  /** Last 4 characters of the newest secret, for display and logs. */
+  last4: string;
+  /** ISO 8601 creation time. */
+  createdAt: string;
+  revoked: boolean;
+  /** Requests per minute. */
+  rateLimitPerMinute: number;
+  /** Catalogue IDs the key may use; null means all. */
+  allowedModels: string[] | null;
+  /** Credits per UTC calendar month; null means no cap. */
+  monthlyCreditCap: number | null;
+  /** Key group (prefix family); `default` for `sk-cs4-` keys. */
+  keyGroup: string;
+  /**
+   * Budget alert thresholds, percent of `monthlyCreditCap` (e.g. [50, 80, 100]); null or absent: the
+   * config's `alerts.thresholds`. Records written before alerts existed have no such field.
+   */
+  alertThresholds?: number[] | null;
+}
+
+/** A secret of a key: its SHA-256 (hex) and, for a rotated-out secret, when it stops working. */
+export interface KeySecret {
+  sha256: string;
+  /** Epoch ms after which this secret fails; null while it is the current secret. */
+  expiresAt: number | null;
+}
+
+/** Fields to create a key with; the caller hashes the secret. */
+export interface NewKey {
+  id: string;
+  name?: string;
+  secret: KeySecret;
+  last4: string;
+  rateLimitPerMinute: number;
+  allowedModels: string[] | null;
+  monthlyCreditCap: number | null;
+  revoked?: boolean;
+  keyGroup?: string;
+  /** ISO time; default now. */
+  createdAt?: string;
+}
+
+/** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
+export function createKeyRecord(input: NewKey, now: number): KeyRecord {
+  return {
+    id: input.id,
+    name: input.name ?? input.id,
+    last4: input.last4,
+    createdAt: input.createdAt ?? new Date(now).toISOString(),
+    revoked: input.revoked ?? false,
+    rateLimitPerMinute: input.rateLimitPerMinute,
+    allowedModels: input.allowedModels ? [...input.allowedModels] : null,
+    monthlyCreditCap: input.monthlyCreditCap,
+    keyGroup: input.keyGroup ?? 'default',
+  };
+}
+
+export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds'>>;
+
+/** Credits held against a key's monthly cap while a request is in flight. */
+export interface Reservation {
+  id: string;
+  keyId: string;
+  /** UTC month bucket, `YYYY-MM`. */
+  month: string;
+  /** Credits held (the request's worst case). */
+  credits: number;
+  /**
+   * The request holding them, set by the credit step (stores neither need nor keep it): lines about
+   * the reservation written later, outside the request's own steps, name it.
+   */
+  requestId?: string;
+}
+
+export type ReserveResult =
+  | { ok: true; reservation: Reservation; spent: number }
+  | { ok: false; spent: number; reserved: number; cap: number };

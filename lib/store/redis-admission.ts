@@ -1,0 +1,91 @@
+/**
+ * The Redis store's side of a request before its upstream call (GatewayStore.identifyKey and admit):
+ * one round trip. The auth step may find the key in this process's copy of the records it has seen
+ * (no round trip); the admission (the ADMIT script) then checks that copy's version, the secret and
+ * the revocation in Redis, counts the request and holds its credits, so a revocation or a change
+ * through any instance holds on the next request on every instance.
+ */
+import crypto from 'node:crypto';
+import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
+import { utcMonth } from './month';
+import { decodeRecord } from './redis-codec';
+import type { RedisConnection } from './redis-connection';
+import { BUCKET_RETENTION_MS, type RedisKeys } from './redis-keys';
+import { ADMIT, FIND_KEY } from './redis-scripts';
+import type { AdmissionRequest, AdmissionResult, KeySnapshot, ReserveResult } from './types';
+
+/** Key records this process keeps as last seen (secret sha256 -> record), at most. */
+const SNAPSHOTS_KEPT = 10_000;
+
+export class RedisAdmission {
+  /** Secret sha256 -> the key as last read and the secret's state (`current` or its expiry, epoch ms). */
+  private readonly snapshots = new Map<string, { snapshot: KeySnapshot; secretState: string }>();
+
+  constructor(
+    private readonly connection: RedisConnection,
+    private readonly keys: RedisKeys,
+  ) {}
+
+  async identifyKey(sha256: string, now: number, fresh = false): Promise<KeySnapshot | null> {
+    const seen = fresh ? undefined : this.snapshots.get(sha256);
+    if (seen && !seen.snapshot.key.revoked && secretLive(seen.secretState, now)) return seen.snapshot;
+    // The key id a secret belongs to never changes: the copy seen, if any, names it.
+    const id = seen?.snapshot.key.id ?? this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
+    if (!id) return null;
+    const found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[], string] | null;
+    if (!found || !secretLive(found[1], now)) {
+      this.snapshots.delete(sha256);
+      return null;
+    }
+    return this.remember(sha256, decodeSnapshot(found[0]), found[1]);
+  }
+
+  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    const { snapshot, now, reservation } = request;
+    const { id } = snapshot.key;
+    const hold = reservation && { id: crypto.randomUUID(), units: toCreditUnitsCeil(reservation.credits) };
+    const cap = snapshot.key.monthlyCreditCap;
+    const reply = (await this.connection.run(
+      ADMIT,
+      [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
+      [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
+        ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
+          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)] : [])],
+    )) as [string, ...unknown[]];
+    if (reply[0] === 'unknown' || reply[0] === 'revoked') {
+      this.snapshots.delete(request.secretSha256);
+      return { outcome: 'refused', reason: reply[0] };
+    }
+    if (reply[0] === 'changed') {
+      const state = this.snapshots.get(request.secretSha256)?.secretState ?? 'current';
+      return { outcome: 'changed', snapshot: this.remember(request.secretSha256, decodeSnapshot(reply[1] as string[]), state) };
+    }
+    const [, hits, leftMs, ok, spent, reserved] = reply as [string, number, number, number?, number?, number?];
+    const admitted = { outcome: 'admitted' as const, totalHits: hits, resetTime: new Date(now + leftMs) };
+    if (!hold || ok === undefined) return { ...admitted, reserved: null };
+    const result: ReserveResult = ok === 1
+      ? { ok: true, reservation: { id: hold.id, keyId: id, month: reservation!.month, credits: reservation!.credits }, spent: fromCreditUnits(spent!) }
+      : { ok: false, spent: fromCreditUnits(spent!), reserved: fromCreditUnits(reserved!), cap: cap! };
+    return { ...admitted, reserved: result };
+  }
+
+  /** Keep the key as read for `sha256` (the oldest copy goes when SNAPSHOTS_KEPT are kept). */
+  private remember(sha256: string, snapshot: KeySnapshot, secretState: string): KeySnapshot {
+    this.snapshots.delete(sha256);
+    if (this.snapshots.size >= SNAPSHOTS_KEPT) this.snapshots.delete(this.snapshots.keys().next().value!);
+    this.snapshots.set(sha256, { snapshot, secretState });
+    return snapshot;
+  }
+}
+
+/** Whether a secret in state `state` (`current`, or the epoch ms it expires at) works at `now`. */
+function secretLive(state: string, now: number): boolean {
+  return state === 'current' || Number(state) > now;
+}
+
+/** A key record and its version from the record hash as a flat field/value list. */
+function decodeSnapshot(flat: string[]): KeySnapshot {
+  const at = flat.indexOf('version');
+  return { key: decodeRecord(flat), version: at >= 0 && at % 2 === 0 ? Number(flat[at + 1]) : 0 };
+}
