@@ -87,7 +87,8 @@ describe('Redis outage (a redis-server of its own)', function () {
     // gateway, like `npm start`, runs without a request scope).
     const outage = gw.logLines.slice(logsBefore).filter((l) => l.message === 'store unreachable');
     expect(outage).to.have.length(1);
-    expect(outage[0]).to.include({ level: 'error', operation: 'findKey', request_id: native.headers['request-id'] });
+    // The key was found in the store's copy of records it has seen; the admission is the first call to fail.
+    expect(outage[0]).to.include({ level: 'error', operation: 'admit', request_id: native.headers['request-id'] });
     expect(outage[0].error).to.be.a('string').that.is.not.empty;
     expect(isNativeError(native.json)).to.equal(true);
     expect(native.json.error.type).to.equal('api_error');
@@ -127,9 +128,9 @@ describe('Redis outage (a redis-server of its own)', function () {
     const unmetered = gw.logLines.slice(logsBefore).filter((l) => String(l.message).includes('served unmetered'));
     // Fail open writes these lines inside the store guard, so its requests keep the request scope.
     for (const line of unmetered) expect(line.request_id, JSON.stringify(line)).to.match(/^req_/);
-    // Each of the three requests logs its key lookup and its rate-limit count (and reservation when billed).
-    expect(unmetered.filter((l) => l.operation === 'findKey')).to.have.length(3);
-    expect(unmetered.filter((l) => l.operation === 'rateLimit')).to.have.length(3);
+    // Each of the three requests logs its admission (key check, rate-limit count and reservation in one step).
+    expect(unmetered.filter((l) => l.operation === 'admit')).to.have.length(3);
+    expect(unmetered).to.have.length(3);
     // A key never seen before the outage is not let in.
     const unknown = await rawRequest(gw.url, { ...nativeRequest, headers: nativeHeaders('sk-cs4-never-seen-key-0007') });
     expect(unknown.status).to.equal(503);

@@ -22,9 +22,9 @@ import { SCOPE_ENTERED, SCOPE_PROBE } from '../helpers/scope-probe';
 /** A memory store (so unguarded) that records the request scope each key lookup ran in. */
 class ScopeRecordingStore extends MemoryStore {
   readonly scopes: Array<string | undefined> = [];
-  override findKeyBySecretHash(sha256: string, now?: number) {
+  override identifyKey(sha256: string, now: number, fresh?: boolean) {
     this.scopes.push(requestScope.getStore()?.requestId);
-    return super.findKeyBySecretHash(sha256, now);
+    return super.identifyKey(sha256, now, fresh);
   }
 }
 

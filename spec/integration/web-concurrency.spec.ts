@@ -91,7 +91,7 @@ describe('WEB_CONCURRENCY', () => {
     it('refuses more than one worker without the Redis store, saying why', async () => {
       const { child: process_, stderr } = start({ WEB_CONCURRENCY: '2', PORT: String(await freePort()) });
       expect(await exited(process_)).to.equal(1);
-      expect(stderr()).to.match(/WEB_CONCURRENCY > 1 needs the Redis store \(set REDIS_URL\)/);
+      expect(stderr()).to.match(/WEB_CONCURRENCY > 1 needs the Redis store \(set REDIS_URL or REDIS_CLUSTER_NODES\)/);
     });
 
     it('runs N workers on one port that serve requests, and stops them all on SIGTERM', async () => {
