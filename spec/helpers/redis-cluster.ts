@@ -1,24 +1,28 @@
 /**
  * A disposable Redis Cluster for tests: `redis-server` processes in cluster mode on free loopback ports,
  * in a temporary directory, joined with `redis-cli --cluster create`, stopped (SIGKILL) and removed by
- * `stop()` — and killed at the test process's exit should `stop()` never run (spec/helpers/redis-process.ts).
+ * `stop()` — and killed and removed at the test process's exit should `stop()` never run
+ * (spec/helpers/redis-process.ts, spec/helpers/temp-dir.ts).
  * It never touches a Redis on the default port 6379, nor the run's own Redis (spec/setup.ts).
  *
- * Timings on the development machine (redis-server 7.0.15, 6 nodes: 3 primaries, 1 replica each):
- * `startRedisCluster()` about 2.1 s (most of it `redis-cli --cluster create`, which waits a second before
- * checking that the nodes agree); `killPrimary()` + `waitForFailover()` about 2.5 s with the default
- * node timeout of 1000 ms; `restartNode()` of a killed primary, back as a replica, about 0.5 s.
+ * Timings on the development machine (redis-server 7.0.15, 2 cores, 6 nodes: 3 primaries, 1 replica each):
+ * - `startRedisCluster()`: 2.5–3 s, up to 5 s when the machine is busy. The floor is Redis's: nodes up
+ *   ~0.4 s, `redis-cli --cluster create` ~1.1 s (it sleeps a second before checking that the nodes
+ *   agree), then a primary turns `cluster_state:ok` only a node timeout after it last saw itself in a
+ *   minority (before the create every node does) and no sooner than 2 s after it started.
+ * - `killPrimary()` + `waitForFailover()`: about 2.8 s with the default node timeout of 1000 ms (2.2 s at
+ *   500 ms: the failure must be seen, agreed on by most primaries, and a replica elected after 0.5–1 s).
+ * - `restartNode()` of a killed primary, back as a replica of its successor: about 0.6 s.
  *
  * Needs `redis-server` (Debian `redis-server`) and `redis-cli` (Debian `redis-tools`); without either,
  * `startRedisCluster` throws at once with one line naming the package.
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from 'redis';
 import { freePort } from './ports';
+import { tempDir } from './temp-dir';
 import { requireCommand, sleep, startRedisServer, type RedisServerProcess } from './redis-process';
 
 const execFileAsync = promisify(execFile);
@@ -76,7 +80,7 @@ export interface ClusterNode {
 export interface RedisClusterOptions {
   /** Primaries, each serving an equal share of the 16384 slots (default 3; `redis-cli` needs at least 3). */
   primaries?: number;
-  /** Replicas of each primary (default 1; 0 for no failover). */
+  /** Replicas of each primary (default 1; with 0 there is no failover: `waitForFailover` times out). */
   replicasPerPrimary?: number;
   /**
    * `cluster-node-timeout` in milliseconds (default 1000): how long a node may not answer before it is
@@ -209,7 +213,7 @@ function parseClusterNodes(text: string): NodesLine[] {
  * `--cluster-replica-validity-factor 0` (a replica may always take over). The bus port is a free port
  * of its own rather than N + 10000 (which may be above 65535 or taken).
  *
- * About 2.1 s on the development machine (see the module's docstring).
+ * 2.5–3 s on the development machine (see the module's docstring for why not less).
  * @throws Error naming the Debian package when `redis-server` or `redis-cli` is missing; Error with the
  *   failing node's log or `redis-cli`'s output when a node or the create fails; Error with every node's
  *   last `CLUSTER INFO` when the cluster is not healthy within `timeoutMs`. Whatever was started is
@@ -226,7 +230,7 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   if (!Number.isInteger(replicasPerPrimary) || replicasPerPrimary < 0) throw new RangeError(`replicasPerPrimary: ${replicasPerPrimary}`);
   const count = primaries * (1 + replicasPerPrimary);
 
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-test-redis-cluster-'));
+  const dir = tempDir('gateway-test-redis-cluster-');
   const procs: NodeProcess[] = [];
   const used = new Set<number>();
   const pickPort = async (): Promise<number> => {
