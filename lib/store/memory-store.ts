@@ -69,7 +69,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return stored ? snapshotOf(stored).key : null;
   }
 
-  async identifyKey(sha256: string, now: number): Promise<KeySnapshot | null> {
+  /** Always the record as it is now (`fresh` changes nothing here). */
+  async identifyKey(sha256: string, now: number, _fresh?: boolean): Promise<KeySnapshot | null> {
     const stored = this.findStoredNow(sha256, now);
     return stored ? snapshotOf(stored) : null;
   }
