@@ -44,6 +44,11 @@ export class RedisKeys {
     return `${this.prefix}{${id}}:usage-day:${month}`;
   }
 
+  /** Reservations of key `id` settled lately (so a settlement whose hold was lost is told from a repeat). */
+  settled(id: string): string {
+    return `${this.prefix}{${id}}:settled`;
+  }
+
   /** The rate-limit window counter of key `id`. */
   rate(id: string): string {
     return `${this.prefix}{${id}}:rl`;

@@ -14,6 +14,7 @@
  * - `P{<id>}:usage:<YYYY-MM>`   hash: `<model>|<field>` -> integer totals (tokens, credit units, requests)
  * - `P{<id>}:usage-day:<YYYY-MM>` hash: `<YYYY-MM-DD>|<model>|<field>` -> integer totals of one UTC day
  * - `P{<id>}:rl`                rate-limit window counter (INCR; expires at the window's end)
+ * - `P{<id>}:settled`           sorted set: reservation ids settled in the last 24 h -> when (ms)
  * - `P secret:<sha256>`         the key id a secret belongs to (expires with a rotated-out secret);
  *                               read once per secret per process (the id of a secret never changes)
  * - `P keys`                    set of key ids
@@ -192,16 +193,22 @@ return 1
 
 /**
  * Settle a reservation once: drop its hold (live or expired) and add the real usage to the month's
- * and the day's totals in this one step; a reservation with no hold left was settled already and
- * changes nothing (the caller appends the request log record only when this returns 1: the log is
- * in another slot). KEYS: credits:<month>, usage:<month>, usage-day:<month>. ARGV: reservation id,
- * credit units (credits.ts), model, input, output, cache write, cache read tokens, bucket ttl (ms),
- * day (YYYY-MM-DD). Returns 1 when recorded, 0 when ignored.
+ * and the day's totals in this one step, and note the reservation as settled (kept `forget` ms). A
+ * reservation noted as settled changes nothing; one with neither a hold nor a note (its hold was lost
+ * with a primary that failed before its replica had it) is recorded, since its usage was paid for.
+ * The caller appends the request log record only when this returns 1 (the log is in another slot).
+ * KEYS: credits:<month>, usage:<month>, usage-day:<month>, settled. ARGV: reservation id, credit
+ * units (credits.ts), model, input, output, cache write, cache read tokens, bucket ttl (ms), day
+ * (YYYY-MM-DD), now (ms), forget (ms). Returns 1 when recorded, 0 when ignored.
  */
 export const SETTLE_CREDITS = `
 local held = redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
 if held == 0 then held = redis.call('HDEL', KEYS[1], 'expired:' .. ARGV[1]) end
-if held == 0 then return 0 end
+if held == 0 and redis.call('ZSCORE', KEYS[4], ARGV[1]) then return 0 end
+local now = tonumber(ARGV[10])
+redis.call('ZADD', KEYS[4], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - tonumber(ARGV[11]))
+redis.call('PEXPIRE', KEYS[4], ARGV[11])
 redis.call('HINCRBY', KEYS[1], 'spent', ARGV[2])
 local fields = {'inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens'}
 local m = ARGV[3] .. '|'

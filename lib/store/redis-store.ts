@@ -179,9 +179,10 @@ export class RedisStore implements GatewayStore {
     const units = toCreditUnits(usage.credits);
     const recorded = await this.connection.run(
       SETTLE_CREDITS,
-      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month)],
+      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId)],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
-        String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at)],
+        String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
+        String(now), String(EXPIRED_RESERVATION_MEMORY_MS)],
     );
     // The log is in another slot: its record follows the settlement that took effect, once.
     if (Number(recorded) === 1 && usage.log) await this.appendLog({ ...usage.log, time: at, credits: fromCreditUnits(units) }, now);

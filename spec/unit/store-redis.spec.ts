@@ -3,7 +3,8 @@ import { hashSecret } from '../../lib/keys';
 import { createApiKey, revokeApiKey, rotateApiKey } from '../../lib/store/key-admin';
 import { utcMonth } from '../../lib/store/month';
 import type { RedisStore } from '../../lib/store/redis-store';
-import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
+import { createClient } from 'redis';
+import { connectTestRedisStore, deleteRedisPrefix, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis';
 import { describeStoreContract } from '../helpers/store-contract';
 
 describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () => {
@@ -66,6 +67,26 @@ describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () =>
       expect(changed.outcome).to.equal('changed');
       expect((await b.identifyKey(sha, Date.now()))!.key.revoked, 'its copy is now the revoked record').to.equal(true);
     });
+  });
+
+  it('records a settlement whose hold was lost (a failover before the replica had it) once, and a repeat of it never', async () => {
+    const prefix = uniqueRedisPrefix('lost-hold');
+    const store = await connectTestRedisStore(prefix);
+    const raw = await createClient({ url: testRedisUrl() }).connect();
+    try {
+      const r = await store.reserveCredits('k1', '2025-06', 1, 5, 60_000);
+      if (!r.ok) throw new Error('not reserved');
+      await raw.hDel(`${prefix}{k1}:credits:2025-06`, `hold:${r.reservation.id}`);
+      const used = { model: 'm', inputTokens: 7, outputTokens: 3, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.25 };
+      await store.settleCredits(r.reservation, used);
+      await store.settleCredits(r.reservation, used);
+      expect(await store.getMonthSpend('k1', '2025-06')).to.equal(0.25);
+      expect((await store.getUsage('k1', '2025-06'))[0]).to.include({ inputTokens: 7, requests: 1 });
+    } finally {
+      await raw.close();
+      await store.close();
+      await deleteRedisPrefix(prefix);
+    }
   });
 
   it('keeps everything under its prefix', async () => {
