@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { createClient } from 'redis';
 import { toCreditUnits } from '../../lib/store/credits';
 import { hashSecret } from '../../lib/keys';
-import { RedisStore } from '../../lib/store/redis-store';
+import { RedisStore, type RedisStoreOptions } from '../../lib/store/redis-store';
 import { createGatedUpstreamTest } from '../helpers/cluster-gateway';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster';
 import { startTlsRedis, type TlsRedis } from '../helpers/redis-tls';
@@ -32,6 +32,19 @@ async function monitorCommands(urls: readonly string[]): Promise<{ count: () => 
   return { count: async () => seen, close: async () => void monitors.forEach((client) => client.destroy()) };
 }
 
+/** The store contract on Redis stores connected with `options()` (read when each test starts), in `mode`. */
+function describeRedisStoreContract(options: () => RedisStoreOptions, mode: RedisStore['mode']): void {
+  describeStoreContract(
+    async () => {
+      let now = 0;
+      const store = await RedisStore.connect({ ...options(), clock: () => now });
+      expect(store.mode).to.equal(mode);
+      return { store, setNow: (ms) => (now = ms) };
+    },
+    async (f) => f.store.close(),
+  );
+}
+
 describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)', function () {
   this.timeout(60_000);
   let cluster: RedisCluster;
@@ -41,15 +54,7 @@ describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)
   after(async () => cluster?.stop());
 
   describe('store contract', () => {
-    describeStoreContract(
-      async () => {
-        let now = 0;
-        const store = await RedisStore.connect({ clusterNodes: [...cluster.urls], prefix: uniqueRedisPrefix('cluster'), clock: () => now });
-        expect(store.mode).to.equal('cluster');
-        return { store, setNow: (ms) => (now = ms) };
-      },
-      async (f) => f.store.close(),
-    );
+    describeRedisStoreContract(() => ({ clusterNodes: [...cluster.urls], prefix: uniqueRedisPrefix('cluster') }), 'cluster');
   });
 
   it('keeps each API key\'s state in one slot: the keys of a key spread over the cluster by their hash tag', async () => {
@@ -112,14 +117,7 @@ describe('Redis store over TLS with a password (rediss://, a private CA)', funct
   after(async () => tls?.stop());
 
   describe('store contract', () => {
-    describeStoreContract(
-      async () => {
-        let now = 0;
-        const store = await RedisStore.connect({ url: tls.url, tlsCa: tls.caPem, prefix: uniqueRedisPrefix('tls'), clock: () => now });
-        return { store, setNow: (ms) => (now = ms) };
-      },
-      async (f) => f.store.close(),
-    );
+    describeRedisStoreContract(() => ({ url: tls.url, tlsCa: tls.caPem, prefix: uniqueRedisPrefix('tls') }), 'single');
   });
 
   it('refuses to start without the CA, naming the URL without its password', async () => {
