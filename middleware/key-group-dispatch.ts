@@ -2,7 +2,8 @@
  * The fork by key group: hands the request to the handler for its key group's upstream (native proxy,
  * chat translator, chat pass-through, reverse translation). Handlers are built once per group
  * configuration and upstream client, so a reload that changes a group builds new ones while requests
- * in flight finish on the old.
+ * in flight finish on the old. Before it, the upstream mark notes that the request passed every step
+ * in front of the upstream (createUpstreamMark).
  */
 import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
@@ -34,4 +35,16 @@ export function createKeyGroupDispatch(options: KeyGroupDispatchOptions): Reques
 /** A handler that refuses with 400: the route is not served for this key group. */
 export function createRouteRefusal(message: string): RequestHandler {
   return (_req, _res, next) => next(errors.invalidRequest(message));
+}
+
+/**
+ * The last step before a route's upstream step: marks the request as having reached the upstream,
+ * so its after-response steps write a request log record (lib/request-log.ts). Requests refused
+ * earlier (auth, validation, limits) get none.
+ */
+export function createUpstreamMark(): RequestHandler {
+  return (_req, res, next) => {
+    getContext(res).upstreamReached = true;
+    next();
+  };
 }

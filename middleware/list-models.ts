@@ -10,7 +10,7 @@ import type { Catalogue } from '../lib/catalogue';
 import { getContext } from '../lib/context';
 import { DEFAULT_KEY_GROUP } from '../lib/key-groups';
 import { sendJson } from '../lib/json-reply';
-import { isModelAllowed } from './model-whitelist';
+import { isModelAllowed } from './model-access';
 
 /** Catalogue publication time reported for every model (the listing has no per-model dates). */
 const PUBLISHED_AT = '2026-01-01T00:00:00Z';

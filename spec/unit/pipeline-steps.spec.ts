@@ -3,7 +3,7 @@ import { createCatalogue } from '../../lib/catalogue';
 import { parseConfig } from '../../lib/config';
 import { createHostCheck } from '../../middleware/host-check';
 import { mapBodyParserError } from '../../middleware/json-body';
-import { createModelWhitelist } from '../../middleware/model-whitelist';
+import { createModelWhitelist } from '../../middleware/model-access';
 import { createNotFound } from '../../middleware/not-found';
 import { createResolveAlias } from '../../middleware/resolve-alias';
 import { chatCompletionsSchema, createValidateBody, messagesSchema } from '../../middleware/validate-body';
