@@ -12,13 +12,14 @@ import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
 import { RedisAdmission } from './redis-admission';
+import { createRedisKey, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
 import {
-  APPEND_REQUEST_LOG, CLAIM_ALERT, CREATE_KEY, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, ROTATE_KEY, SETTLE_CREDITS, UPDATE_KEY,
+  APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY,
 } from './redis-scripts';
-import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
-import { decodeRecord, decodeUsage, encodeRecord, translateScriptError } from './redis-codec';
+import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
+import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../in-flight';
 import { bookingTime, utcDay } from './usage-days';
 import {
@@ -47,12 +48,15 @@ export class RedisStore implements GatewayStore {
   /** Writes under way; close() waits for them. */
   private readonly pending = new InFlight();
   private logRetentionMs = DEFAULT_REQUEST_LOG_RETENTION_MS;
+  /** Set by close(): retries of log records stop after their attempt under way. */
+  private closed = false;
   private readonly admission: RedisAdmission;
 
   private constructor(
     private readonly connection: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
+    private readonly onError?: (err: Error) => void,
   ) {
     this.admission = new RedisAdmission(connection, keys);
   }
@@ -80,7 +84,7 @@ export class RedisStore implements GatewayStore {
       await connection.close().catch(() => undefined);
       throw err;
     }
-    return new RedisStore(connection, keys, options.clock ?? systemClock);
+    return new RedisStore(connection, keys, options.clock ?? systemClock, options.onError);
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
@@ -108,12 +112,12 @@ export class RedisStore implements GatewayStore {
 
   async createKey(input: NewKey): Promise<KeyRecord> {
     const record = createKeyRecord(input, this.clock());
-    await this.runCreate(record, input.secret.sha256, false);
+    await createRedisKey(this.connection, this.keys, record, input.secret.sha256, false);
     return record;
   }
 
   async seedKey(input: NewKey): Promise<void> {
-    await this.runCreate(createKeyRecord(input, this.clock()), input.secret.sha256, true);
+    await createRedisKey(this.connection, this.keys, createKeyRecord(input, this.clock()), input.secret.sha256, true);
   }
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
@@ -126,22 +130,7 @@ export class RedisStore implements GatewayStore {
   }
 
   async rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now = this.clock()): Promise<KeyRecord> {
-    if ((await this.connection.commands.exists(this.keys.key(id))) === 0) throw translateScriptError(new Error('missing'), id);
-    if (!(await this.claimSecret(secret.sha256, id))) throw new Error('that secret is already in use');
-    let reply: [string[], string[], string[]];
-    try {
-      reply = (await this.connection.run(ROTATE_KEY, [this.keys.key(id), this.keys.secrets(id)],
-        [secret.sha256, JSON.stringify(last4), String(now), String(graceMs)])) as [string[], string[], string[]];
-    } catch (err) {
-      await this.connection.commands.del(this.keys.secret(secret.sha256));
-      throw translateScriptError(err, id);
-    }
-    const [record, expiring, dropped] = reply;
-    // Only tidies the index: the expiry itself is the state in the key's secrets hash. Relative, with a
-    // minute to spare, so a caller's clock that differs from the server's never drops it early.
-    for (const sha of expiring) await this.connection.commands.pExpire(this.keys.secret(sha), graceMs + 60_000);
-    for (const sha of dropped) await this.connection.commands.del(this.keys.secret(sha));
-    return decodeRecord(record);
+    return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
   }
 
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
@@ -184,8 +173,15 @@ export class RedisStore implements GatewayStore {
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
         String(now), String(EXPIRED_RESERVATION_MEMORY_MS)],
     );
-    // The log is in another slot: its record follows the settlement that took effect, once.
-    if (Number(recorded) === 1 && usage.log) await this.appendLog({ ...usage.log, time: at, credits: fromCreditUnits(units) }, now);
+    if (Number(recorded) !== 1 || !usage.log) return;
+    // The log is in another slot: its record follows the settlement that took effect, once. When the
+    // log's node fails now, the record is retried on its own (a retry of the whole settlement would
+    // find it settled and write none).
+    const record = { ...usage.log, time: at, credits: fromCreditUnits(units) };
+    await this.appendLog(record, now).catch(() => {
+      const retried = retryUntilDone(() => this.appendLog(record, now), () => this.closed);
+      this.pending.track(retried).catch((err: Error) => this.onError?.(new Error(`request log record of ${record.requestId} not written: ${err.message}`)));
+    });
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
@@ -267,35 +263,8 @@ export class RedisStore implements GatewayStore {
   async close(): Promise<void> {
     // Settlements start when a response closes; let those of the last responses reach Redis first.
     await new Promise((resolve) => setImmediate(resolve));
+    this.closed = true;
     await this.pending.idle();
     await this.connection.close();
-  }
-
-  /**
-   * Index a new secret under key `id` (`SET NX`: a secret belongs to one key for ever). Returns
-   * whether this call made the entry (false: it was there for `id` already).
-   * @throws Error `that secret is already in use` when it indexes another key
-   */
-  private async claimSecret(sha256: string, id: string): Promise<boolean> {
-    const claimed = await this.connection.commands.set(this.keys.secret(sha256), id, { NX: true });
-    if (claimed !== null) return true;
-    if ((await this.connection.commands.get(this.keys.secret(sha256))) !== id) throw new Error('that secret is already in use');
-    return false;
-  }
-
-  private async runCreate(record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
-    const { commands } = this.connection;
-    if ((await commands.exists(this.keys.key(record.id))) === 1) {
-      if (onlyIfAbsent) return;
-      throw translateScriptError(new Error('exists'), record.id);
-    }
-    const claimed = await this.claimSecret(sha256, record.id);
-    try {
-      await this.connection.run(CREATE_KEY, [this.keys.key(record.id), this.keys.secrets(record.id)], [sha256, onlyIfAbsent ? '1' : '0', ...encodeRecord(record)]);
-    } catch (err) {
-      if (claimed) await commands.del(this.keys.secret(sha256));
-      throw translateScriptError(err, record.id);
-    }
-    await commands.sAdd(this.keys.keys, record.id);
   }
 }

@@ -148,6 +148,7 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
     const handler = (request: { body: any }) => ({ kind: 'json' as const, body: nativeMessage('ok', USAGE, request.body?.model) });
     let first: TestGateway;
     let second: TestGateway;
+    const prefix = uniqueRedisPrefix('failover');
     before(async () => {
       // With Redis's default (cluster-require-full-coverage yes) every node answers CLUSTERDOWN, to
       // every key, from the moment the dead primary is marked failed until its replica takes over
@@ -158,7 +159,7 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
         await client.configSet('cluster-require-full-coverage', 'no');
         client.destroy();
       }
-      const env = { REDIS_CLUSTER_NODES: cluster.urls.join(','), REDIS_PREFIX: uniqueRedisPrefix('failover'), ADMIN_TOKEN };
+      const env = { REDIS_CLUSTER_NODES: cluster.urls.join(','), REDIS_PREFIX: prefix, ADMIN_TOKEN };
       const overrides = { store: { timeoutMs: 500 } };
       first = await startTestGateway({ env, overrides, handler });
       second = await startTestGateway({ env, overrides, handler });
@@ -181,7 +182,9 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
         ids.push(id);
         home.set(id, port);
       }
-      const victimPort = home.get(ids[0])!;
+      // The primary killed holds the request log too: a record whose settlement took effect must still
+      // reach the log after the failover.
+      const victimPort = (await cluster.primaryForKey(`${prefix}request-log`)).port;
       const victims = ids.filter((id) => home.get(id) === victimPort);
       const others = ids.filter((id) => home.get(id) !== victimPort);
       const secrets = new Map<string, string>();
@@ -283,6 +286,18 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
       }
       expect(Object.fromEntries(ids.map((id, i) => [id, rows[i]])), 'ledger requests/input/output per key')
         .to.deep.equal(Object.fromEntries(ids.map((id, i) => [id, expected[i]])));
+      // The request log: one record per request served, for every key (records retried after the failover included).
+      const logged = async () => Promise.all(ids.map(async (id) => {
+        const reply = await fetch(`${first.url}/admin/v1/requests?keyId=${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+        return (await reply.text()).split('\n').filter((line) => line.trim() !== '').length;
+      }));
+      let counts = await logged();
+      const logDeadline = Date.now() + 5000;
+      while (counts.some((count, i) => count !== served.get(ids[i])) && Date.now() < logDeadline) {
+        await sleep(200);
+        counts = await logged();
+      }
+      expect(counts, 'request log records per key').to.deep.equal(ids.map((id) => served.get(id)));
     });
   });
 });

@@ -1,0 +1,69 @@
+/**
+ * Key management writes of the Redis store that reach more than one slot: a secret's index entry
+ * (`secret:<sha>`, in its own slot) is claimed with SET NX before the key's own script runs, and
+ * released when that script refuses.
+ */
+import type { RedisConnection } from './redis-connection';
+import { encodeRecord, decodeRecord, translateScriptError } from './redis-codec';
+import type { RedisKeys } from './redis-keys';
+import { CREATE_KEY, ROTATE_KEY } from './redis-scripts';
+import type { KeyRecord, KeySecret } from './types';
+
+/**
+ * Index a new secret under key `id` (`SET NX`: a secret belongs to one key for ever). Returns
+ * whether this call made the entry (false: it was there for `id` already).
+ * @throws Error `that secret is already in use` when it indexes another key
+ */
+async function claimSecret(connection: RedisConnection, keys: RedisKeys, sha256: string, id: string): Promise<boolean> {
+  const claimed = await connection.commands.set(keys.secret(sha256), id, { NX: true });
+  if (claimed !== null) return true;
+  if ((await connection.commands.get(keys.secret(sha256))) !== id) throw new Error('that secret is already in use');
+  return false;
+}
+
+/**
+ * Create a key: its secret's index entry, then the record and secrets in the key's slot (CREATE_KEY),
+ * then its id in the set of keys. With `onlyIfAbsent`, a key that exists is left as it is.
+ * @throws Error when the id exists (unless onlyIfAbsent) or the secret belongs to another key
+ */
+export async function createRedisKey(connection: RedisConnection, keys: RedisKeys, record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
+  const { commands } = connection;
+  if ((await commands.exists(keys.key(record.id))) === 1) {
+    if (onlyIfAbsent) return;
+    throw translateScriptError(new Error('exists'), record.id);
+  }
+  const claimed = await claimSecret(connection, keys, sha256, record.id);
+  try {
+    await connection.run(CREATE_KEY, [keys.key(record.id), keys.secrets(record.id)], [sha256, onlyIfAbsent ? '1' : '0', ...encodeRecord(record)]);
+  } catch (err) {
+    if (claimed) await commands.del(keys.secret(sha256));
+    throw translateScriptError(err, record.id);
+  }
+  await commands.sAdd(keys.keys, record.id);
+}
+
+/**
+ * Rotate a key's secret (ROTATE_KEY): the new one becomes current, the current ones expire `graceMs`
+ * from `now` (epoch ms), and their index entries get an expiry (or go, for those already expired).
+ * @throws Error when the key does not exist or the secret is in use
+ */
+export async function rotateRedisKey(
+  connection: RedisConnection, keys: RedisKeys, id: string, secret: KeySecret, last4: string, graceMs: number, now: number,
+): Promise<KeyRecord> {
+    if ((await connection.commands.exists(keys.key(id))) === 0) throw translateScriptError(new Error('missing'), id);
+    if (!(await claimSecret(connection, keys, secret.sha256, id))) throw new Error('that secret is already in use');
+    let reply: [string[], string[], string[]];
+    try {
+      reply = (await connection.run(ROTATE_KEY, [keys.key(id), keys.secrets(id)],
+        [secret.sha256, JSON.stringify(last4), String(now), String(graceMs)])) as [string[], string[], string[]];
+    } catch (err) {
+      await connection.commands.del(keys.secret(secret.sha256));
+      throw translateScriptError(err, id);
+    }
+    const [record, expiring, dropped] = reply;
+    // Only tidies the index: the expiry itself is the state in the key's secrets hash. Relative, with a
+    // minute to spare, so a caller's clock that differs from the server's never drops it early.
+    for (const sha of expiring) await connection.commands.pExpire(keys.secret(sha), graceMs + 60_000);
+    for (const sha of dropped) await connection.commands.del(keys.secret(sha));
+    return decodeRecord(record);
+}
