@@ -4,7 +4,7 @@ import type { KeyRecord, UsageTotals } from './types';
 
 const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'requests'] as const;
 
-/** The usage totals per model of one `usage:<keyId>:<month>` hash (fields `<model>|<total>`; credits in credit units). */
+/** The usage totals per model of one `{<keyId>}:usage:<month>` hash (fields `<model>|<total>`; credits in credit units). */
 export function decodeUsage(fields: Record<string, string>): UsageTotals[] {
   const byModel = new Map<string, UsageTotals>();
   for (const [field, value] of Object.entries(fields)) {
@@ -21,7 +21,7 @@ export function decodeUsage(fields: Record<string, string>): UsageTotals[] {
   return [...byModel.values()];
 }
 
-/** The fields of a key record the `key:<id>` hash holds, each JSON-encoded. */
+/** The fields of a key record the `{<id>}:key` hash holds, each JSON-encoded. */
 const RECORD_FIELDS: Array<keyof KeyRecord> = [
   'id', 'name', 'last4', 'createdAt', 'revoked', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap', 'keyGroup',
 ];

@@ -13,7 +13,7 @@ const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationInputTokens',
  */
 export const LOG_ID_SLACK_MS = 15 * 60 * 1000;
 
-/** Day rows from the fields of a `usage-day:<id>:<month>` hash (`<day>|<model>|<field>` -> integer). */
+/** Day rows from the fields of a `{<id>}:usage-day:<month>` hash (`<day>|<model>|<field>` -> integer). */
 export function decodeDailyUsage(fields: Record<string, string>): DailyUsageTotals[] {
   const rows = new Map<string, DailyUsageTotals>();
   for (const [name, value] of Object.entries(fields)) {
