@@ -52,7 +52,7 @@ export type ReloadResult = { ok: true; reloaded: string[]; needsRestart: string[
 
 /** A built gateway. */
 export interface Gateway {
-  /** The Express app (the router mounted at `/`): `gateway.app.listen(port)` or `http.createServer(gateway.app)`. */
+  /** The Express app (the router mounted at `/`): `createHttpServer(gateway.app).listen(port)` (lib/http-server.ts) or `gateway.app.listen(port)`. */
   readonly app: Express;
   /** The same routes as a Router, to mount under a path of another app: `parent.use('/llm', gateway.router)`. */
   readonly router: Router;

@@ -4,7 +4,7 @@
  *
  *   import { createGateway } from 'model-gateway';
  *   const gateway = await createGateway({ config: { upstream: { url: 'https://...' } }, hooks: { ... } });
- *   gateway.app.listen(8080);            // or: parent.use('/llm', gateway.router)
+ *   createHttpServer(gateway.app).listen(8080);  // or gateway.app.listen(8080), or parent.use('/llm', gateway.router)
  *
  * Only what integrators use is exported here; the pipeline's own modules are internal.
  */
@@ -14,6 +14,7 @@ export type { Gateway, GatewayOptions, ReloadResult } from './gateway';
 export { createGatewayRouter } from './app';
 export type { AppDependencies } from './app';
 export { startGateway } from './server';
+export { createHttpServer } from './http-server';
 export type { RunningGateway, StartOptions } from './server';
 
 // Hooks: the read-only request view, the usage record, and the hook types.

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { waitForAfterResponseSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
+import { createHttpServer } from './http-server';
 import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
 import type { Clock } from './store/month';
@@ -64,7 +65,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     // logger may still write lines with it while requests run.
     requestScope: options.requestScope ?? options.logger !== undefined,
   });
-  const server = http.createServer(gateway.app);
+  const server = createHttpServer(gateway.app);
   server.keepAliveTimeout = 65_000;
   /** Responses not yet closed; a graceful shutdown waits for them (and their finish steps). */
   const inFlight = new InFlight();
