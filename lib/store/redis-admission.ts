@@ -30,8 +30,8 @@ export class RedisAdmission {
   async identifyKey(sha256: string, now: number, fresh = false): Promise<KeySnapshot | null> {
     const seen = fresh ? undefined : this.snapshots.get(sha256);
     if (seen && !seen.snapshot.key.revoked && secretLive(seen.secretState, now)) return seen.snapshot;
-    // The key id a secret belongs to never changes: the copy seen, if any, names it.
-    const id = seen?.snapshot.key.id ?? this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
+    // The key id a secret belongs to never changes: a copy kept, if any, names it.
+    const id = this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
     if (!id) return null;
     const found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[], string] | null;
     if (!found || !secretLive(found[1], now)) {
