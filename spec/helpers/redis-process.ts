@@ -152,3 +152,19 @@ export async function startRedisServer(
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * Start a server before the enclosing suite's tests and stop it after them (mocha hooks).
+ * @returns a getter for the server, valid once the suite's `before` has run
+ */
+export function useServer<T extends { stop(): Promise<void> }>(start: () => Promise<T>): () => T {
+  let server: T | undefined;
+  before(async () => {
+    server = await start();
+  });
+  after(async () => server?.stop());
+  return () => {
+    if (!server) throw new Error('the server is not started yet (use it inside a test or hook)');
+    return server;
+  };
+}

@@ -14,7 +14,8 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { startGatedUpstream, type GatedUpstream } from '../helpers/gated-upstream';
 import { nativeMessage } from '../helpers/fake-upstream';
 import { uniqueRedisPrefix } from '../helpers/redis';
-import { keySlot, startRedisCluster, type RedisCluster } from '../helpers/redis-cluster';
+import { keySlot, startRedisCluster } from '../helpers/redis-cluster';
+import { useServer } from '../helpers/redis-process';
 import { sleep } from '../helpers/redis-process';
 
 const MODEL = 'model-sonnet-4.6';
@@ -63,11 +64,7 @@ async function createKey(gateway: TestGateway, body: Record<string, unknown>): P
 
 describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', function () {
   this.timeout(60_000);
-  let cluster: RedisCluster;
-  before(async () => {
-    cluster = await startRedisCluster();
-  });
-  after(async () => cluster?.stop());
+  const cluster = useServer(startRedisCluster);
 
   describe('two instances in front of one held upstream', () => {
     let upstream: GatedUpstream;
@@ -75,7 +72,7 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
     let second: TestGateway;
     before(async () => {
       upstream = await startGatedUpstream({ input_tokens: 10, output_tokens: 5 });
-      const env = { REDIS_CLUSTER_NODES: cluster.urls.join(','), REDIS_PREFIX: uniqueRedisPrefix('two-gw'), ADMIN_TOKEN };
+      const env = { REDIS_CLUSTER_NODES: cluster().urls.join(','), REDIS_PREFIX: uniqueRedisPrefix('two-gw'), ADMIN_TOKEN };
       first = await startTestGateway({ env, upstream: { url: upstream.url } });
       second = await startTestGateway({ env, upstream: { url: upstream.url } });
       expect(first.gateway.store.kind).to.equal('redis');
@@ -154,12 +151,12 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
       // every key, from the moment the dead primary is marked failed until its replica takes over
       // (about 1.5 s here): keys on the other primaries could not be served then, whatever the gateway
       // does. Serving them through a failover needs full coverage off, set here on every node.
-      for (const url of cluster.urls) {
+      for (const url of cluster().urls) {
         const client = await createClient({ url }).on('error', () => undefined).connect();
         await client.configSet('cluster-require-full-coverage', 'no');
         client.destroy();
       }
-      const env = { REDIS_CLUSTER_NODES: cluster.urls.join(','), REDIS_PREFIX: prefix, ADMIN_TOKEN };
+      const env = { REDIS_CLUSTER_NODES: cluster().urls.join(','), REDIS_PREFIX: prefix, ADMIN_TOKEN };
       const overrides = { store: { timeoutMs: 500 } };
       first = await startTestGateway({ env, overrides, handler });
       second = await startTestGateway({ env, overrides, handler });
@@ -171,7 +168,7 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
 
     it('fails closed (503) only for keys on the killed primary, recovers by itself after the failover, and bills each served request once', async () => {
       // Two keys on each primary, by the hash tag {<id>}.
-      const primaries = (await cluster.topology()).filter((node) => node.role === 'primary');
+      const primaries = (await cluster().topology()).filter((node) => node.role === 'primary');
       const ids: string[] = [];
       const home = new Map<string, number>();
       for (let i = 0; ids.length < 2 * primaries.length; i++) {
@@ -184,7 +181,7 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
       }
       // The primary killed holds the request log too: a record whose settlement took effect must still
       // reach the log after the failover.
-      const victimPort = (await cluster.primaryForKey(`${prefix}request-log`)).port;
+      const victimPort = (await cluster().primaryForKey(`${prefix}request-log`)).port;
       const victims = ids.filter((id) => home.get(id) === victimPort);
       const others = ids.filter((id) => home.get(id) !== victimPort);
       const secrets = new Map<string, string>();
@@ -210,8 +207,8 @@ describe('gateways on a Redis Cluster (3 primaries, 3 replicas, started here)', 
         tick = Date.now();
       }, 10);
       const killedAt = Date.now();
-      const slots = await cluster.killPrimary(victimPort);
-      const promoted = await cluster.waitForFailover(slots[0][0]);
+      const slots = await cluster().killPrimary(victimPort);
+      const promoted = await cluster().waitForFailover(slots[0][0]);
       const failedOverAt = Date.now();
       // Keep the load going until every victim key has been served again, and a little after.
       const recoveryDeadline = failedOverAt + 10_000;

@@ -10,8 +10,9 @@ import { toCreditUnits } from '../../lib/store/credits';
 import { hashSecret } from '../../lib/keys';
 import { RedisStore, type RedisStoreOptions } from '../../lib/store/redis-store';
 import { createGatedUpstreamTest } from '../helpers/cluster-gateway';
-import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster';
-import { startTlsRedis, type TlsRedis } from '../helpers/redis-tls';
+import { startRedisCluster } from '../helpers/redis-cluster';
+import { useServer } from '../helpers/redis-process';
+import { startTlsRedis } from '../helpers/redis-tls';
 import { testRedisUrl, uniqueRedisPrefix, deleteRedisPrefix } from '../helpers/redis';
 import { describeStoreContract } from '../helpers/store-contract';
 
@@ -47,28 +48,24 @@ function describeRedisStoreContract(options: () => RedisStoreOptions, mode: Redi
 
 describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)', function () {
   this.timeout(60_000);
-  let cluster: RedisCluster;
-  before(async () => {
-    cluster = await startRedisCluster();
-  });
-  after(async () => cluster?.stop());
+  const cluster = useServer(startRedisCluster);
 
   describe('store contract', () => {
-    describeRedisStoreContract(() => ({ clusterNodes: [...cluster.urls], prefix: uniqueRedisPrefix('cluster') }), 'cluster');
+    describeRedisStoreContract(() => ({ clusterNodes: [...cluster().urls], prefix: uniqueRedisPrefix('cluster') }), 'cluster');
   });
 
   it('keeps each API key\'s state in one slot: the keys of a key spread over the cluster by their hash tag', async () => {
     const prefix = uniqueRedisPrefix('slots');
-    const store = await RedisStore.connect({ clusterNodes: [...cluster.urls], prefix });
+    const store = await RedisStore.connect({ clusterNodes: [...cluster().urls], prefix });
     try {
       const ports = new Set<number>();
       for (const id of ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']) {
         await store.createKey({ id, secret: { sha256: hashSecret(`sk-cs4-slot-${id}`), expiresAt: null }, last4: id, rateLimitPerMinute: 5, allowedModels: null, monthlyCreditCap: 5 });
         const reserved = await store.reserveCredits(id, '2026-11', 1, 5, 60_000);
         if (reserved.ok) await store.settleCredits(reserved.reservation, { model: 'm', inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 1 });
-        const home = await cluster.primaryForKey(`${prefix}{${id}}:key`);
+        const home = await cluster().primaryForKey(`${prefix}{${id}}:key`);
         for (const name of [`{${id}}:secrets`, `{${id}}:credits:2026-11`, `{${id}}:usage:2026-11`, `{${id}}:usage-day:2026-11`]) {
-          expect((await cluster.primaryForKey(prefix + name)).port, name).to.equal(home.port);
+          expect((await cluster().primaryForKey(prefix + name)).port, name).to.equal(home.port);
         }
         ports.add(home.port);
       }
@@ -79,8 +76,8 @@ describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)
   });
 
   it('waits for one Redis command before the upstream call of each request (INFO commandstats of every primary)', async () => {
-    const monitor = await monitorCommands((await cluster.topology()).filter((n) => n.role === 'primary').map((n) => n.url));
-    const test = await createGatedUpstreamTest({ REDIS_CLUSTER_NODES: cluster.urls.join(','), REDIS_PREFIX: uniqueRedisPrefix('trips') });
+    const monitor = await monitorCommands((await cluster().topology()).filter((n) => n.role === 'primary').map((n) => n.url));
+    const test = await createGatedUpstreamTest({ REDIS_CLUSTER_NODES: cluster().urls.join(','), REDIS_PREFIX: uniqueRedisPrefix('trips') });
     try {
       const before = await test.countBeforeUpstream(monitor.count, 10);
       expect(before, 'commands before the upstream call, per request after the first').to.deep.equal(Array(10).fill(1));
@@ -110,28 +107,24 @@ describe('Redis store: one round trip on one server', function () {
 
 describe('Redis store over TLS with a password (rediss://, a private CA)', function () {
   this.timeout(30_000);
-  let tls: TlsRedis;
-  before(async () => {
-    tls = await startTlsRedis();
-  });
-  after(async () => tls?.stop());
+  const tls = useServer(startTlsRedis);
 
   describe('store contract', () => {
-    describeRedisStoreContract(() => ({ url: tls.url, tlsCa: tls.caPem, prefix: uniqueRedisPrefix('tls') }), 'single');
+    describeRedisStoreContract(() => ({ url: tls().url, tlsCa: tls().caPem, prefix: uniqueRedisPrefix('tls') }), 'single');
   });
 
   it('refuses to start without the CA, naming the URL without its password', async () => {
     try {
-      await RedisStore.connect({ url: tls.url, prefix: 'x:', connectTimeoutMs: 2000 });
+      await RedisStore.connect({ url: tls().url, prefix: 'x:', connectTimeoutMs: 2000 });
       throw new Error('connected without the CA');
     } catch (err) {
       expect((err as Error).message).to.match(/^cannot connect to Redis at rediss:\/\/default:\*\*\*@127\.0\.0\.1/);
-      expect((err as Error).message).not.to.include(tls.password);
+      expect((err as Error).message).not.to.include(tls().password);
     }
   });
 
   it('serves a request through a gateway given REDIS_URL=rediss://... and REDIS_TLS_CA', async () => {
-    const test = await createGatedUpstreamTest({ REDIS_URL: tls.url, REDIS_TLS_CA: tls.caFile, REDIS_PREFIX: uniqueRedisPrefix('tls-gw') });
+    const test = await createGatedUpstreamTest({ REDIS_URL: tls().url, REDIS_TLS_CA: tls().caFile, REDIS_PREFIX: uniqueRedisPrefix('tls-gw') });
     try {
       expect(await test.countBeforeUpstream(async () => 0, 1)).to.deep.equal([0]);
     } finally {
