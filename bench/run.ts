@@ -58,12 +58,17 @@ const script = (name: string) => path.join(__dirname, `${name}.js`);
 /** Prefix of every Redis key this run's gateways write; removed at the end. */
 const REDIS_PREFIX = benchKeyPrefix();
 
-/** A gateway child; `redis`: the run's Redis (or Redis Cluster) for the Redis store, none for the memory store. */
+/**
+ * A gateway child; `redis`: the run's Redis (or Redis Cluster) for the Redis store, none for the memory store.
+ * A build from `dist` (`--compare`) writes under a prefix of its own inside the run's: another build may
+ * lay out its keys otherwise (ef3005b refuses to start beside this one's key records).
+ */
 async function startGatewayChild(label: string, upstream: BenchChild, redis: BenchRedis | null, logFd: number, dist?: string): Promise<Target> {
   const file = dist ? path.join(dist, 'bench', 'gateway.js') : script('gateway');
+  const prefix = dist ? `${REDIS_PREFIX}before:` : REDIS_PREFIX;
   const child = await startChild(label, file, [upstream.url, redis ? (redis.cluster ? 'cluster' : 'redis') : 'memory'], {
     stdout: logFd,
-    env: redis?.cluster ? { BENCH_KEY_PREFIX: REDIS_PREFIX, REDIS_CLUSTER_NODES: redis.url } : { BENCH_KEY_PREFIX: REDIS_PREFIX, REDIS_URL: redis?.url },
+    env: redis?.cluster ? { BENCH_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: redis.url } : { BENCH_KEY_PREFIX: prefix, REDIS_URL: redis?.url },
   });
   return { label, kind: 'gateway', child };
 }
