@@ -88,7 +88,8 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [
   --streams=N        streams held open at once in the memory test (default 2000; smoke 200; 0: no test)
   --hold=S           seconds those streams are held (default 3; smoke 1)
   --no-redis         leave out the Redis store's scenarios (they use REDIS_URL when set, else a
-                     redis-server the run starts on a free port)
+                     redis-server the run starts on a free port) and the Redis Cluster's (a cluster
+                     of 3 primaries and 3 replicas the run starts; needs redis-cli)
   --only=REGEX       only the scenarios whose id matches: ${SCENARIO_IDS}
   --out=FILE         where the results section is written (default bench/RESULTS.md; - for none)
   --compare=DIR      also run the gateway built in DIR (a dist of another commit) as "gateway (before)",

@@ -5,8 +5,9 @@
  * refuses) and credit reservation (a monthly cap far above what a run spends). Logging is at the default
  * level (one JSON line per request) to the stdout the parent gives this process (a file).
  *
- * Usage: node dist/bench/gateway.js <upstream-url> <memory|redis>
- *   env REDIS_URL (for `redis`: the run's Redis, bench/redis.ts), BENCH_KEY_PREFIX (the Redis key prefix of this run).
+ * Usage: node dist/bench/gateway.js <upstream-url> <memory|redis|cluster>
+ *   env REDIS_URL (for `redis`: the run's Redis, bench/redis.ts), REDIS_CLUSTER_NODES (for `cluster`: the
+ *   run's Redis Cluster), BENCH_KEY_PREFIX (the Redis key prefix of this run).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,13 +36,15 @@ export function benchConfigObject(upstreamUrl: string): Record<string, unknown> 
 
 async function main(): Promise<void> {
   const [upstreamUrl, storeKind = 'memory'] = process.argv.slice(2);
-  if (!upstreamUrl) throw new Error('usage: gateway.js <upstream-url> <memory|redis>');
+  if (!upstreamUrl) throw new Error('usage: gateway.js <upstream-url> <memory|redis|cluster>');
   if (storeKind === 'redis' && !process.env.REDIS_URL) throw new Error('the redis store needs REDIS_URL (the run\'s Redis, bench/redis.ts)');
+  if (storeKind === 'cluster' && !process.env.REDIS_CLUSTER_NODES) throw new Error('the cluster store needs REDIS_CLUSTER_NODES (the run\'s Redis Cluster, bench/redis.ts)');
   // The memory store's state file is this process's own, so runs never share usage.
   const stateFile = path.join(os.tmpdir(), `bench-gateway-${process.pid}.json`);
   const config = parseConfig(benchConfigObject(upstreamUrl), {
     PORT: '0',
     REDIS_URL: storeKind === 'redis' ? process.env.REDIS_URL : undefined,
+    REDIS_CLUSTER_NODES: storeKind === 'cluster' ? process.env.REDIS_CLUSTER_NODES : undefined,
     REDIS_PREFIX: process.env.BENCH_KEY_PREFIX,
     GATEWAY_STATE_FILE: stateFile,
   });

@@ -2,15 +2,20 @@
  * The Redis the bench's gateways use for their Redis store: the server at `REDIS_URL` when it is set
  * (keys under a prefix of the run's own, removed at the end: other people may share that server), or
  * else a `redis-server` of the run's own on a free loopback port, without persistence, stopped at the end.
+ * The cluster store's rows run on a Redis Cluster of the run's own (`openBenchRedisCluster`).
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
+import { startRedisCluster } from '../spec/helpers/redis-cluster';
 
 /** A Redis for one run; `close()` removes what the run wrote (or stops the server it started). */
 export interface BenchRedis {
+  /** `redis://host:port`; for a cluster, every node's URL, comma-separated (`REDIS_CLUSTER_NODES`). */
   url: string;
-  /** Where it came from, for the report: `REDIS_URL` or `own redis-server`. */
+  /** Where it came from, for the report: `REDIS_URL`, `own redis-server` or `own Redis Cluster ...`. */
   source: string;
+  /** A Redis Cluster (gateways get `url` as `REDIS_CLUSTER_NODES`), not one server (`REDIS_URL`). */
+  cluster?: boolean;
   close(): Promise<void>;
 }
 
@@ -98,4 +103,18 @@ export async function openBenchRedis(prefix: string): Promise<BenchRedis | { why
   }
   server.kill('SIGKILL');
   return { why: `redis-server not reachable on port ${port} within 5 s` };
+}
+
+/**
+ * A Redis Cluster of the run's own: 3 primaries with a replica each on free loopback ports, started by
+ * the tests' helper (spec/helpers/redis-cluster.ts, about 3 s), stopped and removed by `close()`.
+ * @returns the reason (`why`) instead, when it cannot start (no `redis-cli`, a node that fails)
+ */
+export async function openBenchRedisCluster(): Promise<BenchRedis | { why: string }> {
+  try {
+    const cluster = await startRedisCluster({ primaries: 3, replicasPerPrimary: 1 });
+    return { url: cluster.urls.join(','), source: 'own Redis Cluster (3 primaries, 3 replicas)', cluster: true, close: () => cluster.stop() };
+  } catch (err) {
+    return { why: (err as Error).message.split('\n')[0] };
+  }
 }

@@ -3,8 +3,8 @@
  * local fake upstream, in one run. Each server is a child process; autocannon drives them from this one.
  * What it measures and the targets: docs/benchmark.md.
  *
- * Runs are interleaved (forwarder, gateway on the memory store, gateway on the Redis store, for one
- * scenario, then the next scenario) and repeated; figures are medians over the repeats, and ratios are
+ * Runs are interleaved (forwarder, gateway on the memory store, on the Redis store, on a Redis Cluster,
+ * for one scenario, then the next scenario) and repeated; figures are medians over the repeats, and ratios are
  * taken within one repeat, so a noisy moment of the shared machine hits both sides alike.
  *
  * Options: `npm run bench -- --help` (USAGE in bench/cli.ts).
@@ -16,7 +16,7 @@ import path from 'node:path';
 import { exitWithError, parseOptions, type Options } from './cli';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
 import { checkComplete, openStreams, probe, probeTogether, rowsForRepeat, runLoad, type LoadResult } from './measure';
-import { benchKeyPrefix, openBenchRedis, type BenchRedis } from './redis';
+import { benchKeyPrefix, openBenchRedis, openBenchRedisCluster, type BenchRedis } from './redis';
 import { describeMachine, describeMachineMarkdown, fixed, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 import { PACED_GAP_MS, summarize, type HeldResult, type MeasuredRun, type Row, type Target } from './summary';
@@ -58,12 +58,17 @@ const script = (name: string) => path.join(__dirname, `${name}.js`);
 /** Prefix of every Redis key this run's gateways write; removed at the end. */
 const REDIS_PREFIX = benchKeyPrefix();
 
-/** A gateway child; `redis`: the run's Redis for the Redis store, none for the memory store. */
+/**
+ * A gateway child; `redis`: the run's Redis (or Redis Cluster) for the Redis store, none for the memory store.
+ * A build from `dist` (`--compare`) writes under a prefix of its own inside the run's: another build may
+ * lay out its keys otherwise (ef3005b refuses to start beside this one's key records).
+ */
 async function startGatewayChild(label: string, upstream: BenchChild, redis: BenchRedis | null, logFd: number, dist?: string): Promise<Target> {
   const file = dist ? path.join(dist, 'bench', 'gateway.js') : script('gateway');
-  const child = await startChild(label, file, [upstream.url, redis ? 'redis' : 'memory'], {
+  const prefix = dist ? `${REDIS_PREFIX}before:` : REDIS_PREFIX;
+  const child = await startChild(label, file, [upstream.url, redis ? (redis.cluster ? 'cluster' : 'redis') : 'memory'], {
     stdout: logFd,
-    env: { BENCH_KEY_PREFIX: REDIS_PREFIX, REDIS_URL: redis?.url },
+    env: redis?.cluster ? { BENCH_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: redis.url } : { BENCH_KEY_PREFIX: prefix, REDIS_URL: redis?.url },
   });
   return { label, kind: 'gateway', child };
 }
@@ -196,6 +201,7 @@ async function main(): Promise<void> {
   const logFd = fs.openSync(logFile, 'w');
   const children: BenchChild[] = [];
   let redis: BenchRedis | null = null;
+  let cluster: BenchRedis | null = null;
   const track = <T extends BenchChild | Target>(x: T): T => {
     children.push('child' in x ? x.child : x);
     return x;
@@ -221,6 +227,15 @@ async function main(): Promise<void> {
           targets.push(redisTarget);
           if (options.compare) targets.push(track(await startGatewayChild('gateway (before, redis)', upstream, redis, logFd, options.compare)));
         } else warnings.push(`Redis scenarios not run: with REDIS_URL set the gateway used the "${store}" store (no Redis store in this build)`);
+      }
+      // The cluster store: this build only (an older build need not know REDIS_CLUSTER_NODES).
+      const openedCluster = await openBenchRedisCluster();
+      if ('why' in openedCluster) {
+        warnings.push(`Redis Cluster scenarios not run: ${openedCluster.why} (run with --no-redis to leave them out)`);
+      } else {
+        cluster = openedCluster;
+        log(`Redis Cluster store: ${cluster.source}`);
+        targets.push(track(await startGatewayChild('gateway (redis cluster)', upstream, cluster, logFd)));
       }
     }
 
@@ -257,7 +272,7 @@ async function main(): Promise<void> {
 
     if (options.out) {
       const settings = `${options.reps} x ${options.durationSec} s per scenario, ${options.connections} connections unless the scenario says otherwise, upstream delay ${options.delayMs} ms unless the scenario says otherwise, ${options.streams} held streams` +
-        (redis ? `, Redis store on ${redis.source}` : '');
+        (redis ? `, Redis store on ${redis.source}` : '') + (cluster ? `, Redis Cluster store on ${cluster.source}` : '');
       writeResultsSection(options.out, [
         `## Latest run (${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC)`, '',
         describeMachineMarkdown(machine, settings, os.loadavg()[0]), '', report.markdown,
@@ -269,6 +284,7 @@ async function main(): Promise<void> {
   } finally {
     await Promise.allSettled(children.map((child) => child.stop()));
     await redis?.close();
+    await cluster?.close();
     try {
       fs.closeSync(logFd);
     } catch {
