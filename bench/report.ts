@@ -20,7 +20,7 @@ export interface Machine {
   packages: Record<string, string>;
 }
 
-const PACKAGES = ['express', 'http-proxy', 'winston', 'ajv', 'eventsource-parser', 'redis', 'express-rate-limit', 'rate-limit-redis', 'autocannon'];
+const PACKAGES = ['express', 'http-proxy', 'winston', 'ajv', 'eventsource-parser', 'redis', 'express-rate-limit', 'autocannon'];
 
 /** The machine the run happened on, and the versions of what it ran. */
 export function describeMachine(repoRoot: string): Machine {

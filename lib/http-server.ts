@@ -8,7 +8,7 @@
  * caches. Here Node's HTTP server creates the request and response objects with those prototypes
  * from the start (its documented `IncomingMessage` / `ServerResponse` options), so Express's call finds
  * the prototype already in place and changes nothing. Behaviour is the same as `http.createServer(app)`.
- * Kept for what it saves: about a third of the gateway's CPU per request, at any upstream delay
+ * Kept for what it saves: 10 to 20 % of the gateway's CPU per request, at any upstream delay
  * (bench/RESULTS.md, "The prototype swap").
  */
 import http from 'node:http';
