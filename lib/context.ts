@@ -5,7 +5,7 @@
 import type { RequestHandler, Response } from 'express';
 import type { ModelConfig } from './config';
 import type { RouteFormat } from './errors';
-import type { AdmissionResult, KeyRecord, Reservation } from './store/types';
+import type { AdmissionRequest, AdmissionResult, KeyRecord, Reservation } from './store/types';
 
 import { emptyUsage, type Usage } from '../translators/usage';
 
@@ -50,8 +50,11 @@ export interface RequestContext {
   stream: boolean;
   /** Credit reservation held for this request, settled when the reply ends. */
   reservation?: Reservation;
-  /** The store's answer to this request's admission (rate-limit step): its credit hold's result, read by the credit reservation step. */
-  admission?: Extract<AdmissionResult, { outcome: 'admitted' }>;
+  /**
+   * This request's admission (rate-limit step): the store's answer (its credit hold's result) and the
+   * hold it asked for, both read by the credit reservation step.
+   */
+  admission?: Extract<AdmissionResult, { outcome: 'admitted' }> & { asked: AdmissionRequest['reservation'] };
   /** Usage read from the reply so far (body or stream); undefined when the upstream reported none. */
   usage?: Usage;
   /** Stop reason of the reply, when known. */

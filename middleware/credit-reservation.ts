@@ -113,7 +113,9 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
     try {
       const ctx = getContext(res);
       const key = ctx.key!;
-      const wanted = estimate(req, res);
+      // The admission asked for this hold already (and took it, unless refused); a route built
+      // without that admission estimates and takes it here.
+      const wanted = ctx.admission?.asked ?? estimate(req, res);
       const result = ctx.admission?.reserved
         ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs);
       const { month, credits } = result.ok ? result.reservation : wanted;

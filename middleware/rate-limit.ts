@@ -62,7 +62,7 @@ export async function admitRequest(req: Request, res: Response, options: RateLim
       reservation,
     });
     if (result.outcome === 'admitted') {
-      ctx.admission = result;
+      ctx.admission = { ...result, asked: reservation };
       return { totalHits: result.totalHits, resetTime: result.resetTime };
     }
     if (result.outcome === 'refused') {
