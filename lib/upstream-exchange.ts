@@ -4,7 +4,7 @@
  * loop with the client's lifetime (a client that goes away cancels the attempt and any retry wait),
  * record what the reply showed for the finish step (status, time to first byte, usage, stop reason),
  * write reply heads and SSE records, read a bounded error body with the gateway's credentials
- * redacted, and follow an upstream stream to its end, loss or idle timeout.
+ * redacted. Following an upstream stream is in upstream-stream.ts.
  */
 import type http from 'node:http';
 import type { NextFunction, Response } from 'express';
@@ -12,7 +12,6 @@ import type { ModelConfig } from './config';
 import { getContext, type RequestContext, type Usage } from './context';
 import { errors, fromTranslationError, GatewayError } from './errors';
 import { readBody, tryParseJson } from './read-body';
-import { createSseDecoder, type SseEvent } from './sse';
 import type { StartAttempt, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
 import type { NativeUsage } from '../translators/native-types';
 import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
@@ -174,45 +173,6 @@ const ERROR_BODY_LIMIT = 1024 * 1024;
  */
 export async function readUpstreamError(response: http.IncomingMessage, upstream: UpstreamClient): Promise<string> {
   return upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
-}
-
-export interface UpstreamStreamHandlers {
-  /** The bytes of one upstream chunk, before its events are parsed (the native proxy passes them on). */
-  onChunk?(chunk: Buffer): void;
-  /** One parsed SSE event, in the tick it was parsed. */
-  onEvent(event: SseEvent): void;
-  /** The events of one upstream chunk have all been reported, in the same tick ({@link StreamWriter}'s `flush`). */
-  onChunkParsed?(): void;
-  /** The upstream ended its reply normally. */
-  onEnd(): void;
-  /** The connection was lost, or the stream went idle (`idle` true). Called at most once. */
-  onLost(message: string, idle: boolean): void;
-}
-
-/** Parse an upstream SSE reply as it arrives and report its end, loss or idle timeout once. */
-export function followUpstreamStream(response: http.IncomingMessage, handlers: UpstreamStreamHandlers): void {
-  let settled = false;
-  const decoder = createSseDecoder(handlers.onEvent);
-  response.on('data', (chunk: Buffer) => {
-    handlers.onChunk?.(chunk);
-    decoder.write(chunk);
-    handlers.onChunkParsed?.();
-  });
-  response.once('end', () => {
-    decoder.end();
-    if (settled) return;
-    settled = true;
-    handlers.onEnd();
-  });
-  const lost = (message: string, idle = false) => {
-    if (settled) return;
-    settled = true;
-    handlers.onLost(message, idle);
-  };
-  // A reset socket emits `error` then `close` without `end`; an idle stream is destroyed with UPSTREAM_IDLE.
-  response.once('error', (err: NodeJS.ErrnoException) =>
-    err.code === 'UPSTREAM_IDLE' ? lost(err.message, true) : lost('the upstream connection was lost mid-stream'));
-  response.once('close', () => lost('the upstream connection was lost mid-stream'));
 }
 
 /** How a reply's `model` is renamed from the upstream's name to the canonical ID; null when they match. */

@@ -13,15 +13,14 @@ import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendNativeRequest, sendJsonReply,
-  sendNativeErrorInChatShape,
+  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
 } from '../lib/upstream-exchange';
+import { relayTranslatedStream } from '../lib/upstream-stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
 import { convertNativeResponse } from '../translators/native-to-chat-response';
-import { createChatStreamTransform, type ChatStreamRecord } from '../translators/native-to-chat-stream';
+import { createChatStreamTransform } from '../translators/native-to-chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import type { NativeMessage } from '../translators/native-types';
-import { estimateTokens } from '../translators/usage';
 
 export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
@@ -66,11 +65,8 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
 }
 
 /**
- * Translate the upstream SSE stream record by record, writing each event's records in the tick the
- * event was parsed (one write for the events of one upstream chunk). Headers go out with the first
- * record, so an upstream `error` event (or a lost connection) before any output still becomes a real
- * HTTP status in the chat error shape; after the first byte it becomes a `data: {"error": ...}` record
- * and the stream ends without `[DONE]`.
+ * Translate the upstream SSE stream record by record (relayTranslatedStream). After the first byte an
+ * error becomes a `data: {"error": ...}` record and the stream ends without `[DONE]`.
  */
 function streamReply(
   response: http.IncomingMessage,
@@ -86,50 +82,5 @@ function streamReply(
     includeUsage: body.stream_options?.include_usage === true,
     onUnknownStopReason,
   });
-  recordReply(ctx, { usage: transform.usage });
-
-  let streamedCharacters = 0;
-  const out = createStreamWriter(res);
-  const write = (records: ChatStreamRecord[]) => {
-    if (records.length === 0 || res.writableEnded || res.destroyed) return;
-    if (!res.headersSent && transform.error && records.length === 1) {
-      for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
-      sendJsonReply(res, transform.error.status, transform.error.body);
-      return;
-    }
-    openSseReply(res);
-    for (const record of records) {
-      out.add(formatSse(record));
-      streamedCharacters += countStreamedCharacters(record);
-    }
-    // Until message_delta brings the final count, usage is at least what the client has received,
-    // so a stream cut short settles what was streamed rather than message_start's provisional count.
-    if (transform.stopReason === null) {
-      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(streamedCharacters));
-    }
-    if (transform.closed) out.end();
-  };
-
-  followUpstreamStream(response, {
-    onEvent(event) {
-      write(transform.push(event));
-      recordReply(ctx, { stopReason: transform.stopReason });
-    },
-    onChunkParsed: out.flush,
-    onEnd: () => write(transform.end()),
-    onLost: (message) => write(transform.fail(message)),
-  });
-}
-
-/** Characters of generated text (content and tool-call arguments) in one outgoing record. */
-function countStreamedCharacters(record: ChatStreamRecord): number {
-  if (typeof record !== 'object') return 0;
-  if (!('choices' in record)) return 0;
-  let count = 0;
-  for (const choice of record.choices) {
-    const delta = choice.delta as { content?: unknown; tool_calls?: Array<{ function?: { arguments?: unknown } }> };
-    if (typeof delta.content === 'string') count += delta.content.length;
-    for (const call of delta.tool_calls ?? []) if (typeof call.function?.arguments === 'string') count += call.function.arguments.length;
-  }
-  return count;
+  relayTranslatedStream(response, res, transform, (record) => formatSse(record));
 }

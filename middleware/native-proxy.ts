@@ -18,8 +18,9 @@ import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { StartAttempt, UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, followUpstreamStream, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
+  failExchange, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
 } from '../lib/upstream-exchange';
+import { followUpstreamStream } from '../lib/upstream-stream';
 import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {

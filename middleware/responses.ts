@@ -21,16 +21,15 @@ import { formatSse } from '../lib/sse';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  createStreamWriter, failExchange, followUpstreamStream, openSseReply, readNativeMessage, recordReply, sendNativeRequest, sendJsonReply,
-  sendNativeErrorInChatShape,
+  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
 } from '../lib/upstream-exchange';
+import { relayTranslatedStream } from '../lib/upstream-stream';
 import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { createResponsesStreamTransform } from '../translators/responses-stream';
-import { estimateTokens } from '../translators/usage';
 import {
-  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
+  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse,
 } from '../translators/responses-types';
 
 export interface ResponsesOptions {
@@ -121,7 +120,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       if (!reply) return;
       const { response } = reply;
       if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);
-      if (ctx.stream) return streamReply(response, res, ctx, { ...responseOptions, includeEncrypted }, keep);
+      if (ctx.stream) return streamReply(response, res, { ...responseOptions, includeEncrypted }, keep);
 
       const message = await readNativeMessage<NativeReply>(response, ctx);
       const full = convertNativeReply(message, responseOptions);
@@ -135,58 +134,20 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
 }
 
 /**
- * Translate the upstream SSE stream event by event, writing each upstream chunk's events in the tick
- * it was parsed. Headers go out with the first events, so an upstream error before any output still
- * becomes a real HTTP status in the OpenAI error shape; after the first byte it is `response.failed`
- * with the message. The events that end a completed reply wait for the store (when kept).
+ * Translate the upstream SSE stream event by event (relayTranslatedStream). After the first byte a
+ * failure is `response.failed` with the message. The events that end a completed reply wait for the
+ * store (when kept).
  */
 function streamReply(
   response: http.IncomingMessage,
   res: Response,
-  ctx: RequestContext,
   options: Parameters<typeof createResponsesStreamTransform>[0],
   keep: Keeper,
 ): void {
   const transform = createResponsesStreamTransform(options);
-  recordReply(ctx, { usage: transform.usage });
-  const out = createStreamWriter(res);
-
-  const send = (events: ResponsesStreamRecord[]) => {
-    for (const event of events) out.add(formatSse(event, event.type));
-  };
-  const write = (events: ResponsesStreamRecord[]) => {
-    if (events.length === 0 || res.writableEnded || res.destroyed) return;
-    if (!res.headersSent && transform.error) {
-      for (const [name, value] of Object.entries(transform.error.headers)) res.setHeader(name, value);
-      sendJsonReply(res, transform.error.status, transform.error.body);
-      return;
-    }
-    openSseReply(res);
-    // Until message_delta brings the final count, usage is at least what the client has received,
-    // so a stream cut short settles what was streamed rather than message_start's provisional count.
-    if (transform.stopReason === null) {
-      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(transform.streamedCharacters));
-    }
-    if (!transform.closed) return send(events);
+  relayTranslatedStream(response, res, transform, (event) => formatSse(event, event.type), (events) => {
     const final = events[events.length - 1];
-    if (final.type === 'response.failed') {
-      send(events);
-      return out.end();
-    }
     // `keep` never rejects (a store failure is logged).
-    void keep(transform.response, final.response as ResponsesResponse).then(() => {
-      send(events);
-      out.end();
-    });
-  };
-
-  followUpstreamStream(response, {
-    onEvent(event) {
-      write(transform.push(event));
-      recordReply(ctx, { stopReason: transform.stopReason });
-    },
-    onChunkParsed: out.flush,
-    onEnd: () => write(transform.end()),
-    onLost: (message) => write(transform.fail(message)),
+    return final.type === 'response.failed' ? undefined : keep(transform.response, final.response as ResponsesResponse);
   });
 }

@@ -41,6 +41,8 @@ export interface ChatStreamTransform {
   readonly usage: Usage;
   /** Stop reason from message_delta, once seen. */
   readonly stopReason: string | null;
+  /** Characters of generated text and tool-call arguments sent so far (a floor for output tokens of a cut stream). */
+  readonly streamedCharacters: number;
   /** True once `[DONE]` or an error record was produced. */
   readonly closed: boolean;
   /** The error that closed the stream, with the HTTP status it stands for (used when nothing was sent yet). */
@@ -57,6 +59,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   let id = toChatId(undefined);
   let started = false;
   let stopReason: string | null = null;
+  let streamedCharacters = 0;
   let finished = false;
   let closed = false;
   let error: TranslatedError | undefined;
@@ -103,17 +106,23 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
         toolIndexes.set(data.index, index);
         return [chunk({ tool_calls: [{ index, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }] })];
       }
-      if (block?.type === 'text' && typeof block.text === 'string' && block.text !== '') return [chunk({ content: block.text })];
+      if (block?.type === 'text' && typeof block.text === 'string' && block.text !== '') {
+        streamedCharacters += block.text.length;
+        return [chunk({ content: block.text })];
+      }
       return []; // thinking, redacted_thinking and server-tool blocks are not sent
     },
     content_block_delta(data) {
       const delta = data?.delta;
       if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
+        streamedCharacters += delta.text.length;
         return [chunk({ content: delta.text })];
       }
       if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
         const index = toolIndexes.get(data.index);
-        if (index !== undefined) return [chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
+        if (index === undefined) return [];
+        streamedCharacters += delta.partial_json.length;
+        return [chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
       }
       return []; // thinking_delta, signature_delta, citations_delta
     },
@@ -166,6 +175,9 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     },
     get stopReason() {
       return stopReason;
+    },
+    get streamedCharacters() {
+      return streamedCharacters;
     },
     get closed() {
       return closed;
