@@ -5,10 +5,10 @@
  */
 import type http from 'node:http';
 import type { Response } from 'express';
-import { getContext, type Usage } from './context';
+import { getContext } from './context';
 import { createSseDecoder, type SseEvent } from './sse';
 import { createStreamWriter, openSseReply, recordReply, sendJsonReply } from './upstream-exchange';
-import type { TranslatedError } from '../translators/native-to-chat-errors';
+import type { StreamTransform } from '../translators/stream-transform';
 import { estimateTokens } from '../translators/usage';
 
 export interface UpstreamStreamHandlers {
@@ -51,24 +51,6 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
 }
 
 /**
- * A translator's transform of a native stream (translators/native-to-chat-stream.ts,
- * translators/responses-stream.ts): records out for events in, and what it has learnt so far.
- */
-export interface TranslatedStream<R> {
-  push(event: SseEvent): R[];
-  end(): R[];
-  fail(message: string): R[];
-  readonly usage: Usage;
-  readonly stopReason: string | null;
-  /** Characters of generated text sent so far (a floor for the output tokens of a cut stream). */
-  readonly streamedCharacters: number;
-  /** True once the records that end the stream were produced. */
-  readonly closed: boolean;
-  /** The error that closed the stream, as the HTTP error it stands for (used when nothing was sent yet). */
-  readonly error: TranslatedError | undefined;
-}
-
-/**
  * Relay a native upstream stream through a translator's transform, writing each upstream chunk's
  * records in the tick it was parsed. Headers go out with the first records, so an upstream error
  * before any output still becomes a real HTTP status in the route's error shape; after the first
@@ -80,7 +62,7 @@ export interface TranslatedStream<R> {
 export function relayTranslatedStream<R>(
   response: http.IncomingMessage,
   res: Response,
-  transform: TranslatedStream<R>,
+  transform: StreamTransform<R>,
   format: (record: R) => string,
   beforeClose?: (records: R[]) => Promise<void> | void,
 ): void {

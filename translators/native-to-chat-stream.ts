@@ -6,9 +6,9 @@
  * The transform is pure (events in, records out): it never buffers, so the caller can write each
  * record in the tick its upstream event was parsed.
  */
-import { emptyUsage, type Usage } from './usage';
+import { emptyUsage } from './usage';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
-import type { SseEvent } from './native-types';
+import type { StreamTransform } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
 import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './native-to-chat-errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
@@ -27,27 +27,8 @@ export interface ChatStreamOptions {
   onUnknownStopReason?: (value: string) => void;
 }
 
-export interface ChatStreamTransform {
-  /** Translate one upstream event; returns the records to write now, in order. */
-  push(event: SseEvent): ChatStreamRecord[];
-  /**
-   * The upstream stream ended. Returns nothing when the reply was complete; otherwise an error record
-   * (never a `[DONE]`), so the client sees a failure rather than a truncated stream that looks complete.
-   */
-  end(): ChatStreamRecord[];
-  /** A failure outside the stream (connection lost, idle timeout): one error record, once. */
-  fail(message: string): ChatStreamRecord[];
-  /** Usage seen so far (message_start, overwritten by message_delta fields). */
-  readonly usage: Usage;
-  /** Stop reason from message_delta, once seen. */
-  readonly stopReason: string | null;
-  /** Characters of generated text and tool-call arguments sent so far (a floor for output tokens of a cut stream). */
-  readonly streamedCharacters: number;
-  /** True once `[DONE]` or an error record was produced. */
-  readonly closed: boolean;
-  /** The error that closed the stream, with the HTTP status it stands for (used when nothing was sent yet). */
-  readonly error: TranslatedError | undefined;
-}
+/** The transform of one streamed reply; closed by `[DONE]` or an error record (never `[DONE]` after an error). */
+export type ChatStreamTransform = StreamTransform<ChatStreamRecord>;
 
 type Handler = (data: any) => ChatStreamRecord[];
 

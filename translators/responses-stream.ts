@@ -15,13 +15,14 @@
  * The transform is pure (events in, events out) and never buffers output: each upstream event's
  * records are returned at once. It keeps the output items (full fidelity) for the final response.
  */
+import type { StreamTransform } from './stream-transform';
 import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './native-to-chat-errors';
 import {
   convertUsage, createResponseShell, mapStopReasonToStatus, readThinkingTokens, viewOutputForClient,
   type ResponseOptions,
 } from './responses-response';
 import { createOutputItems } from './responses-stream-items';
-import { emptyUsage, mergeNativeUsage, type Usage } from './usage';
+import { emptyUsage, mergeNativeUsage } from './usage';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -29,28 +30,11 @@ export interface ResponsesStreamOptions extends ResponseOptions {
   includeEncrypted: boolean;
 }
 
-/** One incoming native SSE event. */
-export interface NativeSseEvent {
-  event?: string;
-  data: string;
-}
-
-export interface ResponsesStreamTransform {
-  /** Translate one upstream event; returns the events to write now, in order. */
-  push(event: NativeSseEvent): ResponsesStreamRecord[];
-  /** The upstream stream ended: nothing when the reply was complete, else the failure events. */
-  end(): ResponsesStreamRecord[];
-  /** A failure outside the stream (connection lost, idle timeout): the failure events, once. */
-  fail(message: string): ResponsesStreamRecord[];
-  /** Billing counts so far (message_start, then message_delta's cumulative fields). */
-  readonly usage: Usage;
-  readonly stopReason: string | null;
-  /** Characters of generated text and arguments sent so far (a floor for output tokens of a cut stream). */
-  readonly streamedCharacters: number;
-  /** True once `response.completed` / `response.incomplete` / `response.failed` was produced. */
-  readonly closed: boolean;
-  /** The failure that closed the stream, as the HTTP error it stands for (used when nothing was sent yet). */
-  readonly error: TranslatedError | undefined;
+/**
+ * The transform of one streamed reply; closed by `response.completed` / `response.incomplete` /
+ * `response.failed`.
+ */
+export interface ResponsesStreamTransform extends StreamTransform<ResponsesStreamRecord> {
   /** The response as it stands (full fidelity: stored copies keep every reasoning item's encrypted_content). */
   readonly response: ResponsesResponse;
 }
