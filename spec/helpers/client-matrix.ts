@@ -61,6 +61,23 @@ async function ledgerTotals(gw: TestGateway, keyId: string): Promise<Totals> {
  * may be just after the client has read it, so the ledger is read again for up to 5 s until it
  * matches.
  */
+/**
+ * The hooks of one client's tests: before them, note where its usage starts in the fake upstream's
+ * reports (the returned `index`, for expectLedgerEquals); before each, clear the recorded requests and
+ * the upstream's script.
+ */
+export function trackClientTests(gateway: () => ClientGateway): { index: number } {
+  const billedFrom = { index: 0 };
+  before(() => {
+    billedFrom.index = gateway().agent.reported.length;
+  });
+  beforeEach(() => {
+    gateway().gw.upstream.requests.length = 0;
+    gateway().agent.setScript({});
+  });
+  return billedFrom;
+}
+
 export async function expectLedgerEquals(gw: TestGateway, keyId: string, reported: ReportedUsage[]): Promise<void> {
   const expected = sumReported(reported);
   expect(expected.requests, 'the upstream was asked at least once').to.be.greaterThan(0);

@@ -9,7 +9,7 @@
  */
 import { expect } from 'chai';
 import { lastToolResults, TEXT_PIECES, toolAnswer } from '../../helpers/agent-upstream';
-import { expectLedgerEquals, importEsm, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
+import { expectLedgerEquals, trackClientTests, importEsm, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
 
 type Ai = typeof import('ai');
 type AiAnthropic = typeof import('@ai-sdk/anthropic');
@@ -37,14 +37,7 @@ describe('clients: Vercel AI SDK (ai) through both routes', () => {
 
   for (const [name, keyId] of [['@ai-sdk/anthropic (native route)', 'ai-sdk-anthropic'], ['@ai-sdk/openai .chat() (chat route)', 'ai-sdk-openai']]) {
     describe(name, () => {
-      const billedFrom = { index: 0 };
-      before(() => {
-        billedFrom.index = c.agent.reported.length;
-      });
-      beforeEach(() => {
-        c.gw.upstream.requests.length = 0;
-        c.agent.setScript({});
-      });
+      const billedFrom = trackClientTests(() => c);
 
       it('generateText returns the upstream text and usage', async () => {
         const result = await ai.generateText({ model: providers[keyId](), prompt: 'hello', maxOutputTokens: 200 });

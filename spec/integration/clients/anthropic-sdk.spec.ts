@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import Anthropic from '@anthropic-ai/sdk';
 import AnthropicLegacy from 'anthropic-sdk-legacy';
 import { lastToolResults, TEXT_PIECES, toolAnswer } from '../../helpers/agent-upstream';
-import { expectLedgerEquals, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
+import { expectLedgerEquals, trackClientTests, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
 
 const WEATHER_TOOL = { name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } };
 
@@ -27,14 +27,9 @@ describe('clients: @anthropic-ai/sdk through the native route', () => {
   for (const [name, keyId, create] of VERSIONS) {
     describe(name, () => {
       let client: Anthropic;
-      const billedFrom = { index: 0 };
+      const billedFrom = trackClientTests(() => c);
       before(() => {
         client = create({ apiKey: c.keys[keyId], baseURL: c.gw.url, maxRetries: 0 });
-        billedFrom.index = c.agent.reported.length;
-      });
-      beforeEach(() => {
-        c.gw.upstream.requests.length = 0;
-        c.agent.setScript({});
       });
 
       it('creates a message', async () => {

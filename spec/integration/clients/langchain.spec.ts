@@ -11,7 +11,7 @@ import { ChatAnthropic } from '@langchain/anthropic';
 import { ChatOpenAI } from '@langchain/openai';
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { lastToolResults, TEXT_PIECES, toolAnswer } from '../../helpers/agent-upstream';
-import { expectLedgerEquals, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
+import { expectLedgerEquals, trackClientTests, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
 
 const WEATHER_TOOL = {
   type: 'function' as const,
@@ -32,14 +32,7 @@ describe('clients: LangChain through both routes', () => {
 
   for (const [name, keyId] of [['@langchain/anthropic ChatAnthropic (native route)', 'langchain-anthropic'], ['@langchain/openai ChatOpenAI (chat route)', 'langchain-openai']]) {
     describe(name, () => {
-      const billedFrom = { index: 0 };
-      before(() => {
-        billedFrom.index = c.agent.reported.length;
-      });
-      beforeEach(() => {
-        c.gw.upstream.requests.length = 0;
-        c.agent.setScript({});
-      });
+      const billedFrom = trackClientTests(() => c);
 
       it('invoke returns the upstream text', async () => {
         const reply = await models[keyId]().invoke('hello');

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import OpenAIv6 from 'openai-v6';
 import { lastToolResults, TEXT_PIECES, toolAnswer } from '../../helpers/agent-upstream';
-import { expectLedgerEquals, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
+import { expectLedgerEquals, trackClientTests, startClientGateway, type ClientGateway } from '../../helpers/client-matrix';
 
 const WEATHER_TOOL = {
   type: 'function' as const,
@@ -30,14 +30,9 @@ describe('clients: openai (chat completions) through the chat route', () => {
   for (const [name, keyId, create] of VERSIONS) {
     describe(name, () => {
       let client: OpenAI;
-      const billedFrom = { index: 0 };
+      const billedFrom = trackClientTests(() => c);
       before(() => {
         client = create({ apiKey: c.keys[keyId], baseURL: `${c.gw.url}/v1`, maxRetries: 0 });
-        billedFrom.index = c.agent.reported.length;
-      });
-      beforeEach(() => {
-        c.gw.upstream.requests.length = 0;
-        c.agent.setScript({});
       });
 
       it('creates a chat completion', async () => {
