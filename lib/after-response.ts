@@ -6,6 +6,7 @@ import type { Request, Response } from 'express';
 import type { RequestContext } from './context';
 import { InFlight } from './in-flight';
 import type { Logger } from './logger';
+import { formatServerSpanAttributes } from './trace-attributes';
 
 export type AfterResponseStep = (ctx: RequestContext, res: Response) => void | Promise<void>;
 
@@ -61,6 +62,8 @@ export function createAfterResponse(options: AfterResponseOptions): AfterRespons
         if (ctx.droppedTools) line.dropped_tools = ctx.droppedTools;
         if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
         if (!res.writableFinished) line.aborted = true;
+        // After every finish step: the settlement is inside the server span.
+        ctx.trace?.end(formatServerSpanAttributes(ctx, res.statusCode), res.statusCode);
         logger.info(line);
       } catch (err) {
         logger.error({ message: 'finish step failed', request_id: ctx.requestId, error: (err as Error).message });

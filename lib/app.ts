@@ -30,6 +30,7 @@ import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './met
 import { createSettlement } from './settlement';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
+import type { Tracing } from './tracing';
 import type { UpstreamClient } from './upstream';
 import { ADMIN_API_PATH, DASHBOARD_PATH, PUBLIC_ROUTES } from './routes';
 import { createUpstreamPool, type UpstreamPool } from './upstream';
@@ -83,6 +84,8 @@ export interface AppDependencies {
    * `logger` during it carry its `request_id` (see `needsRequestScope` in lib/gateway.ts). Default true.
    */
   requestScope?: boolean;
+  /** Tracing (lib/tracing.ts; null or absent: off). */
+  tracing?: Tracing | null;
 }
 
 /**
@@ -141,7 +144,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   if (hooks.onResponse.length > 0) afterResponseSteps.push(onResponse);
   const afterResponse = createAfterResponse({ logger, hooks: afterResponseSteps });
   afterResponseTrackers.set(router, afterResponse.settled);
-  const requestContext = createRequestContext({ onFinish: afterResponse, scope: deps.requestScope ?? true });
+  const requestContext = createRequestContext({ onFinish: afterResponse, scope: deps.requestScope ?? true, tracing: deps.tracing });
   const hostCheck = createHostCheck({ baseUrl: config.baseUrl });
   const jsonBody = createJsonBody({
     limitBytes: config.limits.bodyBytes,

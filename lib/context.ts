@@ -6,6 +6,7 @@ import type { RequestHandler, Response } from 'express';
 import type { ModelConfig } from './config';
 import type { RouteFormat } from './errors';
 import type { AdmissionRequest, AdmissionResult, KeyRecord, Reservation } from './store/types';
+import type { RequestTrace } from './trace-span';
 
 import { emptyUsage, type Usage } from '../translators/usage';
 
@@ -75,6 +76,17 @@ export interface RequestContext {
   upstreamReached?: boolean;
   /** UTC month (`YYYY-MM`) the settlement booked this request's usage in (budget alerts read it). */
   settledMonth?: string;
+  /** Credits the settlement charged (the ledger's figure), once it has run. */
+  credits?: number;
+  /**
+   * The client's agent session (lib/session-id.ts; the Responses route falls back to its chain root),
+   * set by the upstream mark: a label for the usage by session, never trusted for anything else.
+   */
+  sessionId?: string;
+  /** The agent or subagent the request comes from, where the client says (lib/session-id.ts). */
+  agentId?: string;
+  /** This request's trace, when tracing is on (lib/tracing.ts); undefined otherwise. */
+  trace?: RequestTrace;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -19,6 +19,7 @@ import { createStoreGuard } from './store/guard';
 import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
+import { createTracing, tracesEndpointOf, type TracingEnv } from './tracing';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream';
 
@@ -100,6 +101,11 @@ export interface BuildOptions {
    * false. Hooks and a fail-open store put the scope back regardless: see `needsRequestScope`.
    */
   requestScope?: boolean;
+  /**
+   * The environment whose OpenTelemetry variables turn tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`, ...;
+   * lib/tracing.ts). Default: `process.env`.
+   */
+  tracingEnv?: TracingEnv;
 }
 
 /**
@@ -224,9 +230,11 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       pollIntervalMs: config.alerts.pollIntervalMs,
     })
     : undefined;
+  const tracing = createTracing(options.tracingEnv ?? process.env);
+  if (tracing) logger.info({ message: 'OpenTelemetry traces on: exported over OTLP/HTTP', endpoint: tracesEndpointOf(options.tracingEnv ?? process.env) });
   const router = createGatewayRouter({
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
-    afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope, alerts,
+    afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope, alerts, tracing,
   });
   const app = express();
   app.disable('x-powered-by');
@@ -271,6 +279,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       // Before the store: an alert being sent is put back in it for another instance.
       await alerts?.close();
       await store.close();
+      // After the finish steps (the caller waited for them): their spans are exported before it resolves.
+      await tracing?.shutdown().catch((err: Error) => logger.warn({ message: 'traces not exported at shutdown', error: err.message }));
       if (stateFile) {
         // After store.close(): the settlements of the last requests are in the state written.
         saveMemoryState(backing as MemoryStore, stateFile);

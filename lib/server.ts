@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { waitForAfterResponseSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
+import type { TracingEnv } from './tracing';
 import { createHttpServer } from './http-server';
 import { InFlight } from './in-flight';
 import { createLogger, type Logger } from './logger';
@@ -53,6 +54,8 @@ export interface StartOptions {
    * `BuildOptions.requestScope`). Default: true when `logger` is given, else false.
    */
   requestScope?: boolean;
+  /** The environment whose OpenTelemetry variables turn tracing on (see `BuildOptions.tracingEnv`). Default: `process.env`. */
+  tracingEnv?: TracingEnv;
 }
 
 /** Start a gateway for a validated config. */
@@ -61,6 +64,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const logger = options.logger ?? createLogger(config.logLevel);
   const gateway = await buildGateway({
     config, logger, store: options.store, loadConfig: options.loadConfig, developmentKey: true, stateFile: options.stateFile, clock: options.clock,
+    tracingEnv: options.tracingEnv,
     // The server runs no code of its caller's on a request's path; a caller that passed its own
     // logger may still write lines with it while requests run.
     requestScope: options.requestScope ?? options.logger !== undefined,

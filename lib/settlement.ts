@@ -19,7 +19,7 @@ import type { GatewayStore } from './store/types';
 
 /** Build the after-response step that settles credits in `store`; `clock` (epoch ms) gives the booking time. */
 export function createSettlement(store: GatewayStore, clock: Clock = systemClock): AfterResponseStep {
-  return async (ctx: RequestContext, res: Response) => {
+  const settle = async (ctx: RequestContext, res: Response) => {
     const reservation = ctx.reservation;
     const at = clock();
     if (!reservation || !ctx.model) {
@@ -31,6 +31,7 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();
     const credits = priceUsage(ctx.model, usage);
+    ctx.credits = credits;
     await store.settleCredits(reservation, {
       model: ctx.model.id,
       inputTokens: usage.input_tokens,
@@ -41,5 +42,15 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
       at,
       log: ctx.upstreamReached ? formatRequestLogRecord(ctx, res, at, credits) : undefined,
     });
+  };
+  return async (ctx: RequestContext, res: Response) => {
+    const span = ctx.trace?.startSpan('gateway.settlement', 'internal', { 'gateway.store': store.kind });
+    try {
+      await settle(ctx, res);
+      span?.end();
+    } catch (err) {
+      span?.end(err as Error);
+      throw err;
+    }
   };
 }

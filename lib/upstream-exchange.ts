@@ -12,6 +12,8 @@ import type { ModelConfig } from './config';
 import { getContext, type RequestContext, type Usage } from './context';
 import { errors, fromTranslationError, GatewayError } from './errors';
 import { readBody, tryParseJson } from './read-body';
+import { operationNameOf } from './trace-attributes';
+import type { TraceSpan } from './trace-span';
 import type { StartAttempt, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
 import type { NativeUsage } from '../translators/native-types';
 import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
@@ -34,11 +36,23 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     reply?.abort();
   });
   const ctx = getContext(res);
-  if (typeof request === 'function') {
-    reply = await upstream.exchange(request, clientGone.signal);
-  } else {
-    const accept = ctx.stream ? 'text/event-stream' : 'application/json';
-    reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal);
+  const span = ctx.trace ? startUpstreamSpan(ctx, upstream, request) : undefined;
+  try {
+    if (typeof request === 'function') {
+      reply = await upstream.exchange(request, clientGone.signal);
+    } else {
+      const accept = ctx.stream ? 'text/event-stream' : 'application/json';
+      reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal);
+    }
+  } catch (err) {
+    span?.end(err as Error);
+    throw err;
+  }
+  if (span) {
+    span.event('upstream.first_byte');
+    span.set({ 'http.response.status_code': reply.response.statusCode });
+    // Its last byte (or the reply cut short): the reply body closes.
+    reply.response.once('close', () => span.end());
   }
   if (res.destroyed) {
     reply.abort();
@@ -46,6 +60,27 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   }
   recordReply(ctx, { status: reply.response.statusCode ?? 502 });
   return reply;
+}
+
+/**
+ * The client span of an upstream call (GenAI conventions: `{operation} {model}`), with the upstream's
+ * address (its origin only: never a credential) on it and on the server span.
+ */
+function startUpstreamSpan(ctx: RequestContext, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): TraceSpan {
+  const operation = operationNameOf(ctx.route);
+  const model = ctx.model?.upstreamModel;
+  // The native proxy's attempts and the translating routes' native requests speak the Messages API.
+  const provider = typeof request === 'function' || request.path.startsWith('/v1/messages') ? 'anthropic' : 'openai';
+  const target = upstream.url.origin;
+  ctx.trace!.set({ 'gateway.upstream.target': target, 'gen_ai.provider.name': provider });
+  return ctx.trace!.startSpan(operation && model ? `${operation} ${model}` : 'upstream', 'client', {
+    'gen_ai.operation.name': operation,
+    'gen_ai.provider.name': provider,
+    'gen_ai.request.model': model,
+    'server.address': upstream.url.hostname,
+    'server.port': Number(upstream.url.port) || (upstream.url.protocol === 'https:' ? 443 : 80),
+    'gateway.upstream.target': target,
+  });
 }
 
 /** The native API version the translating routes speak upstream. */

@@ -51,6 +51,18 @@ const MAX_ADMISSIONS = 3;
  *   refusal when the key changed; 503 when it changed on every try
  */
 export async function admitRequest(req: Request, res: Response, options: RateLimitOptions): Promise<IncrementResponse> {
+  const span = getContext(res).trace?.startSpan('gateway.admission', 'internal', { 'gateway.store': options.store.kind });
+  try {
+    const result = await admitWithRetries(req, res, options);
+    span?.end();
+    return result;
+  } catch (err) {
+    span?.end(err as Error);
+    throw err;
+  }
+}
+
+async function admitWithRetries(req: Request, res: Response, options: RateLimitOptions): Promise<IncrementResponse> {
   const ctx = getContext(res);
   const reservation = options.reservationFor?.(req, res) ?? null;
   for (let attempt = 1; attempt <= MAX_ADMISSIONS; attempt += 1) {

@@ -6,6 +6,8 @@ import type { RequestHandler, Request, Response } from 'express';
 import { randomBase62 } from '../lib/keys';
 import type { RequestContext } from '../lib/context';
 import { requestScope } from '../lib/logger';
+import { routeLabel } from '../lib/routes';
+import type { Tracing } from '../lib/tracing';
 
 export interface RequestContextOptions {
   /** Called once per request when the response has closed (finished or aborted). */
@@ -18,6 +20,8 @@ export interface RequestContextOptions {
    * (see `needsRequestScope` in lib/gateway.ts); the gateway's own lines name the request themselves.
    */
   scope?: boolean;
+  /** Tracing (lib/tracing.ts): each request gets its server span here. Default: none (off). */
+  tracing?: Tracing | null;
 }
 
 /** Route format by path: chat-completions and Responses paths render errors in the chat (OpenAI) shape, all others native. */
@@ -27,6 +31,7 @@ export function detectFormat(path: string): RequestContext['format'] {
 
 export function createRequestContext(options: RequestContextOptions): RequestHandler {
   const scope = options.scope ?? true;
+  const tracing = options.tracing ?? null;
   return (req, res, next) => {
     const ctx: RequestContext = {
       requestId: `req_${randomBase62(24)}`,
@@ -37,6 +42,8 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
       warnings: [],
       tags: {},
     };
+    // Named by the route table's label (lib/routes.ts), so a span name never carries what a client made up.
+    if (tracing) ctx.trace = tracing.startRequest(req, routeLabel(ctx.route));
     res.locals.gateway = ctx;
     res.setHeader('request-id', ctx.requestId);
     res.setHeader('x-request-id', ctx.requestId);

@@ -1,9 +1,10 @@
 /**
  * The admin spend routes (issue 23), added to the admin router:
  *
- * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model`: usage totals over UTC days, in rows
- *   (every day of the range for `day`, with its models; keys or models by credits, highest first).
- * - `GET /requests?from&to[&keyId][&status]&format=ndjson|csv`: the request log over UTC days, streamed
+ * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model|session`: usage totals over UTC days, in
+ *   rows (every day of the range for `day`, with its models; keys or models by credits, highest first;
+ *   agent sessions from the request log for `session`, see session-usage.ts).
+ * - `GET /requests?from&to[&keyId][&status][&sessionId]&format=ndjson|csv`: the request log over UTC days, streamed
  *   page by page from the store (`PAGE_RECORDS` at a time, waiting for the client to take each), so an
  *   export of any size holds one page in memory.
  */
@@ -16,6 +17,7 @@ import {
   checkKnownParameters, EXPORT_FORMATS, GROUP_BY, parseChoice, parseDayRange, parseIdParameter, parseStatusParameter, sumByDay,
   UsageAccumulator,
 } from './usage-query';
+import { sumBySession } from './session-usage';
 
 /** Request log records read from the store per page of an export. */
 export const PAGE_RECORDS = 1000;
@@ -24,6 +26,7 @@ export const PAGE_RECORDS = 1000;
 export const REQUEST_LOG_COLUMNS: Array<keyof RequestLogRecord> = [
   'time', 'requestId', 'keyId', 'keyGroup', 'route', 'model', 'status', 'stopReason', 'inputTokens', 'outputTokens',
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
+  'sessionId', 'agentId',
 ];
 
 /** A record as exported: the same fields, `time` as ISO 8601. */
@@ -77,6 +80,14 @@ export function addSpendRoutes(router: Router, options: SpendRoutesOptions): voi
     const model = parseIdParameter(query, 'model');
     const keys = keyId === undefined ? await store.listKeys() : [await store.getKey(keyId)];
     if (keys[0] === null) throw errors.notFound(`keyId: no key with id "${keyId!.slice(0, 100)}"`);
+    if (groupBy === 'session') {
+      // From the request log, not the day totals: the totals are the rows' own sums.
+      const sessions = await sumBySession(store, dayStart(from), dayEnd(to), { keyId, model });
+      const sums = new UsageAccumulator();
+      for (const row of sessions) sums.add(row);
+      res.json({ from, to, groupBy, keyId: keyId ?? null, model: model ?? null, rows: sessions, totals: sums.sums() });
+      return;
+    }
     const months = monthsBetween(from, to);
     const perKey = await Promise.all(keys.map(async (key) => {
       const rows = (await Promise.all(months.map((month) => store.getDailyUsage(key!.id, month)))).flat();
@@ -108,12 +119,14 @@ export function addSpendRoutes(router: Router, options: SpendRoutesOptions): voi
 
   router.get('/requests', async (req, res) => {
     const query = req.query as Record<string, unknown>;
-    checkKnownParameters(query, ['from', 'to', 'keyId', 'status', 'format']);
+    checkKnownParameters(query, ['from', 'to', 'keyId', 'status', 'sessionId', 'format']);
     const { from, to } = parseDayRange(query, options.now());
     const keyId = parseIdParameter(query, 'keyId');
     const status = parseStatusParameter(query, 'status');
+    const sessionId = parseIdParameter(query, 'sessionId');
     const format = parseChoice(query, 'format', EXPORT_FORMATS);
-    const wanted = (record: RequestLogRecord) => (keyId === undefined || record.keyId === keyId) && (status === undefined || record.status === status);
+    const wanted = (record: RequestLogRecord) => (keyId === undefined || record.keyId === keyId) && (status === undefined || record.status === status)
+      && (sessionId === undefined || record.sessionId === sessionId);
 
     // The first page is read before the head is sent, so a store that cannot answer gets a real status.
     let page = await store.readRequestLog(dayStart(from), dayEnd(to), null, PAGE_RECORDS);

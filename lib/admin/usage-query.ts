@@ -14,7 +14,7 @@ export const MAX_RANGE_DAYS = 400;
 /** Days a range covers when `from` is not given: the 30 days up to `to`. */
 export const DEFAULT_RANGE_DAYS = 30;
 
-export const GROUP_BY = ['day', 'key', 'model'] as const;
+export const GROUP_BY = ['day', 'key', 'model', 'session'] as const;
 export type GroupBy = (typeof GROUP_BY)[number];
 export const EXPORT_FORMATS = ['ndjson', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -75,7 +75,7 @@ export function parseChoice<T extends string>(query: Query, name: string, choice
   return value as T;
 }
 
-/** An optional id-like parameter (key id, model id): 1 to 200 characters. */
+/** An optional id-like parameter (key id, model id, session id): 1 to 200 characters. */
 export function parseIdParameter(query: Query, name: string): string | undefined {
   const value = single(query, name);
   if (value !== undefined && (value.length === 0 || value.length > 200)) throw errors.invalidRequest(`${name}: must be 1 to 200 characters`);

@@ -76,6 +76,8 @@ export interface TestGatewayOptions {
   upstreamTimeoutMs?: number;
   /** Clock for key expiry and the credit cap's month. */
   clock?: Clock;
+  /** OpenTelemetry variables (lib/tracing.ts). Default: none, tracing off whatever the test runner's environment says. */
+  tracingEnv?: Record<string, string>;
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
@@ -85,7 +87,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
   const config = parseConfig(testConfigObject(upstream.url, options.overrides, upstreamSection), { PORT: '0', ...options.env });
   const { logger, lines } = createCapturingLogger();
   // No request scope, as `npm start` runs: every line about a request must name it by itself.
-  const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1', clock: options.clock, requestScope: false });
+  const gateway = await startGateway({ config, logger, store: options.store, host: '127.0.0.1', clock: options.clock, requestScope: false, tracingEnv: options.tracingEnv ?? {} });
   return {
     gateway,
     upstream,
