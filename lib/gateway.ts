@@ -36,7 +36,7 @@ export interface GatewayOptions {
    * `false`: no file; `config` must then be a complete configuration.
    */
   configFile?: string | false;
-  /** Environment read by the config (PORT, UPSTREAM_URL, REDIS_URL, METRICS_TOKEN, ...). Default: `process.env`. */
+  /** Environment read by the config (PORT, UPSTREAM_URL, REDIS_URL, METRICS_TOKEN, ...) and tracing (OTEL_*). Default: `process.env`. */
   env?: ConfigEnv;
   /** The store. Default: the one the config asks for (memory, or Redis with REDIS_URL). */
   store?: GatewayStore;
@@ -155,6 +155,7 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   };
   return buildGateway({
     config: load(), loadConfig: load, store: options.store, logger: options.logger, hooks: options.hooks, developmentKey: options.developmentKey,
+    tracingEnv: env,
   });
 }
 

@@ -44,6 +44,7 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     });
   };
   return async (ctx: RequestContext, res: Response) => {
+    if (!ctx.reservation && !ctx.upstreamReached) return;
     const span = ctx.trace?.startSpan('gateway.settlement', 'internal', { 'gateway.store': store.kind });
     try {
       await settle(ctx, res);

@@ -51,8 +51,10 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   if (span) {
     span.event('upstream.first_byte');
     span.set({ 'http.response.status_code': reply.response.statusCode });
-    // Its last byte (or the reply cut short): the reply body closes.
-    reply.response.once('close', () => span.end());
+    // Its last byte read, or the reply cut short.
+    const end = () => span.end();
+    reply.response.once('end', end);
+    reply.response.once('close', end);
   }
   if (res.destroyed) {
     reply.abort();
