@@ -8,6 +8,7 @@ import type net from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { listenOnLoopback } from '../../lib/loopback';
+import { ADMIN_TOKEN, admin } from './admin';
 import { createAgentUpstream, type AgentUpstream, type ReportedUsage } from './agent-upstream';
 import { startTestGateway, type TestGateway } from './gateway';
 
@@ -26,6 +27,8 @@ export async function startClientGateway(keyIds: string[]): Promise<ClientGatewa
   const gw = await startTestGateway({
     handler: agent.handler,
     overrides: { keys: keyIds.map((id) => ({ id, key: keys[id], rateLimitPerMinute: 100000 })) },
+    // The admin API, for the usage by session of a client's run.
+    env: { ADMIN_TOKEN },
   });
   return { gw, agent, keys, close: () => gw.close() };
 }
@@ -88,6 +91,40 @@ export async function expectLedgerEquals(gw: TestGateway, keyId: string, reporte
     actual = await ledgerTotals(gw, keyId);
   }
   expect(actual).to.deep.equal(expected);
+}
+
+/**
+ * Asserts that the request log holds exactly `requests` records of session `sessionId` for `keyId`
+ * today, and that `/admin/v1/usage?groupBy=session` shows them as one session whose requests, tokens
+ * and credits are their sums (records are written as each response closes: read again for up to 5 s).
+ * @returns the session's row
+ */
+export async function expectOneSession(gw: TestGateway, keyId: string, sessionId: string, requests: number): Promise<Record<string, any>> {
+  const today = new Date().toISOString().slice(0, 10);
+  const readRecords = async () => {
+    const response = await fetch(`${gw.url}/admin/v1/requests?from=${today}&to=${today}&keyId=${keyId}&sessionId=${encodeURIComponent(sessionId)}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    const text = (await response.text()).trim();
+    return text === '' ? [] : text.split('\n').map((line) => JSON.parse(line) as Record<string, any>);
+  };
+  const deadline = Date.now() + 5000;
+  let records = await readRecords();
+  while (records.length < requests && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    records = await readRecords();
+  }
+  expect(records, 'request log records of the session').to.have.length(requests);
+  const usage = await admin(gw, 'GET', `/usage?from=${today}&to=${today}&groupBy=session&keyId=${keyId}`);
+  expect(usage.status).to.equal(200);
+  const rows = (usage.body.rows as Array<Record<string, any>>).filter((row) => row.sessionId === sessionId);
+  expect(rows, 'one session row').to.have.length(1);
+  const units = (credits: number) => Math.round(credits * 1e9);
+  const sum = (field: string) => records.reduce((total, record) => total + record[field], 0);
+  expect(rows[0]).to.include({ keyId, requests, inputTokens: sum('inputTokens'), outputTokens: sum('outputTokens') });
+  expect(units(rows[0].credits)).to.equal(records.reduce((total, record) => total + units(record.credits), 0));
+  expect(rows[0].credits).to.be.greaterThan(0);
+  return rows[0];
 }
 
 /**

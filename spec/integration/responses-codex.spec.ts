@@ -10,6 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { FakeHandler } from '../helpers/fake-upstream';
+import { admin, ADMIN_TOKEN } from '../helpers/admin';
+import { expectOneSession } from '../helpers/client-matrix';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { roundTripHandler, streamOf, waitForRequestLines } from '../helpers/responses-upstream';
 import { tempDir } from '../helpers/temp-dir';
@@ -75,7 +77,7 @@ describe('Responses API (Codex CLI, codex exec)', function () {
   let gw: TestGateway;
 
   before(async () => {
-    gw = await startTestGateway();
+    gw = await startTestGateway({ env: { ADMIN_TOKEN } });
   });
   after(() => gw.close());
   beforeEach(() => {
@@ -111,5 +113,26 @@ describe('Responses API (Codex CLI, codex exec)', function () {
     expect(result.content[0]).to.include({ type: 'tool_result', tool_use_id: 'toolu_01Paris' });
     // Codex ran the command: its output (not the command line) is in the result.
     expect(result.content[0].content).to.contain('gateway-42');
+  });
+
+  it('a run of several turns (the exec_command round trip) is one session in the usage by session', async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    const sessionsNow = async () => ((await admin(gw, 'GET', `/usage?from=${today}&to=${today}&groupBy=session&keyId=team-all`)).body.rows as Array<{ sessionId: string | null; requests: number }>);
+    const known = new Set((await sessionsNow()).map((row) => row.sessionId));
+    gw.upstream.setHandler(roundTripHandler({ toolName: 'exec_command', toolInput: { cmd: 'echo session-check' }, answer: 'Done.' }));
+    const run = await codexExec(gw, 'Run the echo command');
+    expect(run.code, run.stderr).to.equal(0);
+    expect(gw.upstream.requests).to.have.length(2);
+    // Records are written as each response closes: wait for the run's session to hold both turns.
+    let fresh: Array<{ sessionId: string | null; requests: number }> = [];
+    for (let i = 0; i < 100; i++) {
+      fresh = (await sessionsNow()).filter((row) => !known.has(row.sessionId));
+      if (fresh.reduce((sum, row) => sum + row.requests, 0) >= 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // One new session, named by Codex's session-id header (its thread id, a UUID), not the chain root.
+    expect(fresh).to.have.length(1);
+    expect(fresh[0].sessionId).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    await expectOneSession(gw, 'team-all', fresh[0].sessionId!, 2);
   });
 });

@@ -19,12 +19,13 @@
  * With CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC it sends nothing else (no count_tokens, no side
  * requests to the small model); the refusing proxy shows it contacts no other address.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { lastToolResults, TEXT_PIECES, toolAnswer, type ReportedUsage } from '../../helpers/agent-upstream';
 import { claudeEnv, runClaude } from '../../helpers/claude-cli';
-import { expectLedgerEquals, startClientGateway, startRefusingProxy, type ClientGateway } from '../../helpers/client-matrix';
+import { expectLedgerEquals, expectOneSession, startClientGateway, startRefusingProxy, type ClientGateway } from '../../helpers/client-matrix';
 import { tempDir } from '../../helpers/temp-dir';
 
 describe('clients: Claude Code (claude -p) through the native route', function () {
@@ -96,6 +97,21 @@ describe('clients: Claude Code (claude -p) through the native route', function (
     expect(result.is_error ?? false).to.equal(false);
     expect(JSON.stringify(result.content)).to.include(marker);
     expect(stdout).to.include(toolAnswer('Read', '')).and.to.include(marker);
+  });
+
+  it('a run of several turns (a tool round trip, then a resumed turn) is one session in the usage by session', async () => {
+    const sessionId = randomUUID();
+    const file = path.join(home, 'session-note.txt');
+    fs.writeFileSync(file, 'session note\n');
+    c.agent.setScript({ chooseTool: (offered) => (offered.includes('Read') ? { name: 'Read', input: { file_path: file } } : null) });
+    await run(['-p', 'read session-note.txt', '--allowedTools', 'Read', '--session-id', sessionId], withKey(), 'claude-code');
+    c.agent.setScript({});
+    await run(['-p', 'and once more', '--resume', sessionId], withKey(), 'claude-code');
+    const sent = c.gw.upstream.requests.filter((r) => r.url.split('?')[0] === '/v1/messages');
+    expect(sent.length).to.be.at.least(3);
+    // Claude Code names its session on every request: the gateway forwards the header as it came.
+    expect(sent.every((r) => r.headers['x-claude-code-session-id'] === sessionId)).to.equal(true);
+    await expectOneSession(c.gw, 'claude-code', sessionId, sent.length);
   });
 
   it('bills each key exactly the usage the upstream reported, and nothing left the machine', async () => {
