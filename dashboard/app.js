@@ -2,6 +2,7 @@
 // show-once secret) and the usage chart. Every API error is shown next to the control that caused it.
 import { api, ApiError, callApi, forgetToken, readToken, storeToken } from './api.js';
 import { drawBarChart, formatCount, formatCredits } from './chart.js';
+import { initSessions, updateSessionKeys } from './sessions.js';
 import { initSpend, refreshSpend, updateSpendKeys } from './spend.js';
 import { $, el } from './dom.js';
 
@@ -126,6 +127,7 @@ async function loadKeys() {
   state.alertDefaults = list.alerts?.defaultThresholds ?? state.alertDefaults;
   $('#key-alerts-default').textContent = state.alertDefaults.join(', ');
   updateSpendKeys(state.keys);
+  updateSessionKeys(state.keys);
   await refreshSpend(list.month);
 }
 
@@ -392,5 +394,6 @@ function wire() {
 
 wire();
 initSpend(attempt);
+initSessions(attempt);
 if (readToken()) void enter();
 else $('#admin-token').focus();

@@ -58,7 +58,10 @@ async function showTopKeys(month) {
 }
 
 function logParams(format) {
-  return { from: $('#log-from').value, to: $('#log-to').value, keyId: $('#log-key').value, status: $('#log-status').value.trim(), format };
+  return {
+    from: $('#log-from').value, to: $('#log-to').value, keyId: $('#log-key').value, status: $('#log-status').value.trim(),
+    sessionId: $('#log-session').value.trim(), format,
+  };
 }
 
 /** Read NDJSON records from `response` until `limit` are in; the rest of the stream is cancelled. */
@@ -93,7 +96,8 @@ async function showLog(event) {
     ['Model', (r) => r.model ?? ''], ['Status', (r) => String(r.status)], ['Stop reason', (r) => r.stopReason ?? ''],
     ['Input', (r) => formatCount(r.inputTokens + r.cacheCreationInputTokens + r.cacheReadInputTokens)], ['Output', (r) => formatCount(r.outputTokens)],
     ['Credits', (r) => formatCredits(r.credits)], ['First byte', (r) => (r.firstByteMs === null ? '' : `${Math.round(r.firstByteMs)} ms`)],
-    ['Duration', (r) => `${Math.round(r.durationMs)} ms`], ['Streamed', (r) => (r.streamed ? 'yes' : '')], ['Aborted', (r) => (r.clientAborted ? 'yes' : '')]];
+    ['Duration', (r) => `${Math.round(r.durationMs)} ms`], ['Streamed', (r) => (r.streamed ? 'yes' : '')], ['Aborted', (r) => (r.clientAborted ? 'yes' : '')],
+    ['Session', (r) => r.sessionId ?? ''], ['Agent', (r) => r.agentId ?? '']];
   $('#log-status-line').textContent = records.length === 0 ? 'No requests match.' : `${records.length}${more ? '+' : ''} requests${more ? ` (the first ${LOG_TABLE_ROWS} shown; the CSV has them all)` : ''}.`;
   if (records.length === 0) return $('#log-result').replaceChildren();
   $('#log-result').replaceChildren(el('table', { class: 'log-table', id: 'log-table' },

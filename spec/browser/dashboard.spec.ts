@@ -247,6 +247,39 @@ describe('dashboard in a real browser', function () {
     expect(consoleErrors).to.deep.equal([]);
   });
 
+  it('lists the day\'s agent sessions of a key with requests, tokens, credits and duration, and opens a session\'s requests', async () => {
+    const session = 'c0ffee00-1111-4222-8333-944445555666';
+    const send = (headers: Record<string, string>) => fetch(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ model: 'sonnet', max_tokens: 16, messages: [{ role: 'user', content: 'Hi' }] }),
+    }).then(async (response) => (await response.arrayBuffer(), response.status));
+    expect(await send({ 'x-claude-code-session-id': session })).to.equal(200);
+    expect(await send({ 'x-claude-code-session-id': session, 'x-claude-code-agent-id': 'agent-explore' })).to.equal(200);
+    expect(await send({ 'session-id': 'codex-session-2' })).to.equal(200);
+    const panel = page.locator('#sessions');
+    await panel.getByLabel('Key').selectOption('team-all');
+    const sessionRow = page.locator(`#sessions-table tr[data-session-id="${session}"]`);
+    await eventually(async () => {
+      await panel.getByRole('button', { name: 'Show sessions' }).click();
+      await page.locator('#sessions-table tr[data-session-id="codex-session-2"]').waitFor({ timeout: 1000 });
+      expect(await sessionRow.locator('td[data-label="Requests"]').textContent()).to.equal('2');
+    });
+    expect(await page.locator('#sessions-table tbody tr').count()).to.equal(2);
+    expect(await sessionRow.locator('td[data-label="Agents"]').textContent()).to.equal('agent-explore');
+    expect(await sessionRow.locator('td[data-label="Credits"]').textContent()).to.match(/\d/);
+    expect(await sessionRow.locator('td[data-label="Duration"]').textContent()).to.match(/^\d+ s$/);
+    expect(await page.locator('#sessions-status').textContent()).to.match(/^2 sessions on \d{4}-\d{2}-\d{2} \(UTC\); \d+ requests? sent no session id\.$/);
+    // "Requests" opens the session's requests in the request log.
+    await sessionRow.getByRole('button', { name: `Requests of session ${session}` }).click();
+    await eventually(async () => {
+      expect(await page.locator('#log-table tbody tr td[data-label="Session"]').allTextContents()).to.deep.equal([session, session]);
+    });
+    expect(await page.locator('#log-session').inputValue()).to.equal(session);
+    await page.locator('#log-session').fill('');
+    expect(consoleErrors).to.deep.equal([]);
+  });
+
   it('is legible on a narrow screen: no sideways scrolling, rows become cards', async () => {
     await page.setViewportSize({ width: 360, height: 800 });
     await page.reload();
