@@ -17,6 +17,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Context, Span, SpanKind as SpanKindEnum, Tracer } from '@opentelemetry/api';
+import { ConfigError } from './config-error';
 import { definedAttributes } from './trace-attributes';
 import type { RequestTrace, TraceSpan } from './trace-span';
 
@@ -45,12 +46,12 @@ export function tracesEndpointOf(env: TracingEnv): string | undefined {
 
 /**
  * Tracing for the environment `env`, or null when it names no OTLP endpoint (nothing is loaded then).
- * @throws TypeError when the endpoint is not a URL (at start-up)
+ * @throws ConfigError when the endpoint is not an http(s) URL (at start-up, naming the variable)
  */
 export function createTracing(env: TracingEnv = process.env): Tracing | null {
   const url = tracesEndpointOf(env);
   if (url === undefined) return null;
-  new URL(url);
+  checkEndpoint(url, env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT');
   /* eslint-disable @typescript-eslint/no-require-imports -- loaded only when tracing is on */
   const api = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   const { W3CTraceContextPropagator } = require('@opentelemetry/core') as typeof import('@opentelemetry/core');
@@ -72,6 +73,19 @@ export function createTracing(env: TracingEnv = process.env): Tracing | null {
     },
     shutdown: () => provider.shutdown(),
   };
+}
+
+/** @throws ConfigError unless `url` is an http: or https: URL. */
+function checkEndpoint(url: string, variable: string): void {
+  let protocol = '';
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== 'http:' && protocol !== 'https:') {
+    throw new ConfigError(`invalid configuration: ${variable}: "${url.slice(0, 200)}" is not an http(s) URL; the gateway exports OTLP over HTTP, e.g. http://127.0.0.1:4318`);
+  }
 }
 
 /** `OTEL_RESOURCE_ATTRIBUTES` (`k=v,k2=v2`, values percent-encoded) as attributes; bad pairs are left out. */
