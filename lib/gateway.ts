@@ -196,7 +196,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   let simulated: SimulatedUpstream | undefined;
   let upstreamUrl = config.upstream.url;
   if (!upstreamUrl) {
-    simulated = await startSimulatedUpstream();
+    // It knows the catalogue's upstream model names, as they stand after a reload.
+    simulated = await startSimulatedUpstream({ models: () => source.config.models.map((model) => model.upstreamModel) });
     upstreamUrl = simulated.url;
     logger.warn({ message: 'no upstream configured (upstream.url / UPSTREAM_URL): replies are SIMULATED by the embedded upstream' });
   }
