@@ -41,7 +41,7 @@ import { createHealth, createLiveness } from '../middleware/health';
 import { createHostCheck } from '../middleware/host-check';
 import { createJsonBody } from '../middleware/json-body';
 import { createKeyGroupDispatch, createRouteRefusal, createUpstreamMark } from '../middleware/key-group-dispatch';
-import { createListModels } from '../middleware/list-models';
+import { createListModels, createRetrieveModel } from '../middleware/list-models';
 import { createKeyGroupCheck, createModelWhitelist, keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
@@ -226,6 +226,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
+  router.get('/v1/models/:id', ...auth('either'), rateLimit, createRetrieveModel({ catalogue }));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,

@@ -12,6 +12,7 @@ export const PUBLIC_ROUTES = [
   'GET /v1/responses/{id}',
   'DELETE /v1/responses/{id}',
   'GET /v1/models',
+  'GET /v1/models/{id}',
   'GET /healthz',
   'GET /health',
   'GET /metrics',
@@ -47,8 +48,9 @@ export function routeLabel(route: string): string {
   const method = route.slice(0, space);
   const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
   if (publicPaths.has(path)) return `${method} ${path}`;
-  // One stored response: every id under one label.
+  // One stored response or model: every id under one label.
   if (/^\/v1\/responses\/[^/]+$/.test(path)) return `${method} /v1/responses/{id}`;
+  if (/^\/v1\/models\/[^/]+$/.test(path)) return `${method} /v1/models/{id}`;
   for (const mount of MOUNTS) {
     if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
   }
