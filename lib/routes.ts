@@ -37,7 +37,7 @@ const MOUNTS = [ADMIN_API_PATH, DASHBOARD_PATH];
  * `route`, whose path is the one the client sent). A label is a series for as long as the process
  * lives, so the label set must not grow with what clients send:
  * - a public route's path, matched as the router matches it (any case, one trailing slash ignored):
- *   `METHOD /v1/messages`, with the method as sent (a wrong method is a 404 on a known path);
+ *   `METHOD /v1/messages`, with the method as sent (a wrong method is a 405 on a known path);
  * - anything under the admin API or the dashboard: `METHOD /admin/v1` or `METHOD /dashboard`;
  * - any other path: `unmatched` (its 404s are counted together; the log line keeps the path).
  * Methods are bounded already: Node's HTTP parser accepts only the methods it knows.
