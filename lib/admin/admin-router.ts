@@ -13,6 +13,7 @@ import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
 import type { Logger } from '../logger';
 import { DEFAULT_KEY_PREFIX } from '../key-groups';
+import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../development-key';
 import { randomBase62 } from '../keys';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
@@ -135,6 +136,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
       monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
     });
+    if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED, request_id: getContext(res)?.requestId });
     res.status(201).json({ key: await viewOf(created), secret });
   });
 
