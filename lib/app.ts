@@ -213,6 +213,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
+  // Claude Code's connection warm-up and preflight (`HEAD`/`GET <base URL>/api/hello`), answered as the API does.
+  router.get('/api/hello', createLiveness());
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',

@@ -14,6 +14,7 @@ export const PUBLIC_ROUTES = [
   'GET /v1/models',
   'GET /v1/models/{id}',
   'GET /healthz',
+  'GET /api/hello',
   'GET /health',
   'GET /metrics',
 ];

@@ -40,12 +40,22 @@ function textOf(content: unknown): string {
   return '';
 }
 
+/**
+ * What the user typed in a user turn's content: its last text block that is not context a client wraps in
+ * a tag (Claude Code's `<system-reminder>`, Codex's `<environment_context>`), else all of its text.
+ */
+function promptOf(content: unknown): string {
+  if (!Array.isArray(content)) return textOf(content);
+  const typed = content.filter((block) => typeof block?.text === 'string' && !block.text.trimStart().startsWith('<'));
+  return typed.length > 0 ? typed[typed.length - 1].text : textOf(content);
+}
+
 /** The simulated reply text for a request body. */
 function composeReply(body: any): { text: string; inputTokens: number } {
   const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
   const prompt = messages.map((m) => textOf(m?.content)).join('\n') + textOf(body?.system);
   const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
-  const said = textOf(lastUser?.content).trim().slice(0, 200);
+  const said = promptOf(lastUser?.content).trim().slice(0, 200);
   let text = `This is a simulated reply from ${String(body?.model)} (no upstream is configured). You said: "${said}"`;
   const maxTokens = Number.isInteger(body?.max_tokens) ? body.max_tokens : 4096;
   if (countTokens(text) > maxTokens) text = text.slice(0, Math.max(1, maxTokens * CHARACTERS_PER_TOKEN));

@@ -106,6 +106,13 @@ describe('integration: error table', () => {
     expect(t.upstream.requests).to.have.length(0);
   });
 
+  it("Claude Code's connection probe, HEAD or GET /api/hello, is a 200 without a key", async () => {
+    expect((await fetch(`${t.url}/api/hello`, { method: 'HEAD' })).status).to.equal(200);
+    const r = await call(t, { path: '/api/hello', method: 'GET' });
+    expect(r.status).to.equal(200);
+    expect(r.body).to.deep.equal({ status: 'ok' });
+  });
+
   it('an unknown path: 404 whose hint lists the API routes, /v1/responses included', async () => {
     const r = await call(t, { path: '/v2/nothing', headers: NATIVE, body: nativeBody() });
     expectNative(r, 404, 'not_found_error');

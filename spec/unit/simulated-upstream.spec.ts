@@ -30,6 +30,12 @@ describe('simulated upstream (the embedded default)', () => {
     expect(await streamed.text()).to.contain('event: message_start').and.contain('simulated').and.contain('event: message_stop');
   });
 
+  it("echoes what the user typed, not the context a client wraps in tags (Claude Code's <system-reminder>)", async () => {
+    const content = [{ type: 'text', text: '<system-reminder>\nproject notes\n</system-reminder>' }, { type: 'text', text: 'hello gateway' }];
+    const message = (await (await post('/v1/messages', { ...prompt, messages: [{ role: 'user', content }] })).json()) as any;
+    expect(message.content[0].text).to.contain('You said: "hello gateway"');
+  });
+
   it('answers POST /v1/messages/count_tokens?beta=true with input_tokens', async () => {
     const res = await post('/v1/messages/count_tokens?beta=true', { model: 'model-sonnet-4.6', messages: prompt.messages });
     expect(res.status).to.equal(200);
