@@ -1,5 +1,7 @@
 /** Deploy files: Procfile, build scripts, Dockerfile, and the README's Deploy section listing every variable read. */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 
@@ -71,6 +73,23 @@ describe('install', () => {
     expect(rootPackage.scripts.prekeys).to.not.match(/npm run build(?!:app)/);
     expect(rootPackage.scripts.prekeys).to.contain("existsSync('dist/lib/cli/keys.js')");
     expect(rootPackage.scripts['prebuild:app']).to.equal(undefined);
+  });
+
+  it('npm run keys runs the built CLI as it is: no rebuild, dist/ left in place', () => {
+    const marker = path.join(ROOT, 'dist', `.keys-cli-marker-${process.pid}`);
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-cli-'));
+    fs.writeFileSync(marker, '');
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, GATEWAY_STATE_FILE: path.join(stateDir, 'state.json'), GATEWAY_CONFIG: path.join(ROOT, 'config.json') };
+      delete env.REDIS_URL;
+      const run = spawnSync('npm', ['run', '--silent', 'keys', '--', 'list'], { cwd: ROOT, env, encoding: 'utf8', timeout: 30_000 });
+      expect(run.status, run.stderr).to.equal(0);
+      expect(run.stdout).to.equal('no keys\n');
+      expect(fs.existsSync(marker), 'dist/ was removed').to.equal(true);
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 
   it('declares engines every root dependency accepts on the lowest Node the gateway supports', () => {
