@@ -1,5 +1,5 @@
 /**
- * Client matrix: Claude Code (`@anthropic-ai/claude-code`, pinned in package.json) in print mode,
+ * Client matrix: Claude Code (`@anthropic-ai/claude-code`, pinned in spec/clients/package.json) in print mode,
  * through the gateway's native route, against the agent-like fake upstream.
  *
  * What Claude Code 2.1.331 sends (recorded by these tests' fake upstream), one request per turn:
