@@ -8,12 +8,12 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json tsconfig.app.json ./
 COPY lib ./lib
 COPY middleware ./middleware
 COPY translators ./translators
 COPY examples ./examples
-RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+RUN npm run build:app && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production \

@@ -66,6 +66,7 @@ export const api = {
   updateKey: (id, patch) => callApi('PATCH', `/keys/${encodeURIComponent(id)}`, patch),
   rotateKey: (id, gracePeriodSeconds) => callApi('POST', `/keys/${encodeURIComponent(id)}/rotate`, { gracePeriodSeconds }),
   revokeKey: (id) => callApi('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+  restoreKey: (id) => callApi('POST', `/keys/${encodeURIComponent(id)}/restore`, {}),
   usage: (id, month) => callApi('GET', `/keys/${encodeURIComponent(id)}/usage?month=${encodeURIComponent(month)}`),
   models: () => callApi('GET', '/models'),
 };

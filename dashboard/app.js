@@ -1,4 +1,4 @@
-// The dashboard's UI: sign-in, the keys table, the key dialogs (create, edit, rotate, revoke, the
+// The dashboard's UI: sign-in, the keys table (restore of a revoked key), the key dialogs (create, edit, rotate, revoke, the
 // show-once secret) and the usage chart. Every API error is shown next to the control that caused it.
 import { api, ApiError, callApi, forgetToken, readToken, storeToken } from './api.js';
 import { drawBarChart, formatCount, formatCredits } from './chart.js';
@@ -98,6 +98,8 @@ function keyRow(key) {
     button('Edit', 'edit');
     button('Rotate', 'rotate');
     button('Revoke', 'revoke', { class: 'small danger-outline' });
+  } else {
+    button('Restore', 'restore');
   }
   const models = key.allowedModels === null ? 'all' : key.allowedModels.join(', ');
   return el('tr', { 'data-key-id': key.id },
@@ -288,6 +290,16 @@ async function submitRotate(event) {
   showSecret(result.key, result.secret, hours > 0 ? result.previousSecretExpiresAt : undefined);
 }
 
+/** Undo a revocation at once (no confirmation: it only gives back what the key had). */
+async function restoreKey(key, button) {
+  const result = await attempt($('#keys-error'), () => api.restoreKey(key.id));
+  if (!result) return;
+  await loadKeys();
+  $('#keys-status').textContent = `Restored ${result.name}.`;
+  returnFocusTo = $(`#keys-table tr[data-key-id="${CSS.escape(result.id)}"] button`) ?? button;
+  restoreFocus();
+}
+
 async function submitRevoke(event) {
   event.preventDefault();
   const dialog = $('#revoke-dialog');
@@ -369,6 +381,9 @@ function onTableClick(event) {
       break;
     case 'revoke':
       openConfirm('#revoke-dialog', key, button);
+      break;
+    case 'restore':
+      void restoreKey(key, button);
       break;
   }
 }

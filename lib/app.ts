@@ -42,7 +42,7 @@ import { createHealth, createLiveness } from '../middleware/health';
 import { createHostCheck } from '../middleware/host-check';
 import { createJsonBody } from '../middleware/json-body';
 import { createKeyGroupDispatch, createRouteRefusal, createUpstreamMark } from '../middleware/key-group-dispatch';
-import { createListModels } from '../middleware/list-models';
+import { createListModels, createRetrieveModel } from '../middleware/list-models';
 import { createKeyGroupCheck, createModelWhitelist, keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
@@ -216,6 +216,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
+  // Claude Code's connection warm-up and preflight (`HEAD`/`GET <base URL>/api/hello`), answered as the API does.
+  router.get('/api/hello', createLiveness());
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
@@ -229,6 +231,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
+  router.get('/v1/models/:id', ...auth('either'), rateLimit, createRetrieveModel({ catalogue }));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,

@@ -9,7 +9,7 @@ import { ConfigError, defaultConfigFile, parseConfig, readConfigFile, type Confi
 import { createConfigSource, describeConfigChange } from './config-source';
 import type { AfterResponseStep } from './after-response';
 import { mergeHooks, type GatewayHooks } from './hooks';
-import { generateSecret, hashSecret, lastFour } from './keys';
+import { DEVELOPMENT_KEY_RETIRED, issueDevelopmentKey, retireDevelopmentKey } from './development-key';
 import { createAlertDispatcher, type AlertDispatcher } from './alerts/alert-dispatcher';
 import { createLogger, withRequestIds, type Logger } from './logger';
 import { createMetrics, type GatewayMetrics } from './metrics';
@@ -182,28 +182,17 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
 
   let developmentKey: string | undefined;
   if (options.developmentKey && config.keys.length === 0) {
-    const existing = await store.listKeys();
-    // A development key kept from an earlier run (state file) cannot be shown again: issue a fresh
-    // secret for it, so every start prints a usable key and the usage so far stays with it.
-    const onlyDevelopment = existing.length === 1 && existing[0].id === 'development';
-    if (existing.length === 0 || onlyDevelopment) {
-      developmentKey = generateSecret();
-      const secret = { sha256: hashSecret(developmentKey), expiresAt: null };
-      if (onlyDevelopment) {
-        await store.rotateKey('development', secret, lastFour(developmentKey), 0);
-      } else {
-        await store.createKey({
-          id: 'development', name: 'development key', secret, last4: lastFour(developmentKey),
-          rateLimitPerMinute: config.defaults.rateLimitPerMinute, allowedModels: null, monthlyCreditCap: null,
-        });
-      }
-    }
+    const outcome = await issueDevelopmentKey(store, !(backing instanceof MemoryStore), config.defaults.rateLimitPerMinute);
+    if (outcome.kind === 'issued') developmentKey = outcome.secret;
+    if (outcome.kind === 'kept') logger.warn({ message: `no development key printed: ${outcome.why}` });
   }
+  if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED });
 
   let simulated: SimulatedUpstream | undefined;
   let upstreamUrl = config.upstream.url;
   if (!upstreamUrl) {
-    simulated = await startSimulatedUpstream();
+    // It knows the catalogue's upstream model names, as they stand after a reload.
+    simulated = await startSimulatedUpstream({ models: () => source.config.models.map((model) => model.upstreamModel) });
     upstreamUrl = simulated.url;
     logger.warn({ message: 'no upstream configured (upstream.url / UPSTREAM_URL): replies are SIMULATED by the embedded upstream' });
   }

@@ -12,7 +12,9 @@ export const PUBLIC_ROUTES = [
   'GET /v1/responses/{id}',
   'DELETE /v1/responses/{id}',
   'GET /v1/models',
+  'GET /v1/models/{id}',
   'GET /healthz',
+  'GET /api/hello',
   'GET /health',
   'GET /metrics',
 ];
@@ -36,7 +38,7 @@ const MOUNTS = [ADMIN_API_PATH, DASHBOARD_PATH];
  * `route`, whose path is the one the client sent). A label is a series for as long as the process
  * lives, so the label set must not grow with what clients send:
  * - a public route's path, matched as the router matches it (any case, one trailing slash ignored):
- *   `METHOD /v1/messages`, with the method as sent (a wrong method is a 404 on a known path);
+ *   `METHOD /v1/messages`, with the method as sent (a wrong method is a 405 on a known path);
  * - anything under the admin API or the dashboard: `METHOD /admin/v1` or `METHOD /dashboard`;
  * - any other path: `unmatched` (its 404s are counted together; the log line keeps the path).
  * Methods are bounded already: Node's HTTP parser accepts only the methods it knows.
@@ -47,8 +49,9 @@ export function routeLabel(route: string): string {
   const method = route.slice(0, space);
   const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
   if (publicPaths.has(path)) return `${method} ${path}`;
-  // One stored response: every id under one label.
+  // One stored response or model: every id under one label.
   if (/^\/v1\/responses\/[^/]+$/.test(path)) return `${method} /v1/responses/{id}`;
+  if (/^\/v1\/models\/[^/]+$/.test(path)) return `${method} /v1/models/{id}`;
   for (const mount of MOUNTS) {
     if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
   }

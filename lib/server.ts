@@ -212,7 +212,7 @@ async function main(): Promise<void> {
   if (gateway.developmentKey) {
     // Shown once, on the terminal, so a fresh clone can be tried with curl; never written to the JSON log.
     process.stderr.write(
-      `\nNo key is configured: here is a development key for this run (allowed every model, no cap):\n\n` +
+      `\nNo key is configured: here is a development key (allowed every model, no cap; retired once a real key exists):\n\n` +
         `    ${gateway.developmentKey}\n\n` +
         `Try:  curl ${gateway.url}/v1/models -H "x-api-key: ${gateway.developmentKey}"\n\n`,
     );

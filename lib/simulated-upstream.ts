@@ -2,6 +2,13 @@
  * The embedded default upstream: a local HTTP server that speaks the native messages API
  * (`POST /v1/messages`, streaming too, and `POST /v1/messages/count_tokens`) with simulated replies,
  * so a fresh clone works with no outside service. Replies say plainly that they are simulated.
+ *
+ * Routes by path, the query aside, as the real API does: Claude Code sends `POST /v1/messages?beta=true`
+ * and `POST /v1/messages/count_tokens?beta=true`. Also served: `GET /v1/models` and `GET /v1/models/{id}`
+ * (models list / get, in the native shape: https://docs.anthropic.com/en/api/models-list and
+ * /models), the gateway's reachability probe (`HEAD /`, any answer counts) and `GET /`. Any other path
+ * is a 404 `not_found_error`, a known path with another method a 405 with `Allow`, in the native error
+ * envelope (https://docs.anthropic.com/en/api/errors).
  */
 import http from 'node:http';
 import { sendJson } from './json-reply';
@@ -13,6 +20,8 @@ import { CHARACTERS_PER_TOKEN, estimateTokens } from '../translators/usage';
 export interface SimulatedUpstreamOptions {
   /** Delay between streamed text deltas, in ms. Default 15, so a terminal shows the stream arrive. */
   deltaDelayMs?: number;
+  /** The upstream model names it lists and knows (`GET /v1/models`), read per request. Default: none. */
+  models?: () => readonly string[];
 }
 
 /** The running simulated upstream: its URL, and `close()`. */
@@ -31,12 +40,22 @@ function textOf(content: unknown): string {
   return '';
 }
 
+/**
+ * What the user typed in a user turn's content: its last text block that is not context a client wraps in
+ * a tag (Claude Code's `<system-reminder>`, Codex's `<environment_context>`), else all of its text.
+ */
+function promptOf(content: unknown): string {
+  if (!Array.isArray(content)) return textOf(content);
+  const typed = content.filter((block) => typeof block?.text === 'string' && !block.text.trimStart().startsWith('<'));
+  return typed.length > 0 ? typed[typed.length - 1].text : textOf(content);
+}
+
 /** The simulated reply text for a request body. */
 function composeReply(body: any): { text: string; inputTokens: number } {
   const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
   const prompt = messages.map((m) => textOf(m?.content)).join('\n') + textOf(body?.system);
   const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
-  const said = textOf(lastUser?.content).trim().slice(0, 200);
+  const said = promptOf(lastUser?.content).trim().slice(0, 200);
   let text = `This is a simulated reply from ${String(body?.model)} (no upstream is configured). You said: "${said}"`;
   const maxTokens = Number.isInteger(body?.max_tokens) ? body.max_tokens : 4096;
   if (countTokens(text) > maxTokens) text = text.slice(0, Math.max(1, maxTokens * CHARACTERS_PER_TOKEN));
@@ -71,22 +90,54 @@ async function streamReply(res: http.ServerResponse, body: any, delayMs: number)
   res.end();
 }
 
-function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string, delayMs: number): void {
-  if (req.method !== 'POST') return sendJson(res, 200, { status: 'ok', simulated: true });
+/** The methods of each path served (the query is not part of the path). */
+const ROUTES: Record<string, string[]> = {
+  '/': ['GET', 'HEAD'],
+  '/v1/messages': ['POST'],
+  '/v1/messages/count_tokens': ['POST'],
+  '/v1/models': ['GET', 'HEAD'],
+};
+
+function sendError(res: http.ServerResponse, status: number, type: string, message: string): void {
+  sendJson(res, status, { type: 'error', error: { type, message } });
+}
+
+/** A model object of the models API (native shape). */
+function modelObject(id: string): object {
+  return { type: 'model', id, display_name: id, created_at: '2026-01-01T00:00:00Z' };
+}
+
+function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string, options: Required<SimulatedUpstreamOptions>): void {
+  const path = new URL(req.url ?? '/', 'http://simulated').pathname;
+  const method = req.method ?? 'GET';
+  const modelId = /^\/v1\/models\/([^/]+)$/.exec(path)?.[1];
+  const allowed = ROUTES[path] ?? (modelId !== undefined ? ['GET', 'HEAD'] : undefined);
+  if (!allowed) return sendError(res, 404, 'not_found_error', `Not found: ${path.slice(0, 200)}`);
+  if (!allowed.includes(method)) {
+    res.setHeader('allow', allowed.join(', '));
+    return sendError(res, 405, 'invalid_request_error', `Method ${method} not allowed on ${path}; use ${allowed.join(' or ')}`);
+  }
+  if (path === '/') return sendJson(res, 200, { status: 'ok', simulated: true });
+  if (path === '/v1/models') {
+    const data = options.models().map(modelObject);
+    return sendJson(res, 200, { data, has_more: false, first_id: data.length > 0 ? options.models()[0] : null, last_id: data.length > 0 ? options.models()[data.length - 1] : null });
+  }
+  if (modelId !== undefined) {
+    const id = decodeURIComponent(modelId);
+    if (!options.models().includes(id)) return sendError(res, 404, 'not_found_error', `model: ${id}`);
+    return sendJson(res, 200, modelObject(id));
+  }
   let body: any;
   try {
     body = JSON.parse(raw);
   } catch {
-    return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'body is not JSON' } });
+    return sendError(res, 400, 'invalid_request_error', 'body is not JSON');
   }
-  if (req.url === '/v1/messages/count_tokens') {
+  if (path === '/v1/messages/count_tokens') {
     return sendJson(res, 200, { input_tokens: composeReply(body).inputTokens });
   }
-  if (req.url !== '/v1/messages') {
-    return sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: `no route ${req.url}` } });
-  }
   if (body.stream === true) {
-    void streamReply(res, body, delayMs);
+    void streamReply(res, body, options.deltaDelayMs);
     return;
   }
   const { text, inputTokens } = composeReply(body);
@@ -99,11 +150,11 @@ function handle(req: http.IncomingMessage, res: http.ServerResponse, raw: string
 
 /** Start the simulated upstream on an ephemeral loopback port. */
 export async function startSimulatedUpstream(options: SimulatedUpstreamOptions = {}): Promise<SimulatedUpstream> {
-  const delayMs = options.deltaDelayMs ?? 15;
+  const resolved: Required<SimulatedUpstreamOptions> = { deltaDelayMs: options.deltaDelayMs ?? 15, models: options.models ?? (() => []) };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8'), delayMs));
+    req.on('end', () => handle(req, res, Buffer.concat(chunks).toString('utf8'), resolved));
   });
   return listenOnLoopback(server);
 }

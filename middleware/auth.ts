@@ -7,7 +7,7 @@
  * request for the key's settings confirms them with `ctx.confirmKey()` first. Which header a route takes:
  * - native (`/v1/messages*`): `x-api-key`, or `Authorization: Bearer` (built by current native SDKs);
  *   when both are sent, `x-api-key` wins;
- * - chat (`/v1/chat/completions`): `Authorization: Bearer` only;
+ * - chat (`/v1/chat/completions`, `/v1/responses*`): `Authorization: Bearer` only;
  * - models (`/v1/models`): either.
  * Missing, unknown, expired or revoked keys get 401. Error messages never echo the secret.
  */
@@ -51,8 +51,11 @@ export function refuseRepeatedCredentials(rawHeaders: string[]): void {
   if (authorizations > 1) throw errors.authentication('send exactly one Authorization header');
 }
 
-/** The key a request carries in the headers its route takes, or a 401 explaining which header to use. */
-export function extractApiKey(headers: Record<string, string | string[] | undefined>, accept: AuthHeaders): string {
+/**
+ * The key a request carries in the headers its route takes, or a 401 explaining which header to use.
+ * @param route the route as the refusal names it, e.g. `POST /v1/responses`. Default `this route`.
+ */
+export function extractApiKey(headers: Record<string, string | string[] | undefined>, accept: AuthHeaders, route = 'this route'): string {
   const apiKeyHeader = headers['x-api-key'];
   if (Array.isArray(apiKeyHeader)) throw errors.authentication('send exactly one x-api-key header');
   const authorization = headers.authorization;
@@ -60,7 +63,7 @@ export function extractApiKey(headers: Record<string, string | string[] | undefi
   if (accept === 'chat') {
     if (bearer) return bearer;
     if (apiKeyHeader) {
-      throw errors.authentication('the chat-completions route takes the key in the Authorization header: "Authorization: Bearer <API_KEY>"');
+      throw errors.authentication(`${route} takes the key in the Authorization header, not x-api-key: "Authorization: Bearer <API_KEY>"`);
     }
     throw errors.authentication('missing API key: send "Authorization: Bearer <API_KEY>"');
   }
@@ -75,7 +78,7 @@ export function createAuth(options: AuthOptions): RequestHandler {
   return async (req, res, next) => {
     try {
       refuseRepeatedCredentials(req.rawHeaders);
-      const secret = extractApiKey(req.headers, options.accept);
+      const secret = extractApiKey(req.headers, options.accept, `${req.method} ${req.baseUrl}${String(req.route?.path ?? req.path).replace(/:(\w+)/g, '{$1}')}`);
       const prefixes = readPrefixes();
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {
         throw errors.authentication(`invalid API key: keys start with ${prefixes.join(' or ')}`);

@@ -8,12 +8,17 @@
  *   its URL is left in `process.env.TEST_REDIS_URL` for the tests and the gateways they spawn
  *   (spec/helpers/redis.ts). `REDIS_URL` is removed from the environment: the tests never use the
  *   user's Redis (on the default port or anywhere else) unless `TEST_REDIS_URL` names it.
+ * - The client matrix (spec/clients/) is made resolvable for the specs (spec/helpers/test-clients.ts).
+ * - `npm run test:unit` (.mocharc.unit.json) loads spec/unit-scope.ts first, which sets
+ *   `GATEWAY_TEST_SCOPE=unit`: then nothing is needed from the system and no Redis is started (the specs
+ *   of that run use neither).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from './helpers/ports';
+import { registerTestClients } from './helpers/test-clients';
 
 /** The chromium the dashboard test drives (spec/browser/dashboard.spec.ts), unless CHROMIUM_PATH names another. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -30,12 +35,19 @@ function onPath(command: string, searchPath: string): boolean {
   });
 }
 
+/** Whether this run is `npm run test:unit` (no Redis, no browser). */
+export function isUnitScope(env: NodeJS.ProcessEnv): boolean {
+  return env.GATEWAY_TEST_SCOPE === 'unit';
+}
+
 /**
  * The first thing the suite needs that this machine lacks, as the line to print, or null.
- * @param env the environment (`PATH`, and `TEST_REDIS_URL`: with it no redis-server is started, so none is needed)
+ * @param env the environment (`PATH`, `TEST_REDIS_URL`: with it no redis-server is started, so none is
+ *   needed; `GATEWAY_TEST_SCOPE=unit`: the unit run needs neither Redis nor chromium)
  * @param chromium the browser's path
  */
 export function findMissingNeed(env: NodeJS.ProcessEnv, chromium: string): string | null {
+  if (isUnitScope(env)) return null;
   if (!env.TEST_REDIS_URL && !onPath('redis-server', env.PATH ?? '')) {
     return 'npm test needs redis-server (it starts one of its own): apt-get install redis-server';
   }
@@ -91,6 +103,7 @@ async function startDisposableRedis(): Promise<string> {
 
 /** Mocha global fixture: before the first test. */
 export async function mochaGlobalSetup(): Promise<void> {
+  if (isUnitScope(process.env)) return;
   const given = givenTestRedisUrl(process.env);
   suiteRedis.disposable = !given;
   suiteRedis.url = given ?? (await startDisposableRedis());
@@ -117,3 +130,4 @@ if (missing) {
   process.exit(1);
 }
 delete process.env.REDIS_URL;
+registerTestClients();

@@ -13,9 +13,10 @@ import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
 import type { Logger } from '../logger';
 import { DEFAULT_KEY_PREFIX } from '../key-groups';
+import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../development-key';
 import { randomBase62 } from '../keys';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
-import { createApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
+import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
 import { mapBodyParserError } from '../../middleware/json-body';
@@ -135,6 +136,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
       monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
     });
+    if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED, request_id: getContext(res)?.requestId });
     res.status(201).json({ key: await viewOf(created), secret });
   });
 
@@ -175,6 +177,16 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     validators.revokeKey(req.body ?? {});
     const key = current.revoked ? current : await revokeApiKey(store, id);
     if (!current.revoked) audit(req, 'key.revoke', id);
+    res.json(await viewOf(key));
+  });
+
+  // Undo a revocation: the key's secrets work again as they were (an expired rotated one stays expired).
+  router.post('/keys/:id/restore', async (req, res) => {
+    const id = String(req.params.id);
+    const current = await requireKey(id);
+    validators.revokeKey(req.body ?? {});
+    const key = current.revoked ? await restoreApiKey(store, id) : current;
+    if (current.revoked) audit(req, 'key.restore', id);
     res.json(await viewOf(key));
   });
 

@@ -37,7 +37,7 @@ export interface AdminValidators {
   createKey(body: unknown): CreateKeyBody;
   patchKey(body: unknown): PatchKeyBody;
   rotateKey(body: unknown): RotateKeyBody;
-  /** Revocation takes no fields; an empty object (or no body) is accepted. */
+  /** Revocation (and its undoing, restore) takes no fields; an empty object (or no body) is accepted. */
   revokeKey(body: unknown): Record<string, never>;
 }
 

@@ -13,6 +13,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadConfig, type GatewayConfig } from '../config';
+import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../development-key';
 import { createStore, MemoryStore, seedConfigKeys } from '../store';
 import {
   createApiKey, DEFAULT_ROTATION_GRACE_MS, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits,
@@ -156,6 +157,7 @@ async function runCommand(store: GatewayStore, config: GatewayConfig, command: s
         monthlyCreditCap: limits.monthlyCreditCap ?? null,
       });
       print(`created key ${issued.key.id}\n${describeKey(issued.key)}\n\nsecret (shown once, store it now):\n  ${issued.secret}`, issued);
+      if (await retireDevelopmentKey(store)) io.stderr(`${DEVELOPMENT_KEY_RETIRED}\n`);
       return true;
     }
     case 'list': {

@@ -1,7 +1,7 @@
 /**
  * The dashboard end to end in a real browser: Debian's chromium, driven by playwright-core, against a
  * test gateway (fake upstream on 127.0.0.1). Sign in, create a key, use it, see its usage, rotate it,
- * revoke it, see it refused. Saves a screenshot (env DASHBOARD_SCREENSHOT, default
+ * revoke it, see it refused, restore it. Saves a screenshot (env DASHBOARD_SCREENSHOT, default
  * dist/dashboard.png; `npm run screenshot:dashboard` refreshes docs/dashboard.png).
  */
 import fs from 'node:fs';
@@ -75,7 +75,7 @@ describe('dashboard in a real browser', function () {
     if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
-  it('signs in, creates, uses, rotates and revokes a key', async () => {
+  it('signs in, creates, uses, rotates, revokes and restores a key', async () => {
     await page.goto(`${gateway.url}/dashboard/`);
 
     // A wrong token is refused in place; the right one (typed, then Enter) signs in.
@@ -171,7 +171,7 @@ describe('dashboard in a real browser', function () {
     await row.getByRole('button', { name: 'Revoke Browser team' }).click();
     const revokeDialog = page.locator('#revoke-dialog');
     await revokeDialog.waitFor({ state: 'visible' });
-    expect(await revokeDialog.textContent()).to.include('This cannot be undone');
+    expect(await revokeDialog.textContent()).to.include('until the key is restored');
     expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Cancel');
     await page.keyboard.press('Tab');
     expect(await page.evaluate('document.activeElement?.textContent')).to.equal('Revoke key');
@@ -183,6 +183,14 @@ describe('dashboard in a real browser', function () {
     expect(await sendMessage(gateway, rotated)).to.equal(401);
     expect(await sendMessage(gateway, secret)).to.equal(401);
     expect(await sendMessage(gateway, 'sk-cs4-test-all-models-0001')).to.equal(200);
+
+    // Restore undoes the revocation: the secrets work again (the previous one is still in its grace period).
+    await row.getByRole('button', { name: 'Restore Browser team' }).click();
+    await row.locator('.badge', { hasText: 'active' }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Restored Browser team.' }).waitFor();
+    expect(await sendMessage(gateway, rotated)).to.equal(200);
+    expect(await sendMessage(gateway, secret)).to.equal(200);
+    expect(await row.getByRole('button', { name: 'Restore Browser team' }).count()).to.equal(0);
 
     expect(consoleErrors).to.deep.equal([]);
   });

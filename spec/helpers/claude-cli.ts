@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { TEST_CLIENT_MODULES } from './test-clients';
 
 /** What a finished `claude` run printed. */
 export interface ClaudeRun {
@@ -21,7 +22,7 @@ export interface ClaudeRun {
  * finds the same platform package) is used instead.
  */
 export function claudeCommand(): string[] {
-  const dir = path.dirname(require.resolve('@anthropic-ai/claude-code/package.json'));
+  const dir = path.join(TEST_CLIENT_MODULES, '@anthropic-ai', 'claude-code');
   const binary = path.join(dir, 'bin', 'claude.exe');
   if (fs.statSync(binary).size > 1_000_000) return [binary];
   return [process.execPath, path.join(dir, 'cli-wrapper.cjs')];

@@ -174,6 +174,18 @@ describe('admin API', () => {
     expectAdminError(await admin(gateway, 'POST', '/keys/team-all/rotate'), 409, 'invalid_request_error', /revoked; a revoked key cannot be rotated/);
   });
 
+  it('POST /keys/:id/restore undoes a revocation from the next request on, and is idempotent', async () => {
+    expect((await admin(gateway, 'POST', '/keys/team-haiku/revoke')).body.status).to.equal('revoked');
+    expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(401);
+    const restored = await admin(gateway, 'POST', '/keys/team-haiku/restore');
+    expect(restored.status).to.equal(200);
+    expect(restored.body).to.deep.include({ id: 'team-haiku', status: 'active' });
+    expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(200);
+    expect((await admin(gateway, 'POST', '/keys/team-haiku/restore', {})).body.status).to.equal('active');
+    expectAdminError(await admin(gateway, 'POST', '/keys/team-haiku/restore', { now: true }), 400, 'invalid_request_error', /unknown field "now"/);
+    expectAdminError(await admin(gateway, 'POST', '/keys/nope/restore'), 404, 'not_found_error', /nope/);
+  });
+
   it('GET /keys/:id/usage reports requests, tokens and credits per model for a month', async () => {
     const store = gateway.gateway.store;
     const settle = async (month: string, model: string, inputTokens: number, outputTokens: number, credits: number) => {

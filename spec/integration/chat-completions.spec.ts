@@ -181,7 +181,7 @@ describe('chat completions (openai client): streams, usage, images, fields, erro
       expect((error as Error).message).to.match(/lost mid-stream|ended before the reply was complete/);
     });
 
-    const firstEventErrors: Array<[string, number, Function]> = [
+    const firstEventErrors: Array<[string, number, abstract new (...args: any[]) => Error]> = [
       ['overloaded_error', 503, OpenAI.InternalServerError],
       ['rate_limit_error', 429, OpenAI.RateLimitError],
       ['api_error', 500, OpenAI.InternalServerError],

@@ -87,6 +87,38 @@ describe('integration: error table', () => {
     expect(r.body.error.message).to.include('Authorization: Bearer');
   });
 
+  it('the Responses route refuses a key sent only in x-api-key, naming that route (not the chat-completions one)', async () => {
+    const r = await call(t, { path: '/v1/responses', headers: { 'x-api-key': KEYS.all, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sonnet', input: 'hi' }) });
+    expectChat(r, 401, 'invalid_api_key');
+    expect(r.body.error.message).to.equal('POST /v1/responses takes the key in the Authorization header, not x-api-key: "Authorization: Bearer <API_KEY>"');
+  });
+
+  it('a known path with another method: 405 with Allow, in the route\'s shape; nothing goes upstream', async () => {
+    const native = await call(t, { path: '/v1/messages', method: 'GET', headers: NATIVE });
+    expectNative(native, 405, 'invalid_request_error');
+    expect(native.headers.get('allow')).to.equal('POST');
+    const chat = await call(t, { path: '/v1/chat/completions', method: 'PUT', headers: CHAT, body: chatBody() });
+    expectChat(chat, 405, 'method_not_allowed');
+    expect(chat.headers.get('allow')).to.equal('POST');
+    const stored = await call(t, { path: '/v1/responses/resp_abc', method: 'POST', headers: CHAT, body: '{}' });
+    expect(stored.status).to.equal(405);
+    expect(stored.headers.get('allow')).to.equal('GET, DELETE, HEAD');
+    expect(t.upstream.requests).to.have.length(0);
+  });
+
+  it("Claude Code's connection probe, HEAD or GET /api/hello, is a 200 without a key", async () => {
+    expect((await fetch(`${t.url}/api/hello`, { method: 'HEAD' })).status).to.equal(200);
+    const r = await call(t, { path: '/api/hello', method: 'GET' });
+    expect(r.status).to.equal(200);
+    expect(r.body).to.deep.equal({ status: 'ok' });
+  });
+
+  it('an unknown path: 404 whose hint lists the API routes, /v1/responses included', async () => {
+    const r = await call(t, { path: '/v2/nothing', headers: NATIVE, body: nativeBody() });
+    expectNative(r, 404, 'not_found_error');
+    expect(r.body.error.message).to.include('POST /v1/responses').and.include('POST /v1/messages').and.include('GET /v1/models');
+  });
+
   for (const [name, headers] of [
     ['missing', { 'x-api-key': KEYS.all, 'content-type': 'application/json' }],
     ['earlier than 2023-06-01', { ...NATIVE, 'anthropic-version': '2023-01-01' }],

@@ -71,6 +71,21 @@ describe('integration: official SDKs against the gateway', function () {
         expect(page.data.map((m: { id: string }) => m.id)).to.deep.equal(CATALOGUE);
       });
 
+      it('retrieves a model (models.retrieve) in the native shape; one the key may not use is a NotFoundError', async () => {
+        const model = await makeClient().models.retrieve('model-haiku-4.5');
+        expect(model).to.include({ type: 'model', id: 'model-haiku-4.5', display_name: 'model-haiku-4.5' });
+        expect(model.created_at).to.be.a('string');
+        const restricted: any = name.includes('0.x')
+          ? new AnthropicLegacy({ apiKey: KEYS.haikuOnly, baseURL: t.url, maxRetries: 0 })
+          : new Anthropic({ apiKey: KEYS.haikuOnly, baseURL: t.url, maxRetries: 0 });
+        for (const id of ['model-sonnet-4.6', 'sonnet', 'no-such-model']) {
+          const error = await restricted.models.retrieve(id).catch((e: unknown) => e);
+          expect(error).to.be.instanceOf(name.includes('0.x') ? AnthropicLegacy.NotFoundError : Anthropic.NotFoundError);
+          expect(error.error).to.deep.include({ type: 'error' });
+          expect(error.error.error.type).to.equal('not_found_error');
+        }
+      });
+
       it('surfaces a wrong key as an authentication error', async () => {
         const client: any = name.includes('0.x')
           ? new AnthropicLegacy({ apiKey: 'sk-cs4-not-a-real-key-000', baseURL: t.url, maxRetries: 0 })
@@ -115,6 +130,16 @@ describe('integration: official SDKs against the gateway', function () {
       const page = await client().models.list();
       expect(page.data.map((m) => m.id)).to.deep.equal(CATALOGUE);
       expect(page.data[0]).to.include({ object: 'model', owned_by: 'model-gateway' });
+    });
+
+    it('retrieves a model (models.retrieve) in the OpenAI shape; one the key may not use is a NotFoundError', async () => {
+      const model = await client().models.retrieve('model-haiku-4.5');
+      expect(model).to.deep.equal({ id: 'model-haiku-4.5', object: 'model', created: model.created, owned_by: 'model-gateway' });
+      expect(model.created).to.be.a('number');
+      const restricted = new OpenAI({ apiKey: KEYS.haikuOnly, baseURL: `${t.url}/v1`, maxRetries: 0 });
+      const error = await restricted.models.retrieve('model-sonnet-4.6').catch((e) => e);
+      expect(error).to.be.instanceOf(OpenAI.NotFoundError);
+      expect(error.code).to.equal('model_not_found');
     });
 
     it('lists only the models a restricted key may use', async () => {

@@ -53,7 +53,7 @@ describe('observability', () => {
   it('labels series by the route table, so the paths clients send add no series', async () => {
     gw = await startLibraryGateway(upstream.url);
     for (let i = 0; i < 20; i++) expect((await fetch(`${gw.url}/scan/${i}/wp-login.php?x=${i}`)).status).to.equal(404);
-    expect((await fetch(`${gw.url}/v1/messages`, { method: 'PUT' })).status).to.equal(404);
+    expect((await fetch(`${gw.url}/v1/messages`, { method: 'PUT' })).status).to.equal(405);
     // The router matches paths in any case and with a trailing slash: the same route, the same series.
     const variant = await fetch(`${gw.url}/V1/Messages/`, {
       method: 'POST', headers: nativeHeaders, body: JSON.stringify({ model: 'sonnet', max_tokens: 9, messages: [{ role: 'user', content: 'x' }] }),

@@ -15,8 +15,9 @@ import { expectOneSession } from '../helpers/client-matrix';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { roundTripHandler, streamOf, waitForRequestLines } from '../helpers/responses-upstream';
 import { tempDir } from '../helpers/temp-dir';
+import { TEST_CLIENT_MODULES } from '../helpers/test-clients';
 
-const CODEX = path.resolve(__dirname, '../../../node_modules/@openai/codex/bin/codex.js');
+const CODEX = path.join(TEST_CLIENT_MODULES, '@openai', 'codex', 'bin', 'codex.js');
 
 /** The provider block of docs/responses.md, for a gateway at `baseUrl`. */
 function codexConfig(baseUrl: string): string {

@@ -21,6 +21,11 @@ describe('auth: extractApiKey', () => {
     ['chat: Basic auth is not a key', 'chat', { authorization: 'Basic dXNlcjpwYXNz' }, /missing API key/],
     ['models: either', 'either', { authorization: `Bearer ${KEY}` }, KEY],
   ];
+  it('names the route that refused x-api-key (POST /v1/responses is not the chat-completions route)', () => {
+    expect(() => extractApiKey({ 'x-api-key': KEY }, 'chat', 'POST /v1/responses'))
+      .to.throw(GatewayError, 'POST /v1/responses takes the key in the Authorization header, not x-api-key: "Authorization: Bearer <API_KEY>"');
+  });
+
   for (const [name, accept, headers, expected] of cases) {
     it(name, () => {
       if (typeof expected === 'string') {

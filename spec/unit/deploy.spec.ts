@@ -1,5 +1,7 @@
 /** Deploy files: Procfile, build scripts, Dockerfile, and the README's Deploy section listing every variable read. */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 
@@ -41,5 +43,62 @@ describe('deploy files', () => {
     }
     expect(names.size).to.be.greaterThan(7);
     for (const name of names) expect(section, name).to.contain(`\`${name}\``);
+  });
+});
+
+describe('install', () => {
+  const rootPackage = JSON.parse(read('package.json'));
+  const clientPackage = JSON.parse(read('spec/clients/package.json'));
+  /** The client matrix: SDKs and CLIs only the tests drive. */
+  const CLIENTS = ['@anthropic-ai/claude-code', '@anthropic-ai/claude-agent-sdk', '@openai/codex', '@anthropic-ai/sdk', 'anthropic-sdk-legacy', 'openai', 'openai-v6', '@langchain/core', 'ai', '@openai/agents'];
+
+  it("keeps the client matrix out of the gateway's install, in spec/clients with its own lockfile", () => {
+    const rootDeps = { ...rootPackage.dependencies, ...rootPackage.devDependencies };
+    for (const name of CLIENTS) {
+      expect(rootDeps, name).to.not.have.property(name);
+      expect(clientPackage.dependencies, name).to.have.property(name);
+    }
+    expect(JSON.parse(read('spec/clients/package-lock.json')).packages[''].dependencies).to.deep.equal(clientPackage.dependencies);
+  });
+
+  it('builds only the gateway on start and for Heroku and Docker; the test build installs the clients first', () => {
+    expect(rootPackage.scripts.prestart).to.equal('npm run build:app');
+    expect(rootPackage.scripts['heroku-postbuild']).to.equal('npm run build:app');
+    expect(read('Dockerfile')).to.match(/^RUN npm run build:app /m);
+    expect(rootPackage.scripts.prebuild).to.contain('node spec/clients/ensure-installed.js');
+    expect(read('.ci/run')).to.contain('node spec/clients/ensure-installed.js');
+  });
+
+  it('runs the keys CLI from the built code, building only when there is none (never removing dist/)', () => {
+    expect(rootPackage.scripts.prekeys).to.not.match(/npm run build(?!:app)/);
+    expect(rootPackage.scripts.prekeys).to.contain("existsSync('dist/lib/cli/keys.js')");
+    expect(rootPackage.scripts['prebuild:app']).to.equal(undefined);
+  });
+
+  it('npm run keys runs the built CLI as it is: no rebuild, dist/ left in place', () => {
+    const marker = path.join(ROOT, 'dist', `.keys-cli-marker-${process.pid}`);
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'keys-cli-'));
+    fs.writeFileSync(marker, '');
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, GATEWAY_STATE_FILE: path.join(stateDir, 'state.json'), GATEWAY_CONFIG: path.join(ROOT, 'config.json') };
+      delete env.REDIS_URL;
+      const run = spawnSync('npm', ['run', '--silent', 'keys', '--', 'list'], { cwd: ROOT, env, encoding: 'utf8', timeout: 30_000 });
+      expect(run.status, run.stderr).to.equal(0);
+      expect(run.stdout).to.equal('no keys\n');
+      expect(fs.existsSync(marker), 'dist/ was removed').to.equal(true);
+    } finally {
+      fs.rmSync(marker, { force: true });
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+
+  it('declares engines every root dependency accepts on the lowest Node the gateway supports', () => {
+    const lowest = rootPackage.engines.node.replace(/^>=/, '');
+    const lock = JSON.parse(read('package-lock.json'));
+    const refusing = Object.entries<any>(lock.packages)
+      .filter(([name, entry]) => name !== '' && typeof entry.engines?.node === 'string')
+      .filter(([, entry]) => /^>=\s*(2[1-9]|[3-9]\d)/.test(entry.engines.node) || /^\^?2[2-9]/.test(entry.engines.node))
+      .map(([name, entry]) => `${name} (${entry.engines.node}, lowest supported ${lowest})`);
+    expect(refusing).to.deep.equal([]);
   });
 });

@@ -43,7 +43,7 @@ describe('host check', () => {
 });
 
 describe('path check (not found)', () => {
-  const notFound = createNotFound({ routes: ['POST /v1/messages', 'POST /v1/chat/completions', 'GET /v1/models'] });
+  const notFound = createNotFound({ routes: ['POST /v1/messages', 'POST /v1/chat/completions', 'POST /v1/responses', 'GET /v1/responses/{id}', 'DELETE /v1/responses/{id}', 'GET /v1/models', 'GET /healthz'] });
   const cases: Array<[string, string, RegExp]> = [
     ['a path without /v1', '/messages', /did you mean \/v1\/messages\?/],
     ['a chat path without /v1', '/chat/completions', /did you mean \/v1\/chat\/completions\?/],
@@ -57,9 +57,22 @@ describe('path check (not found)', () => {
       expect(error.message).to.match(message);
     });
   }
-  it('names the right method for a known path', async () => {
+  it('lists every /v1 route without a parameter, /v1/responses included, for an unknown path', async () => {
+    const { error } = await runMiddleware(notFound, { method: 'POST', path: '/v2/whatever' });
+    expect(error.message).to.contain('(POST /v1/messages, POST /v1/chat/completions, POST /v1/responses, GET /v1/models)');
+  });
+  it('suggests /v1/responses to a Responses client whose base URL lacks /v1', async () => {
+    const { error } = await runMiddleware(notFound, { method: 'POST', path: '/responses' });
+    expect(error.message).to.match(/did you mean \/v1\/responses\?/);
+  });
+  it('answers a known path asked with another method with 405 and Allow (RFC 9110)', async () => {
     const { error } = await runMiddleware(notFound, { method: 'GET', path: '/v1/messages' });
-    expect(error.message).to.match(/use POST \/v1\/messages/);
+    expect(error).to.include({ status: 405, nativeType: 'invalid_request_error', chatCode: 'method_not_allowed' });
+    expect(error.headers).to.deep.equal({ allow: 'POST' });
+    expect(error.message).to.match(/use POST$/);
+    const stored = await runMiddleware(notFound, { method: 'POST', path: '/v1/responses/resp_123' });
+    expect(stored.error).to.include({ status: 405 });
+    expect(stored.error.headers).to.deep.equal({ allow: 'GET, DELETE, HEAD' });
   });
   it('detects the chat format by path', () => {
     expect(detectFormat('/v1/chat/completions')).to.equal('chat');

@@ -62,4 +62,12 @@ describe("the suite's Redis (spec/setup.ts)", () => {
     expect(result.status).to.equal(1);
     expect(result.stderr).to.equal('npm test needs redis-server (it starts one of its own): apt-get install redis-server\n');
   });
+
+  it('needs neither redis-server nor chromium in the unit run (npm run test:unit loads spec/unit-scope.ts first)', () => {
+    expect(findMissingNeed({ PATH: '', GATEWAY_TEST_SCOPE: 'unit' }, '/nonexistent/chromium')).to.equal(null);
+    const unitScope = path.resolve(__dirname, '..', 'unit-scope.js');
+    const result = spawnSync(process.execPath, ['--require', unitScope, SETUP], { env: { PATH: '/nonexistent' }, encoding: 'utf8', timeout: 10_000 });
+    expect(result.stderr).to.equal('');
+    expect(result.status).to.equal(0);
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * Client matrix: Claude Code (`@anthropic-ai/claude-code`, pinned in package.json) in print mode,
+ * Client matrix: Claude Code (`@anthropic-ai/claude-code`, pinned in spec/clients/package.json) in print mode,
  * through the gateway's native route, against the agent-like fake upstream.
  *
  * What Claude Code 2.1.331 sends (recorded by these tests' fake upstream), one request per turn:
@@ -26,6 +26,7 @@ import { expect } from 'chai';
 import { lastToolResults, TEXT_PIECES, toolAnswer, type ReportedUsage } from '../../helpers/agent-upstream';
 import { claudeEnv, runClaude } from '../../helpers/claude-cli';
 import { expectLedgerEquals, expectOneSession, startClientGateway, startRefusingProxy, type ClientGateway } from '../../helpers/client-matrix';
+import { startGatewayProcess } from '../../helpers/gateway-process';
 import { tempDir } from '../../helpers/temp-dir';
 
 describe('clients: Claude Code (claude -p) through the native route', function () {
@@ -119,5 +120,31 @@ describe('clients: Claude Code (claude -p) through the native route', function (
     await expectLedgerEquals(c.gw, 'claude-code', billed['claude-code']);
     await expectLedgerEquals(c.gw, 'claude-code-bearer', billed['claude-code-bearer']);
     expect(proxy.attempts, 'requests to anything but the gateway').to.deep.equal([]);
+  });
+});
+
+describe('clients: Claude Code on the embedded default (npm start with no upstream)', function () {
+  this.timeout(90_000);
+
+  it('`claude -p` with only ANTHROPIC_BASE_URL, the printed development key and ANTHROPIC_MODEL prints the simulated reply', async () => {
+    const [gateway, proxy] = await Promise.all([startGatewayProcess({}), startRefusingProxy()]);
+    try {
+      // The key is printed just after the listening line.
+      const printed = () => /\n {4}(sk-\S+)\n/.exec(gateway.output())?.[1];
+      for (let i = 0; i < 100 && !printed(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const key = printed();
+      expect(key, gateway.output()).to.be.a('string');
+      const home = tempDir('claude-code-default-');
+      // claudeEnv's isolation (own HOME, no non-essential traffic, refusing proxy), then only the three settings.
+      const { ANTHROPIC_DEFAULT_HAIKU_MODEL: _haiku, ...env } = claudeEnv(home, {}, proxy.url);
+      const run = await runClaude(['-p', 'hello gateway'], home, {
+        ...env, ANTHROPIC_BASE_URL: gateway.url, ANTHROPIC_API_KEY: key!, ANTHROPIC_MODEL: 'model-sonnet-4.6',
+      });
+      expect(run.code, `stdout: ${run.stdout}\nstderr: ${run.stderr}\ngateway: ${gateway.output()}`).to.equal(0);
+      expect(run.stdout).to.contain('This is a simulated reply from model-sonnet-4.6');
+      expect(proxy.attempts, 'requests to anything but the gateway').to.deep.equal([]);
+    } finally {
+      await Promise.all([gateway.stop(), proxy.close()]);
+    }
   });
 });
