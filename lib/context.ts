@@ -61,6 +61,10 @@ export interface RequestContext {
   stopReason?: string | null;
   /** Upstream HTTP status, when a reply head arrived. */
   upstreamStatus?: number;
+  /** Id of the upstream target that sent the reply head (lib/upstream/target.ts), when one did. */
+  upstreamTarget?: string;
+  /** The session the client names (lib/session-id.ts), set just before the upstream step; it keeps the session on one upstream target. */
+  sessionId?: string;
   /** Milliseconds from arrival to the first byte written to the client. */
   firstByteMs?: number;
   /** Warnings about lossy conversions, sent in the `x-gateway-warning` header. */

@@ -31,5 +31,6 @@ export function formatRequestLogRecord(ctx: RequestContext, res: Response, time:
     durationMs: Math.round(Number(process.hrtime.bigint() - ctx.startedAt) / 1e4) / 100,
     streamed: ctx.stream,
     clientAborted: !res.writableFinished,
+    upstreamTarget: ctx.upstreamTarget ?? null,
   };
 }

@@ -10,6 +10,7 @@ import type { Catalogue } from '../lib/catalogue';
 import { getContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../lib/key-groups';
+import { readSessionId } from '../lib/session-id';
 
 export interface KeyGroupDispatchOptions {
   catalogue: Catalogue;
@@ -39,12 +40,15 @@ export function createRouteRefusal(message: string): RequestHandler {
 
 /**
  * The last step before a route's upstream step: marks the request as having reached the upstream,
- * so its after-response steps write a request log record (lib/request-log.ts). Requests refused
- * earlier (auth, validation, limits) get none.
+ * so its after-response steps write a request log record (lib/request-log.ts), and reads the
+ * session the client names (lib/session-id.ts) for upstream affinity. Requests refused earlier
+ * (auth, validation, limits) get none.
  */
 export function createUpstreamMark(): RequestHandler {
-  return (_req, res, next) => {
-    getContext(res).upstreamReached = true;
+  return (req, res, next) => {
+    const ctx = getContext(res);
+    ctx.upstreamReached = true;
+    ctx.sessionId = readSessionId(req.headers, req.body);
     next();
   };
 }

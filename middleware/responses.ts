@@ -18,7 +18,7 @@ import { GatewayError } from '../lib/errors';
 import { randomBase62 } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
-import type { GatewayStore } from '../lib/store/types';
+import type { GatewayStore, StoredResponse } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
@@ -47,15 +47,26 @@ export function newResponsesId(prefix: string): string {
   return `${prefix}_${randomBase62(24)}`;
 }
 
-/** The conversation a stored response continues, for this key (another key's is not found). */
-async function loadPrevious(store: GatewayStore, id: string, keyId: string): Promise<ResponsesInputItem[]> {
+/** The stored response a request continues, for this key (another key's is not found). */
+async function loadPrevious(store: GatewayStore, id: string, keyId: string): Promise<StoredResponse> {
   const stored = await store.getResponse(id);
   if (!stored || stored.keyId !== keyId) {
     throw new GatewayError(404, 'not_found_error', `previous_response_id: no stored response "${id}" for this key (responses are kept only with store: true, for a limited time)`, {
       chatCode: 'previous_response_not_found', param: 'previous_response_id',
     });
   }
-  return stored.items as ResponsesInputItem[];
+  return stored;
+}
+
+/**
+ * The session of a Responses request for upstream affinity: what the client names (readSessionId), and
+ * when that is only `previous_response_id`, the session of the chain it continues (so every turn of a
+ * chain has one session: the first response's id); a request starting a chain without a session gets
+ * its own response's id, which its continuations inherit.
+ */
+function chainSessionId(ctx: RequestContext, body: ResponsesRequest, previous: StoredResponse | undefined, responseId: string): string {
+  if (ctx.sessionId !== undefined && ctx.sessionId !== body.previous_response_id) return ctx.sessionId;
+  return previous?.sessionId ?? ctx.sessionId ?? responseId;
 }
 
 /** This request's input as items (a string is one user message). */
@@ -82,7 +93,7 @@ function createKeeper(options: {
     try {
       await store.saveResponse({
         id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
-        items: [...options.previousItems, ...inputItems(body), ...response.output],
+        items: [...options.previousItems, ...inputItems(body), ...response.output], sessionId: ctx.sessionId,
       }, options.ttlMs);
     } catch (err) {
       logger.warn({ message: 'response not stored: the store failed', request_id: ctx.requestId, response_id: response.id, error: (err as Error).message });
@@ -98,7 +109,8 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       const body = req.body as ResponsesRequest;
       const model = ctx.model!;
       const settings = options.settings();
-      const previousItems = typeof body.previous_response_id === 'string' ? await loadPrevious(store, body.previous_response_id, ctx.key!.id) : [];
+      const previous = typeof body.previous_response_id === 'string' ? await loadPrevious(store, body.previous_response_id, ctx.key!.id) : undefined;
+      const previousItems = (previous?.items ?? []) as ResponsesInputItem[];
       const converted = convertResponsesRequest(body, {
         upstreamModel: model.upstreamModel,
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
@@ -113,6 +125,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         id: newResponsesId('resp'), createdAt: Math.floor(Date.now() / 1000), model: model.id, request: body,
         toolNames: converted.toolNames, newId: newResponsesId,
       };
+      ctx.sessionId = chainSessionId(ctx, body, previous, responseOptions.id);
       const includeEncrypted = wantsEncryptedReasoning(body.include);
       const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
 

@@ -11,6 +11,7 @@ import { ConfigError } from '../config-error';
 import { UPSTREAM_DEFAULTS } from '../upstream/client';
 import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from '../key-groups';
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
+import { resolveUpstreamTargets, singleTarget, type UpstreamTargetConfig } from '../upstream-targets';
 import { configSchema } from './schema';
 import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
 
@@ -50,6 +51,31 @@ export interface ConfigEnv {
 }
 
 /**
+ * The top-level upstream's targets: its `targets` list, or the one target of `url` (or env
+ * UPSTREAM_URL) and `apiKeyEnv`; none when neither is set (the simulated upstream).
+ * @throws ConfigError on a URL that is not http(s), `targets` beside `url` / `apiKeyEnv` / UPSTREAM_URL, or a bad target
+ */
+function resolveTopLevelTargets(section: Record<string, any>, env: ConfigEnv, modelIds: ReadonlySet<string>): { url: string | null; apiKeyEnvs: string[]; targets: UpstreamTargetConfig[] } {
+  if (section.targets) {
+    if (section.url !== undefined || section.apiKeyEnv !== undefined) {
+      throw new ConfigError('invalid configuration: upstream: give either "targets" or "url" / "apiKeyEnv" (one target), not both');
+    }
+    if (env.UPSTREAM_URL) {
+      throw new ConfigError('invalid configuration: upstream.targets lists the upstream targets, but env UPSTREAM_URL is set too: unset it, or drop "targets"');
+    }
+    const targets = resolveUpstreamTargets(section.targets, 'upstream.targets', 'UPSTREAM_API_KEY', modelIds);
+    return { url: targets[0].url, apiKeyEnvs: targets[0].apiKeyEnvs, targets };
+  }
+  const url = env.UPSTREAM_URL || section.url || null;
+  if (url !== null && !/^https?:\/\//.test(url)) {
+    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${url}" must start with http:// or https://`);
+  }
+  const apiKeyEnvs: string[] = [section.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
+  const trimmed = url ? url.replace(/\/+$/, '') : null;
+  return { url: trimmed, apiKeyEnvs, targets: trimmed ? [singleTarget(trimmed, apiKeyEnvs)] : [] };
+}
+
+/**
  * Validate a parsed config object, apply defaults and env overrides, and check cross-references
  * (aliases and `allowedModels` must name catalogue IDs; ids must be unique).
  *
@@ -77,21 +103,20 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     }
     if (modelIds.has(alias)) throw new ConfigError(`invalid configuration: aliases.${alias}: shadows a catalogue id`);
   }
-  const upstreamUrl = env.UPSTREAM_URL || file.upstream.url || null;
-  if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
-    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
-  }
-  const apiKeyEnvs: string[] = [file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
+  const { url: upstreamUrl, apiKeyEnvs, targets } = resolveTopLevelTargets(file.upstream, env, modelIds);
   const upstream: UpstreamConfig = {
-    url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
+    url: upstreamUrl,
     apiKeyEnv: apiKeyEnvs[0],
     apiKeyEnvs,
+    targets,
     timeoutMs: file.upstream.timeoutMs ?? 600_000,
     streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? UPSTREAM_DEFAULTS.streamIdleTimeoutMs,
     maxRetries: file.upstream.maxRetries ?? UPSTREAM_DEFAULTS.maxRetries,
     retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? UPSTREAM_DEFAULTS.retryBaseDelayMs,
     maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? UPSTREAM_DEFAULTS.maxRetryAfterMs,
     credentialRestMs: file.upstream.credentialRestMs ?? UPSTREAM_DEFAULTS.credentialRestMs,
+    breakerThreshold: file.upstream.breakerThreshold ?? UPSTREAM_DEFAULTS.breakerThreshold,
+    breakerCooldownMs: file.upstream.breakerCooldownMs ?? UPSTREAM_DEFAULTS.breakerCooldownMs,
   };
   const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
   const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));

@@ -41,6 +41,7 @@ export function decodeDailyUsage(fields: Record<string, string>): DailyUsageTota
 const LOG_FIELDS: Array<keyof RequestLogRecord> = [
   'time', 'requestId', 'keyId', 'keyGroup', 'route', 'model', 'status', 'stopReason', 'inputTokens', 'outputTokens',
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
+  'upstreamTarget',
 ];
 
 /** The `r` field of a stream entry for `record`. */

@@ -73,6 +73,8 @@ export interface RequestLogRecord {
   streamed: boolean;
   /** The client closed the connection before the reply was complete. */
   clientAborted: boolean;
+  /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
+  upstreamTarget: string | null;
 }
 
 /** One page of the request log, in the order written; `cursor` continues after it (null: no more). */
@@ -118,6 +120,8 @@ export interface StoredResponse {
   response: Record<string, unknown>;
   /** The conversation: every input item so far, then this response's output items (with encrypted_content). */
   items: unknown[];
+  /** The session of the chain it belongs to (lib/session-id.ts), for upstream session affinity; absent in records of older versions. */
+  sessionId?: string;
 }
 
 export interface GatewayStore {
