@@ -16,6 +16,7 @@ import { KEYS } from '../helpers/gateway';
 import { parseSseText, rawRequest, nativeHeaders } from '../helpers/http-client';
 import { startPoolGateway, runConcurrently, TARGET_SECRETS, type PoolGateway } from '../helpers/pool-gateway';
 import { freePort } from '../helpers/ports';
+import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
 
 const overloaded: FakeHandler = () => ({ kind: 'json', status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
 const rateLimited = (seconds: number): FakeHandler => () => ({
@@ -159,7 +160,26 @@ describe('upstream pool: several targets, failover, health and session affinity'
     expect(ledger.inputTokens).to.equal(5 * USAGE.input_tokens);
   });
 
-  it('names the serving target in the request log, the hook record and the metrics', async () => {
+  it('two gateway instances on one Redis under load: every request served, each billed once, each instance finds the failing target itself', async () => {
+    const [bad, good] = await fakes(overloaded, undefined);
+    const prefix = uniqueRedisPrefix('pool');
+    const targets = [{ id: 'bad', url: bad.url }, { id: 'good', url: good.url }];
+    const settings = { breakerThreshold: 3, breakerCooldownMs: 60_000 };
+    const first = await gateway(targets, settings, await connectTestRedisStore(prefix));
+    const second = await gateway(targets, settings, await connectTestRedisStore(prefix));
+    started.push({ close: () => deleteRedisPrefix(prefix) });
+    expect(first.running.store.kind).to.equal('redis');
+    const [one, two] = [sdk(first), sdk(second)];
+    const replies = await runConcurrently(300, 16, (i) => ask(i % 2 === 0 ? one : two));
+    expect(replies).to.have.length(300);
+    expect(good.requests).to.have.length(300);
+    // Per instance: attempts until its breaker opens (at most its requests in flight past the threshold), then none.
+    expect(bad.requests.length).to.be.at.most(2 * (3 + 8));
+    await second.ledger();
+    expect(await first.ledger()).to.deep.equal({ requests: 300, inputTokens: 300 * USAGE.input_tokens, outputTokens: 300 * USAGE.output_tokens });
+  });
+
+  it('names the serving target in the log line, the request log and the metrics', async () => {
     const [bad, good] = await fakes(overloaded, undefined);
     const gw = await gateway([{ id: 'bad', url: bad.url }, { id: 'good', url: good.url }]);
     await ask(sdk(gw));
