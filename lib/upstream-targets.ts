@@ -83,6 +83,32 @@ export function singleTarget(url: string, apiKeyEnvs: string[]): UpstreamTargetC
 }
 
 /**
+ * The top-level upstream's targets: its `targets` list, or the one target of `url` (or env
+ * UPSTREAM_URL) and `apiKeyEnv`; none when neither is set (the simulated upstream). Also returns the
+ * first target's URL and credential env variables (`upstream.url`, `upstream.apiKeyEnvs`).
+ * @throws ConfigError on a URL that is not http(s), `targets` beside `url` / `apiKeyEnv` / UPSTREAM_URL, or a bad target
+ */
+export function resolveTopLevelTargets(section: Record<string, any>, env: { UPSTREAM_URL?: string }, modelIds: ReadonlySet<string>): { url: string | null; apiKeyEnvs: string[]; targets: UpstreamTargetConfig[] } {
+  if (section.targets) {
+    if (section.url !== undefined || section.apiKeyEnv !== undefined) {
+      throw new ConfigError('invalid configuration: upstream: give either "targets" or "url" / "apiKeyEnv" (one target), not both');
+    }
+    if (env.UPSTREAM_URL) {
+      throw new ConfigError('invalid configuration: upstream.targets lists the upstream targets, but env UPSTREAM_URL is set too: unset it, or drop "targets"');
+    }
+    const targets = resolveUpstreamTargets(section.targets, 'upstream.targets', 'UPSTREAM_API_KEY', modelIds);
+    return { url: targets[0].url, apiKeyEnvs: targets[0].apiKeyEnvs, targets };
+  }
+  const url = env.UPSTREAM_URL || section.url || null;
+  if (url !== null && !/^https?:\/\//.test(url)) {
+    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${url}" must start with http:// or https://`);
+  }
+  const apiKeyEnvs: string[] = [section.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
+  const trimmed = url ? url.replace(/\/+$/, '') : null;
+  return { url: trimmed, apiKeyEnvs, targets: trimmed ? [singleTarget(trimmed, apiKeyEnvs)] : [] };
+}
+
+/**
  * Check that every model of a key group is served by one of its targets.
  * @throws ConfigError naming the first model no target serves, and how to fix it
  */

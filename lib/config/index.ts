@@ -11,7 +11,7 @@ import { ConfigError } from '../config-error';
 import { UPSTREAM_DEFAULTS } from '../upstream/client';
 import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from '../key-groups';
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
-import { resolveUpstreamTargets, singleTarget, type UpstreamTargetConfig } from '../upstream-targets';
+import { resolveTopLevelTargets } from '../upstream-targets';
 import { configSchema } from './schema';
 import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
 
@@ -48,31 +48,6 @@ export interface ConfigEnv {
   ADMIN_TOKEN?: string;
   ALERTS_WEBHOOK_SECRET?: string;
   [name: string]: string | undefined;
-}
-
-/**
- * The top-level upstream's targets: its `targets` list, or the one target of `url` (or env
- * UPSTREAM_URL) and `apiKeyEnv`; none when neither is set (the simulated upstream).
- * @throws ConfigError on a URL that is not http(s), `targets` beside `url` / `apiKeyEnv` / UPSTREAM_URL, or a bad target
- */
-function resolveTopLevelTargets(section: Record<string, any>, env: ConfigEnv, modelIds: ReadonlySet<string>): { url: string | null; apiKeyEnvs: string[]; targets: UpstreamTargetConfig[] } {
-  if (section.targets) {
-    if (section.url !== undefined || section.apiKeyEnv !== undefined) {
-      throw new ConfigError('invalid configuration: upstream: give either "targets" or "url" / "apiKeyEnv" (one target), not both');
-    }
-    if (env.UPSTREAM_URL) {
-      throw new ConfigError('invalid configuration: upstream.targets lists the upstream targets, but env UPSTREAM_URL is set too: unset it, or drop "targets"');
-    }
-    const targets = resolveUpstreamTargets(section.targets, 'upstream.targets', 'UPSTREAM_API_KEY', modelIds);
-    return { url: targets[0].url, apiKeyEnvs: targets[0].apiKeyEnvs, targets };
-  }
-  const url = env.UPSTREAM_URL || section.url || null;
-  if (url !== null && !/^https?:\/\//.test(url)) {
-    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${url}" must start with http:// or https://`);
-  }
-  const apiKeyEnvs: string[] = [section.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
-  const trimmed = url ? url.replace(/\/+$/, '') : null;
-  return { url: trimmed, apiKeyEnvs, targets: trimmed ? [singleTarget(trimmed, apiKeyEnvs)] : [] };
 }
 
 /**

@@ -1,6 +1,8 @@
 /** Upstream targets: their health (cooldown, breaker, one trial) and the choice (weights, models, sessions). */
 import { expect } from 'chai';
+import { parseConfig } from '../../lib/config';
 import { readSessionId } from '../../lib/session-id';
+import { createUpstreamClient, createUpstreamPool } from '../../lib/upstream';
 import { createHeldTarget, type HeldTarget, type UpstreamTargetOptions } from '../../lib/upstream/target';
 import { createTargetChoice, MAX_SESSIONS } from '../../lib/upstream/target-choice';
 import { TargetHealth } from '../../lib/upstream/target-health';
@@ -122,5 +124,32 @@ describe('session id', () => {
     expect(readSessionId({ 'x-claude-code-session-id': 'x'.repeat(128) }, {})).to.have.length(128);
     expect(readSessionId({ 'x-claude-code-session-id': 'a b' }, { prompt_cache_key: 'ok' })).to.equal('ok');
     expect(readSessionId({ 'x-claude-code-session-id': ['a', 'b'] }, { prompt_cache_key: 42 })).to.equal(undefined);
+  });
+});
+
+describe('upstream pool', () => {
+  // eslint-disable-next-line @typescript-eslint/no-var-requires
+  const shipped = require('../../../config.json');
+  const configOf = (keyGroups: unknown[]) => parseConfig({ ...shipped, upstream: { url: 'http://127.0.0.1:1', apiKeyEnv: 'TOP_KEY' }, keyGroups }, {});
+
+  it('gives a key group with its own credential on the top-level URL its own client, sending its own credential', () => {
+    const config = configOf([{ id: 'default', upstream: { url: 'http://127.0.0.1:1', apiKeyEnv: 'TEAM_KEY' } }]);
+    const top = createUpstreamClient({ targets: [{ url: 'http://127.0.0.1:1', apiKeys: ['top-secret'] }], timeoutMs: 1000 });
+    const pool = createUpstreamPool({ defaultClient: top, defaultTargets: parseConfig({ ...shipped, upstream: { url: 'http://127.0.0.1:1', apiKeyEnv: 'TOP_KEY' } }, {}).upstream.targets, env: { TEAM_KEY: 'team-secret', TOP_KEY: 'top-secret' } });
+    const client = pool.forGroup(config.keyGroups[0]);
+    expect(client).to.not.equal(top);
+    expect(client.redact('team-secret top-secret')).to.equal('[redacted] top-secret');
+    pool.destroy();
+  });
+
+  it('shares the top-level client with a group on the top-level targets', () => {
+    const config = configOf([]);
+    const top = createUpstreamClient({ targets: [{ url: 'http://127.0.0.1:1' }], timeoutMs: config.upstream.timeoutMs });
+    const pool = createUpstreamPool({ defaultClient: top, defaultTargets: config.upstream.targets });
+    expect(pool.forGroup(config.keyGroups[0])).to.equal(top);
+    expect(pool.describe(config.keyGroups)).to.deep.equal([{
+      keyGroup: 'default', upstream: 'default',
+      targets: [{ id: 'default', weight: 1, models: null, state: 'healthy', until: null, consecutiveFailures: 0, requests: 0, failures: 0, failovers: 0 }],
+    }]);
   });
 });
