@@ -11,6 +11,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
+import OpenAI from 'openai';
 import { nativeTextEvents, startFakeUpstream, type FakeHandler, type FakeUpstream } from '../helpers/fake-upstream';
 import { KEYS } from '../helpers/gateway';
 import { parseSseText, rawRequest, nativeHeaders } from '../helpers/http-client';
@@ -131,6 +132,21 @@ describe('upstream pool: several targets, failover, health and session affinity'
     const again = other.requests.length;
     for (let i = 0; i < 5; i++) await ask(session);
     expect(other.requests.length - again).to.equal(5);
+  });
+
+  it('keeps a Responses chain (previous_response_id) on the target of its first response', async () => {
+    const [a, b] = await fakes(undefined, undefined);
+    const gw = await gateway([{ id: 'a', url: a.url }, { id: 'b', url: b.url }]);
+    const client = new OpenAI({ apiKey: KEYS.all, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    for (let chain = 0; chain < 2; chain++) {
+      const before = [a.requests.length, b.requests.length];
+      let previous = (await client.responses.create({ model: 'sonnet', input: 'hi' })).id;
+      for (let turn = 0; turn < 4; turn++) {
+        previous = (await client.responses.create({ model: 'sonnet', input: 'again', previous_response_id: previous })).id;
+      }
+      const grew = [a.requests.length - before[0], b.requests.length - before[1]];
+      expect([...grew].sort(), `chain ${chain}: every turn on one target`).to.deep.equal([0, 5]);
+    }
   });
 
   it('fails a stream over before its first byte, never after it, and bills what the upstreams reported', async () => {
