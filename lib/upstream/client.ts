@@ -138,11 +138,11 @@ export const FAILOVER_STATUSES = RETRYABLE_STATUSES;
  * A 429 of one credential while another of the target's is awake rests that credential only; a reset
  * kept-alive socket is the socket's fault, not the target's.
  */
-function failureOf(target: HeldTarget, credential: UpstreamCredential, outcome: AttemptOutcome, now: number): number | null | undefined {
+function failureOf(target: HeldTarget, credential: UpstreamCredential, outcome: AttemptOutcome, now: () => number): number | null | undefined {
   if ('status' in outcome) {
     if (!FAILOVER_STATUSES.has(outcome.status)) return undefined;
     if (outcome.status === 429 && credential.index >= 0 && target.credentials.anotherAwake(credential.index)) return undefined;
-    return parseRetryAfter(outcome.headers, now) ?? null;
+    return parseRetryAfter(outcome.headers, now()) ?? null;
   }
   if (outcome.error.code === 'ECONNRESET' && outcome.reusedSocket && !outcome.timedOut) return undefined;
   return null;
@@ -163,7 +163,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
     let tried = 0;
     for (let retriesDone = 0; ;) {
       const target = single ?? choice.choose(route, tried, now());
-      target.health.take(now());
+      target.health.take(now);
       target.counters.requests++;
       const credential = target.credentials.pick();
       let outcome: AttemptOutcome;
@@ -181,7 +181,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
         const failed = outcome as AttemptFailure;
         throw mapUpstreamSocketError(failed.error, failed.timedOut);
       }
-      const failure = failureOf(target, credential, outcome, now());
+      const failure = failureOf(target, credential, outcome, now);
       if (failure === undefined) {
         target.health.succeeded();
         if (route?.sessionId !== undefined && !single) choice.pin(route.sessionId, target);

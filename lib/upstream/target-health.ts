@@ -55,9 +55,12 @@ export class TargetHealth {
     return Math.max(this.coolUntil, this.breakerOpen ? this.openUntil : 0);
   }
 
-  /** The target was chosen for an attempt at `now`: with the breaker half open, this attempt is its trial. */
-  take(now: number): void {
-    if (this.breakerOpen && now >= this.openUntil) this.trialInFlight = true;
+  /**
+   * The target was chosen for an attempt: with the breaker half open, this attempt is its trial.
+   * @param now the clock, read only while the breaker is open
+   */
+  take(now: () => number): void {
+    if (this.breakerOpen && now() >= this.openUntil) this.trialInFlight = true;
   }
 
   /** The attempt brought an answer that is not a failure (any status but a failover one): the breaker closes. */

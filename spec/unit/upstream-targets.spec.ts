@@ -28,11 +28,11 @@ describe('upstream target health', () => {
     expect(health.view(10)).to.deep.equal({ state: 'breaker_open', until: 1010, consecutiveFailures: 3 });
     expect(health.available(1009)).to.equal(false);
     expect(health.available(1010)).to.equal(true);
-    health.take(1010);
+    health.take(() => 1010);
     expect(health.available(1010), 'a second request during the trial').to.equal(false);
     health.failed(1020);
     expect(health.view(1020)).to.deep.include({ state: 'breaker_open', until: 2020 });
-    health.take(2020);
+    health.take(() => 2020);
     health.succeeded();
     expect(health.view(2020)).to.deep.equal({ state: 'healthy', until: null, consecutiveFailures: 0 });
   });
@@ -48,7 +48,7 @@ describe('upstream target health', () => {
   it('gives the trial back when its client went away', () => {
     const health = new TargetHealth({ breakerThreshold: 1, breakerCooldownMs: 10 });
     health.failed(0);
-    health.take(10);
+    health.take(() => 10);
     health.released();
     expect(health.available(10)).to.equal(true);
   });
