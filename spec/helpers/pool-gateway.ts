@@ -32,12 +32,16 @@ export interface PoolGateway {
 /**
  * Start a gateway on `targets` (config `upstream.targets`) with the test keys.
  * @param upstream more fields of the `upstream` section (breaker, retries, timeouts)
+ * @param options.overrides top-level config fields (key groups, models, keys); options.env the config's env (ADMIN_TOKEN)
  */
-export async function startPoolGateway(targets: PoolTarget[], upstream: Record<string, unknown> = {}, store?: GatewayStore): Promise<PoolGateway> {
+export async function startPoolGateway(
+  targets: PoolTarget[], upstream: Record<string, unknown> = {}, store?: GatewayStore,
+  options: { overrides?: Record<string, unknown>; env?: Record<string, string> } = {},
+): Promise<PoolGateway> {
   Object.assign(process.env, TARGET_SECRETS);
-  const base = testConfigObject('http://127.0.0.1:1');
+  const base = testConfigObject('http://127.0.0.1:1', options.overrides);
   const section = { targets: targets.map((target) => ({ apiKeyEnv: 'POOL_KEY_A', ...target })), timeoutMs: 5000, retryBaseDelayMs: 5, ...upstream };
-  const config = parseConfig({ ...base, upstream: section }, { PORT: '0' });
+  const config = parseConfig({ ...base, upstream: section }, { PORT: '0', ...options.env });
   const { logger, lines } = createCapturingLogger();
   const running = await startGateway({ config, logger, store, host: '127.0.0.1', requestScope: false });
   return {

@@ -7,11 +7,13 @@
  *
  * The fakes' error replies are the provider's: 529 `overloaded_error` and 429 `rate_limit_error` with
  * `retry-after` (https://docs.anthropic.com/en/api/errors, https://docs.anthropic.com/en/api/rate-limits:
- * "a retry-after header indicating how long to wait").
+ * "a retry-after header indicating how long to wait"); a chat-completions upstream's 503 is OpenAI's
+ * "The engine is currently overloaded" (https://platform.openai.com/docs/guides/error-codes).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
+import { chatHandler } from '../helpers/fake-chat';
 import { nativeTextEvents, startFakeUpstream, type FakeHandler, type FakeUpstream } from '../helpers/fake-upstream';
 import { KEYS } from '../helpers/gateway';
 import { parseSseText, rawRequest, nativeHeaders } from '../helpers/http-client';
@@ -193,6 +195,38 @@ describe('upstream pool: several targets, failover, health and session affinity'
     expect(bad.requests.length).to.be.at.most(2 * (3 + 8));
     await second.ledger();
     expect(await first.ledger()).to.deep.equal({ requests: 300, inputTokens: 300 * USAGE.input_tokens, outputTokens: 300 * USAGE.output_tokens });
+  });
+
+  it('fails over between the targets of a chat-completions key group, each sent its own bearer credential; the admin API shows them', async () => {
+    const native = await fakes(undefined);
+    const [busy, calm] = await fakes(() => ({ kind: 'json', status: 503, body: { error: { message: 'busy', type: 'server_error' } } }), chatHandler);
+    const gw = await gateway([{ id: 'main', url: native[0].url }], {}, undefined, {
+      env: { ADMIN_TOKEN: 'admin-token-pool-0123456789abcdef' },
+      overrides: {
+        models: [...require('../../../config.json').models, { id: 'fam-5', upstreamModel: 'fam-large', pricing: { inputPerMillion: 2, outputPerMillion: 8 } }],
+        keyGroups: [{
+          id: 'family', keyPrefix: 'sk-fam-', models: ['fam-5'],
+          upstream: { kind: 'chat-completions', targets: [{ id: 'busy', url: busy.url, apiKeyEnv: 'POOL_KEY_A' }, { id: 'calm', url: calm.url, apiKeyEnv: 'POOL_KEY_B' }] },
+        }],
+        keys: [{ id: 'family-team', key: 'sk-fam-test-family-key-0001', rateLimitPerMinute: 100000 }],
+      },
+    });
+    for (let i = 0; i < 3; i++) {
+      const reply = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { authorization: 'Bearer sk-fam-test-family-key-0001', 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'fam-5', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(reply.status).to.equal(200);
+    }
+    expect(busy.requests[0].headers.authorization).to.equal(`Bearer ${TARGET_SECRETS.POOL_KEY_A}`);
+    expect(calm.requests).to.have.length(3);
+    expect(calm.requests[0].headers.authorization).to.equal(`Bearer ${TARGET_SECRETS.POOL_KEY_B}`);
+    const admin = await (await fetch(`${gw.url}/admin/v1/upstreams`, { headers: { authorization: 'Bearer admin-token-pool-0123456789abcdef' } })).json() as any;
+    const family = admin.data.find((group: any) => group.keyGroup === 'family');
+    expect(family.upstream).to.equal('family');
+    expect(family.targets.map((t: any) => [t.id, t.requests])).to.deep.equal([['busy', busy.requests.length], ['calm', 3]]);
+    expect(family.targets[0].failures).to.equal(busy.requests.length);
+    expect(JSON.stringify(admin)).to.not.include(TARGET_SECRETS.POOL_KEY_A);
   });
 
   it('names the serving target in the log line, the request log and the metrics', async () => {
