@@ -56,6 +56,7 @@ function identityOf(targets: readonly UpstreamTargetConfig[]): string {
   return JSON.stringify(targets.map((target) => [target.id, target.url, target.apiKeyEnvs, target.weight, target.models]));
 }
 
+/** The pool of a gateway's upstream clients around its default (top-level) one. */
 export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
   const env = options.env ?? process.env;
   const defaultIdentity = identityOf(options.defaultTargets);

@@ -36,6 +36,10 @@ export interface TargetChoice {
   pin(sessionId: string, target: HeldTarget): void;
 }
 
+/**
+ * The choice over one client's targets (at most 16: their indexes are the bits of `tried`).
+ * @param targets the client's targets, in config order (their `current` weights are updated in place)
+ */
 export function createTargetChoice(targets: readonly HeldTarget[]): TargetChoice {
   const sessions = new Map<string, HeldTarget>();
   const serves = (target: HeldTarget, route: UpstreamRoute | undefined) =>

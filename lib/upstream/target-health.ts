@@ -93,6 +93,7 @@ export class TargetHealth {
     this.trialInFlight = false;
   }
 
+  /** The state at `now` (epoch ms): a cooldown shows while it outlasts an open breaker. */
   view(now: number): TargetHealthView {
     const consecutiveFailures = this.failures;
     if (now < this.coolUntil && (!this.breakerOpen || this.coolUntil >= this.openUntil)) return { state: 'cooling_down', until: this.coolUntil, consecutiveFailures };

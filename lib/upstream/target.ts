@@ -69,7 +69,11 @@ export interface HeldTargetSettings extends RetryPolicyOptions, TargetHealthOpti
   maxSockets?: number;
 }
 
-/** Create the target at `index` of a client. */
+/**
+ * Create the target at `index` of a client: its keep-alive agent (http or https by its URL), its
+ * credential rotation and retry policy, a healthy state and zero counters.
+ * @throws TypeError when `options.url` is not a URL
+ */
 export function createHeldTarget(options: UpstreamTargetOptions, index: number, settings: HeldTargetSettings): HeldTarget {
   const url = new URL(options.url);
   const secure = url.protocol === 'https:';
