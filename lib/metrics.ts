@@ -48,7 +48,7 @@ export interface GatewayMetrics {
   trackOpenStreams: RequestHandler;
   /**
    * Report the upstream targets' counters and state (read at each scrape from the clients' own
-   * counters, so a request pays nothing for them). Call once per gateway.
+   * counters, so a request pays nothing for them). The first call on a registry is the one kept.
    */
   watchUpstreams(upstreams: () => PooledUpstream[]): void;
 }
@@ -97,6 +97,8 @@ export function createMetrics(options: { collectDefault?: boolean } = {}): Gatew
   };
 
   function watchUpstreams(upstreams: () => PooledUpstream[]): void {
+    // One router per registry reports its pool; a second one on the same registry adds nothing.
+    if (registry.getSingleMetric('gateway_upstream_target_requests_total')) return;
     const labelNames = ['upstream', 'target'];
     const perTarget = (read: (status: TargetStatus) => number) => function (this: client.Counter | client.Gauge) {
       this.reset();
