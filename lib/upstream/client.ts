@@ -247,7 +247,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
 
   return {
     url: targets[0].url, agent: targets[0].agent, targets, timeoutMs: options.timeoutMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
-    redact(text) {
+    // The native proxy redacts every reply header: one target's rotation is called directly.
+    redact: single ? single.credentials.redact : (text) => {
       let out = text;
       for (const target of targets) out = target.credentials.redact(out);
       return out;
