@@ -123,7 +123,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const source = deps.configSource ?? createConfigSource(deps.config);
   const config = source.config;
   const catalogue: Catalogue = createLiveCatalogue(source);
-  const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url });
+  const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets });
   const hooks = mergeHooks(deps.hooks);
   const metrics = deps.metrics ?? createMetrics();
   const clock = deps.clock ?? systemClock;
@@ -141,6 +141,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
   }
   registerSpendGauge(metrics.registry, store, clock);
+  metrics.watchUpstreams(upstreams.entries);
   if (hooks.onResponse.length > 0) afterResponseSteps.push(onResponse);
   const afterResponse = createAfterResponse({ logger, hooks: afterResponseSteps });
   afterResponseTrackers.set(router, afterResponse.settled);
@@ -218,7 +219,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/healthz', createLiveness());
   // Claude Code's connection warm-up and preflight (`HEAD`/`GET <base URL>/api/hello`), answered as the API does.
   router.get('/api/hello', createLiveness());
-  router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
+  router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false, targets: () => upstreams.describe(catalogue.keyGroups) }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
     ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, creditReservation('native')), named('upstreamMessages', messagesHandler));
@@ -235,6 +236,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,
+      upstreams: () => upstreams.describe(catalogue.keyGroups),
       aliases: () => source.config.aliases,
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
       alerts: () => ({ thresholds: source.config.alerts.thresholds, webhookConfigured: deps.alerts !== undefined }),

@@ -62,6 +62,8 @@ export interface RequestContext {
   stopReason?: string | null;
   /** Upstream HTTP status, when a reply head arrived. */
   upstreamStatus?: number;
+  /** Id of the upstream target that sent the reply head (lib/upstream/target.ts), when one did. */
+  upstreamTarget?: string;
   /** Milliseconds from arrival to the first byte written to the client. */
   firstByteMs?: number;
   /** Warnings about lossy conversions, sent in the `x-gateway-warning` header. */
@@ -80,7 +82,8 @@ export interface RequestContext {
   credits?: number;
   /**
    * The client's agent session (lib/session-id.ts; the Responses route falls back to its chain root),
-   * set by the upstream mark: a label for the usage by session, never trusted for anything else.
+   * set by the upstream mark: a label for the usage by session and the upstream target's session
+   * affinity, never trusted for anything else.
    */
   sessionId?: string;
   /** The agent or subagent the request comes from, where the client says (lib/session-id.ts). */

@@ -22,6 +22,7 @@ import type { GatewayStore } from './store/types';
 import { createTracing, tracesEndpointOf, type TracingEnv } from './tracing';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream';
+import { checkTargetCredentials } from './upstream-targets';
 
 /** Options of `createGateway`. Every field is optional. */
 export interface GatewayOptions {
@@ -159,9 +160,21 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
   });
 }
 
+/**
+ * Check that the credential of every target listed in a `targets` form (top level and key groups) is
+ * in `env`.
+ * @throws ConfigError naming the target and its env variable
+ */
+export function checkUpstreamCredentials(config: GatewayConfig, env: Record<string, string | undefined>): void {
+  checkTargetCredentials(config.upstream.targets, 'upstream.targets', env);
+  config.keyGroups.forEach((group) => checkTargetCredentials(group.upstream.targets, `keyGroups "${group.id}" upstream.targets`, env));
+}
+
 /** Build a gateway from a validated config. */
 export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const { config } = options;
+  // Before anything starts: a target whose credential is missing stops the start.
+  checkUpstreamCredentials(config, process.env);
   const logger = withRequestIds(options.logger ?? createLogger(config.logLevel));
   const backing = options.store ?? (await createStore(config, {
     clock: options.clock,
@@ -189,21 +202,23 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED });
 
   let simulated: SimulatedUpstream | undefined;
-  let upstreamUrl = config.upstream.url;
-  if (!upstreamUrl) {
+  if (config.upstream.targets.length === 0) {
     // It knows the catalogue's upstream model names, as they stand after a reload.
     simulated = await startSimulatedUpstream({ models: () => source.config.models.map((model) => model.upstreamModel) });
-    upstreamUrl = simulated.url;
     logger.warn({ message: 'no upstream configured (upstream.url / UPSTREAM_URL): replies are SIMULATED by the embedded upstream' });
   }
   const faults = faultOptionsOf(config.upstream);
   const upstream = createUpstreamClient({
-    url: upstreamUrl,
-    apiKeys: config.upstream.apiKeyEnvs.map((name) => process.env[name] ?? ''),
+    targets: simulated
+      ? [{ url: simulated.url }]
+      : config.upstream.targets.map((target) => ({
+        id: target.id, url: target.url, weight: target.weight, models: target.models,
+        apiKeys: target.apiKeyEnvs.map((name) => process.env[name] ?? ''),
+      })),
     timeoutMs: config.upstream.timeoutMs,
     ...faults,
   });
-  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url, faults });
+  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets, faults });
   const source = createConfigSource(config);
   const metrics = createMetrics();
   const hooks = mergeHooks(options.hooks);
@@ -236,6 +251,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     try {
       if (!options.loadConfig) throw new ConfigError('this gateway was built from a config object and has no file to re-read');
       next = options.loadConfig();
+      checkUpstreamCredentials(next, process.env);
     } catch (err) {
       const error = (err as Error).message;
       logger.error({ message: 'configuration reload refused; the current configuration stays', reason: error });
@@ -265,7 +281,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     async close() {
       await simulated?.close();
       upstreams.destroy();
-      upstream.agent.destroy();
+      for (const target of upstream.targets) target.agent.destroy();
       // Before the store: an alert being sent is put back in it for another instance.
       await alerts?.close();
       await store.close();

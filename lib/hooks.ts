@@ -75,6 +75,8 @@ export interface UsageRecord {
   firstByteMs: number | null;
   /** True when the client went away before the reply was complete. */
   aborted: boolean;
+  /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
+  upstreamTarget: string | null;
   tags: Record<string, string>;
 }
 
@@ -171,6 +173,7 @@ export function createUsageRecord(ctx: RequestContext, res: Response): UsageReco
     latencyMs: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
     firstByteMs: ctx.firstByteMs ?? null,
     aborted: !res.writableFinished,
+    upstreamTarget: ctx.upstreamTarget ?? null,
     tags: { ...ctx.tags },
   };
 }

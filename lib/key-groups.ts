@@ -8,6 +8,7 @@
  * claims belong to `default`.
  */
 import { ConfigError } from './config-error';
+import { checkTargetsServe, resolveUpstreamTargets, singleTarget, upstreamTargetsSchema, type UpstreamTargetConfig } from './upstream-targets';
 
 /** What an upstream speaks: the native messages format or chat-completions. */
 export type UpstreamKind = 'native' | 'chat-completions';
@@ -19,10 +20,15 @@ export const DEFAULT_KEY_PREFIX = 'sk-cs4-';
 
 export interface KeyGroupUpstream {
   kind: UpstreamKind;
-  /** Base URL. null: the top-level upstream (native groups only). */
+  /** Base URL (of the first target). null: the top-level upstream (native groups only). */
   url: string | null;
-  /** Name of the env variable that holds the upstream credential. */
+  /** Name of the env variable that holds the upstream credential (the first target's). */
   apiKeyEnv: string;
+  /**
+   * Where the group's requests go (lib/upstream-targets.ts): its own `targets`, the one target of its
+   * `url` / `apiKeyEnv`, or the top-level upstream's targets. Empty: the embedded simulated upstream.
+   */
+  targets: UpstreamTargetConfig[];
   /** Time allowed for the reply head, in ms. */
   timeoutMs: number;
 }
@@ -58,6 +64,7 @@ export const keyGroupSchema = {
         kind: { enum: ['native', 'chat-completions'] },
         url: { type: ['string', 'null'], pattern: '^https?://' },
         apiKeyEnv: { type: 'string', minLength: 1 },
+        targets: upstreamTargetsSchema,
         timeoutMs: { type: 'integer', minimum: 1 },
       },
     },
@@ -69,6 +76,8 @@ export const keyGroupSchema = {
 export interface TopLevelUpstream {
   url: string | null;
   apiKeyEnv: string;
+  /** Its targets; empty for the simulated upstream. */
+  targets: UpstreamTargetConfig[];
   timeoutMs: number;
 }
 
@@ -80,8 +89,8 @@ export interface TopLevelUpstream {
  * @param upstream the top-level upstream (the basic group's, and the default for other native groups)
  * @returns the groups, `default` first
  * @throws ConfigError on a duplicate id or prefix, a prefix that is a prefix of another, a model that is
- *   not in the catalogue or in two groups, a chat-completions group without `upstream.url`, or
- *   `reverseTranslation` on a native group
+ *   not in the catalogue or in two groups, a chat-completions group without `upstream.url`,
+ *   `reverseTranslation` on a native group, `targets` beside `url` / `apiKeyEnv`, or a model no target serves
  */
 export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, modelIds: string[], upstream: TopLevelUpstream): KeyGroupConfig[] {
   const declared = raw ?? [];
@@ -101,7 +110,11 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
     if (basic && kind !== 'native') throw fail(`${index}.upstream.kind`, 'the basic group "default" is native');
     if (!basic && entry.keyPrefix === undefined) throw fail(`${index}.keyPrefix`, 'field required (e.g. "sk-xyz-")');
     if (!basic && !Array.isArray(entry.models)) throw fail(`${index}.models`, 'field required: the catalogue IDs of this group');
-    const url: string | null = entry.upstream?.url ?? null;
+    const ownTargets: Array<Record<string, any>> | undefined = entry.upstream?.targets;
+    if (ownTargets && (entry.upstream.url !== undefined || entry.upstream.apiKeyEnv !== undefined)) {
+      throw fail(`${index}.upstream`, 'give either "targets" or "url" / "apiKeyEnv" (one target), not both');
+    }
+    const url: string | null = ownTargets ? ownTargets[0].url : entry.upstream?.url ?? null;
     if (kind === 'chat-completions' && !url) {
       throw fail(`${index}.upstream.url`, 'a chat-completions group needs its upstream URL (there is no simulated one)');
     }
@@ -113,14 +126,27 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
       if (owner.has(model)) throw fail(`${index}.models`, `"${model}" is already in group "${owner.get(model)}"`);
       owner.set(model, id);
     }
+    const apiKeyEnv: string = entry.upstream?.apiKeyEnv ?? (basic || kind === 'native' ? upstream.apiKeyEnv : `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`);
+    let targets: UpstreamTargetConfig[];
+    if (ownTargets) {
+      targets = resolveUpstreamTargets(ownTargets, `keyGroups.${index}.upstream.targets`, apiKeyEnv, known);
+    } else if (url) {
+      targets = [singleTarget(url.replace(/\/+$/, ''), [apiKeyEnv])];
+    } else if (entry.upstream?.apiKeyEnv !== undefined && upstream.url) {
+      // The top-level URL with the group's own credential: a target of its own, not the top-level one.
+      targets = [singleTarget(upstream.url, [apiKeyEnv])];
+    } else {
+      targets = upstream.targets;
+    }
     groups.push({
       id,
       keyPrefix: entry.keyPrefix ?? DEFAULT_KEY_PREFIX,
       models: entry.models ?? [],
       upstream: {
         kind,
-        url: url ? url.replace(/\/+$/, '') : null,
-        apiKeyEnv: entry.upstream?.apiKeyEnv ?? (basic || kind === 'native' ? upstream.apiKeyEnv : `${id.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`),
+        url: targets[0]?.url ?? null,
+        apiKeyEnv: targets[0]?.apiKeyEnvs[0] ?? apiKeyEnv,
+        targets,
         timeoutMs: entry.upstream?.timeoutMs ?? upstream.timeoutMs,
       },
       reverseTranslation: entry.reverseTranslation ?? false,
@@ -129,7 +155,10 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
 
   let basic = groups.find((group) => group.id === DEFAULT_KEY_GROUP);
   if (!basic) {
-    basic = { id: DEFAULT_KEY_GROUP, keyPrefix: DEFAULT_KEY_PREFIX, models: [], upstream: { kind: 'native', url: null, apiKeyEnv: upstream.apiKeyEnv, timeoutMs: upstream.timeoutMs }, reverseTranslation: false };
+    basic = {
+      id: DEFAULT_KEY_GROUP, keyPrefix: DEFAULT_KEY_PREFIX, models: [],
+      upstream: { kind: 'native', url: null, apiKeyEnv: upstream.apiKeyEnv, targets: upstream.targets, timeoutMs: upstream.timeoutMs }, reverseTranslation: false,
+    };
     groups.unshift(basic);
   } else {
     groups.splice(groups.indexOf(basic), 1);
@@ -141,6 +170,10 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
   // The basic group's upstream is the top-level one unless the file names another.
   basic.upstream.url ??= upstream.url;
 
+  for (const group of groups) {
+    const own = declared.findIndex((entry) => entry.id === group.id && entry.upstream?.targets);
+    checkTargetsServe(group.upstream.targets, group.models, own === -1 ? 'upstream.targets' : `keyGroups.${own}.upstream.targets`, group.id);
+  }
   for (const model of modelIds) {
     if (!basic.models.includes(model) && !owner.has(model)) {
       throw new ConfigError(`invalid configuration: models: "${model}" belongs to no key group; add it to a group's "models"`);

@@ -13,6 +13,10 @@
  *   refusals_total{reason}                                 rate-limit and credit-cap refusals (by error code)
  *   open_streams                                           SSE replies in progress
  *   key_credit_cap_used_ratio{key_id}                      each capped key's month spend / cap (lib/alerts/spend-gauge.ts)
+ *   upstream_target_requests_total{upstream,target}        attempts sent to each upstream target
+ *   upstream_target_failures_total{upstream,target}        attempts that failed (connection, head timeout, 429/5xx)
+ *   upstream_target_failovers_total{upstream,target}       requests moved away from the target after a failure
+ *   upstream_target_up{upstream,target}                    1 when the target takes requests, 0 cooling down or breaker open
  * plus prom-client's default process metrics. `route` is the route as the route table names it
  * (`routeLabel` in lib/routes.ts: `POST /v1/messages`, `GET /admin/v1`, `unmatched`), never the path a
  * client sent, so what clients send cannot add series.
@@ -24,6 +28,7 @@ import { priceUsage } from './catalogue';
 import { getContext, type RequestContext } from './context';
 import { errors } from './errors';
 import { routeLabel } from './routes';
+import type { PooledUpstream, TargetStatus } from './upstream';
 
 /** Error codes (chat `error.code`) that count as rate-limit or credit-cap refusals. */
 export const REFUSAL_CODES: Readonly<Record<string, string>> = {
@@ -41,6 +46,11 @@ export interface GatewayMetrics {
   recordRequest(ctx: RequestContext, res: Response): void;
   /** Pipeline step before the upstream: counts a streamed reply as open until its response closes. */
   trackOpenStreams: RequestHandler;
+  /**
+   * Report the upstream targets' counters and state (read at each scrape from the clients' own
+   * counters, so a request pays nothing for them). The first call on a registry is the one kept.
+   */
+  watchUpstreams(upstreams: () => PooledUpstream[]): void;
 }
 
 export function createMetrics(options: { collectDefault?: boolean } = {}): GatewayMetrics {
@@ -86,7 +96,23 @@ export function createMetrics(options: { collectDefault?: boolean } = {}): Gatew
     next();
   };
 
-  return { registry, recordRequest, trackOpenStreams };
+  function watchUpstreams(upstreams: () => PooledUpstream[]): void {
+    // One router per registry reports its pool; a second one on the same registry adds nothing.
+    if (registry.getSingleMetric('gateway_upstream_target_requests_total')) return;
+    const labelNames = ['upstream', 'target'];
+    const perTarget = (read: (status: TargetStatus) => number) => function (this: client.Counter | client.Gauge) {
+      this.reset();
+      for (const { name, client: upstream } of upstreams()) {
+        for (const status of upstream.describeTargets()) this.inc({ upstream: name, target: status.id }, read(status));
+      }
+    };
+    new client.Counter({ name: 'gateway_upstream_target_requests_total', help: 'Attempts sent to each upstream target.', labelNames, registers, collect: perTarget((s) => s.requests) });
+    new client.Counter({ name: 'gateway_upstream_target_failures_total', help: 'Attempts an upstream target failed: connection error, head timeout, 429/500/502/503/529.', labelNames, registers, collect: perTarget((s) => s.failures) });
+    new client.Counter({ name: 'gateway_upstream_target_failovers_total', help: 'Requests moved away from an upstream target to another after a failure.', labelNames, registers, collect: perTarget((s) => s.failovers) });
+    new client.Gauge({ name: 'gateway_upstream_target_up', help: '1 while an upstream target takes requests; 0 while it cools down or its breaker is open.', labelNames, registers, collect: perTarget((s) => (s.state === 'healthy' || s.state === 'half_open' ? 1 : 0)) });
+  }
+
+  return { registry, recordRequest, trackOpenStreams, watchUpstreams };
 }
 
 /**

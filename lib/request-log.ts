@@ -33,5 +33,6 @@ export function formatRequestLogRecord(ctx: RequestContext, res: Response, time:
     clientAborted: !res.writableFinished,
     sessionId: ctx.sessionId ?? null,
     agentId: ctx.agentId ?? null,
+    upstreamTarget: ctx.upstreamTarget ?? null,
   };
 }

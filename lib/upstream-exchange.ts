@@ -23,7 +23,8 @@ import { emptyUsage, mergeNativeUsage } from '../translators/usage';
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
  * (the native proxy's) through `upstream.exchange`. When the client goes away before its reply has
  * been written, the attempt under way (and any retry wait) is cancelled. The reply's status goes on
- * the context.
+ * the context, with the target that sent it. Attempts are routed by the request's canonical model
+ * and session (`ctx.sessionId`).
  * @returns the reply, or undefined when the client was already gone (the reply has been aborted)
  * @throws GatewayError 502/504 from the upstream client
  */
@@ -38,11 +39,12 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   const ctx = getContext(res);
   const span = ctx.trace ? startUpstreamSpan(ctx, upstream, request) : undefined;
   try {
+    // The context is the route: its canonical model (a target's `models`) and session (affinity).
     if (typeof request === 'function') {
-      reply = await upstream.exchange(request, clientGone.signal);
+      reply = await upstream.exchange(request, clientGone.signal, ctx);
     } else {
       const accept = ctx.stream ? 'text/event-stream' : 'application/json';
-      reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal);
+      reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal, ctx);
     }
   } catch (err) {
     span?.end(err as Error);
@@ -60,6 +62,7 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     reply.abort();
     return undefined;
   }
+  ctx.upstreamTarget = reply.target;
   recordReply(ctx, { status: reply.response.statusCode ?? 502 });
   return reply;
 }

@@ -1,11 +1,23 @@
 /**
  * Health: `GET /healthz` is liveness (`{status: "ok"}` while the process serves); `GET /health` adds
- * upstream and store reachability (`status: "degraded"` and 503 when either is unreachable).
+ * upstream and store reachability (`status: "degraded"` and 503 when either is unreachable) and each
+ * key group's upstream targets with their state (healthy, cooling_down, breaker_open, half_open).
  */
 import type { RequestHandler } from 'express';
 import { sendJson } from '../lib/json-reply';
 import type { GatewayStore } from '../lib/store/types';
-import type { UpstreamClient } from '../lib/upstream';
+import type { KeyGroupUpstreamStatus, UpstreamClient } from '../lib/upstream';
+
+/**
+ * What /health (unauthenticated) shows of each group's targets: id, state and until when (ISO 8601),
+ * never URLs, models or counters (the admin API's `GET /upstreams` has those).
+ */
+function viewTargets(groups: KeyGroupUpstreamStatus[]) {
+  return groups.map((group) => ({
+    id: group.keyGroup,
+    targets: group.targets.map((target) => ({ id: target.id, state: target.state, until: target.until === null ? null : new Date(target.until).toISOString() })),
+  }));
+}
 
 export function createLiveness(): RequestHandler {
   return (_req, res) => {
@@ -18,6 +30,8 @@ export interface HealthOptions {
   store: GatewayStore;
   /** True when the upstream is the embedded simulated one. */
   simulated: boolean;
+  /** Each key group's upstream targets with their state (this instance's view). Default: not shown. */
+  targets?: () => KeyGroupUpstreamStatus[];
 }
 
 export function createHealth(options: HealthOptions): RequestHandler {
@@ -29,7 +43,7 @@ export function createHealth(options: HealthOptions): RequestHandler {
     const ok = upstreamReachable && storeReachable;
     sendJson(res, ok ? 200 : 503, {
       status: ok ? 'ok' : 'degraded',
-      upstream: { reachable: upstreamReachable, simulated: options.simulated },
+      upstream: { reachable: upstreamReachable, simulated: options.simulated, ...(options.targets ? { keyGroups: viewTargets(options.targets()) } : {}) },
       store: { kind: options.store.kind, reachable: storeReachable },
     });
   };

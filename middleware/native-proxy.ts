@@ -16,7 +16,7 @@ import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
-import type { StartAttempt, UpstreamClient } from '../lib/upstream';
+import type { StartAttempt, UpstreamClient, UpstreamTarget } from '../lib/upstream';
 import {
   failExchange, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
 } from '../lib/upstream-exchange';
@@ -42,7 +42,7 @@ const DROPPED_REQUEST_HEADERS = [
  */
 const DROPPED_REPLY_HEADER = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|request-id|x-request-id|anthropic-ratelimit-.*|anthropic-organization-id|set-cookie|x-api-key|authorization|cf-.*|server|via|x-envoy-.*)$/i;
 
-/** Parsed upstream targets kept per native proxy (one per distinct query string: SDKs send none or `?beta=true`). */
+/** Parsed upstream URLs kept per target of a native proxy (one per distinct query string: SDKs send none or `?beta=true`). */
 const MAX_CACHED_TARGETS = 32;
 
 /**
@@ -169,17 +169,19 @@ async function sendWholeReply(response: http.IncomingMessage, res: Response, ctx
 
 export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   const { upstream } = options;
-  const proxy = httpProxy.createProxyServer({ agent: upstream.agent, changeOrigin: true, ignorePath: true, xfwd: false, selfHandleResponse: true });
+  const proxy = httpProxy.createProxyServer({ changeOrigin: true, ignorePath: true, xfwd: false, selfHandleResponse: true });
   // Each attempt's failures reach the retry loop through its request's own 'error' event.
   const ignoreProxyError = () => undefined;
 
-  // http-proxy parses a string target with `url.parse` on every request; it is given the parsed form.
-  const targets = new Map<string, Url>();
-  const targetFor = (search: string): Url => {
-    let target = targets.get(search);
+  // http-proxy parses a string target with `url.parse` on every request; it is given the parsed form,
+  // kept per upstream target.
+  const parsed = upstream.targets.map(() => new Map<string, Url>());
+  const targetFor = (to: UpstreamTarget, search: string): Url => {
+    const cache = parsed[to.index];
+    let target = cache.get(search);
     if (!target) {
-      target = parseUrl(`${upstream.url.origin}${upstream.url.pathname.replace(/\/+$/, '')}${options.path}${search}`);
-      if (targets.size < MAX_CACHED_TARGETS) targets.set(search, target);
+      target = parseUrl(`${to.url.origin}${to.basePath}${options.path}${search}`);
+      if (cache.size < MAX_CACHED_TARGETS) cache.set(search, target);
     }
     return target;
   };
@@ -189,13 +191,13 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     try {
       const body = upstreamBody(req.body, ctx);
       const query = req.originalUrl.indexOf('?');
-      const target = targetFor(query === -1 ? '' : req.originalUrl.slice(query));
+      const search = query === -1 ? '' : req.originalUrl.slice(query);
       const headers = {
         'anthropic-version': String(req.headers['anthropic-version'] ?? req.headers['vendor-version']),
         'content-length': String(body.length),
         'accept-encoding': 'identity',
       };
-      const start: StartAttempt = (credential) => {
+      const start: StartAttempt = (credential, to) => {
         let sent: http.ClientRequest | undefined;
         // http-proxy pipes `buffer` into the request it built (in this call, before any byte left):
         // there its headers are made final and the whole body is written.
@@ -208,7 +210,7 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
             return request;
           },
         } as unknown as Stream;
-        proxy.web(req, res, { target, buffer, headers }, ignoreProxyError);
+        proxy.web(req, res, { target: targetFor(to, search), agent: to.agent, buffer, headers }, ignoreProxyError);
         if (!sent) throw errors.upstreamUnreachable('the upstream request could not be built');
         return sent;
       };

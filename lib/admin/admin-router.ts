@@ -2,7 +2,7 @@
  * The admin API, mounted at `/admin/v1` when ADMIN_TOKEN is set: list, create, read, change, rotate
  * and revoke keys, read a key's usage, read the catalogue. Every change is one store call, so it holds
  * on the next API request of every instance sharing the store, and writes one audit log line
- * (who "admin", what, key id; never a secret).
+ * (who "admin", what, key id; never a secret). `GET /upstreams` shows the upstream targets' health.
  *
  * Errors are GatewayErrors, rendered by the gateway's error handler in its native shape:
  * `{"type":"error","error":{"type","message"},"request_id"}`.
@@ -19,6 +19,7 @@ import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
+import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
 import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
@@ -40,6 +41,8 @@ export interface AdminRouterOptions {
   clock?: Clock;
   /** Budget alert defaults for `GET /keys` (read per request). Default: [50, 80, 100], no webhook. */
   alerts?: () => { thresholds: readonly number[]; webhookConfigured: boolean };
+  /** Each key group's upstream targets with their state, for `GET /upstreams`. Default: none listed. */
+  upstreams?: () => KeyGroupUpstreamStatus[];
 }
 
 /** Largest admin request body, in bytes. */
@@ -218,6 +221,14 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       })),
       keyGroups: catalogue.keyGroups.map((group) => ({ id: group.id, keyPrefix: group.keyPrefix, models: group.models })),
     });
+  });
+
+  // The targets' health as this instance sees it (lib/upstream/target-health.ts); `until` as ISO 8601.
+  router.get('/upstreams', (_req, res) => {
+    const data = (options.upstreams?.() ?? []).map((group) => ({
+      ...group, targets: group.targets.map((target) => ({ ...target, until: target.until === null ? null : new Date(target.until).toISOString() })),
+    }));
+    res.json({ data });
   });
 
   router.use((req, _res, next) => {

@@ -27,6 +27,7 @@ export const REQUEST_LOG_COLUMNS: Array<keyof RequestLogRecord> = [
   'time', 'requestId', 'keyId', 'keyGroup', 'route', 'model', 'status', 'stopReason', 'inputTokens', 'outputTokens',
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
   'sessionId', 'agentId',
+  'upstreamTarget',
 ];
 
 /** A record as exported: the same fields, `time` as ISO 8601. */

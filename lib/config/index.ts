@@ -11,6 +11,7 @@ import { ConfigError } from '../config-error';
 import { UPSTREAM_DEFAULTS } from '../upstream/client';
 import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from '../key-groups';
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
+import { resolveTopLevelTargets } from '../upstream-targets';
 import { configSchema } from './schema';
 import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
 
@@ -77,21 +78,20 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     }
     if (modelIds.has(alias)) throw new ConfigError(`invalid configuration: aliases.${alias}: shadows a catalogue id`);
   }
-  const upstreamUrl = env.UPSTREAM_URL || file.upstream.url || null;
-  if (upstreamUrl !== null && !/^https?:\/\//.test(upstreamUrl)) {
-    throw new ConfigError(`invalid configuration: upstream.url (or UPSTREAM_URL): "${upstreamUrl}" must start with http:// or https://`);
-  }
-  const apiKeyEnvs: string[] = [file.upstream.apiKeyEnv ?? 'UPSTREAM_API_KEY'].flat();
+  const { url: upstreamUrl, apiKeyEnvs, targets } = resolveTopLevelTargets(file.upstream, env, modelIds);
   const upstream: UpstreamConfig = {
-    url: upstreamUrl ? upstreamUrl.replace(/\/+$/, '') : null,
+    url: upstreamUrl,
     apiKeyEnv: apiKeyEnvs[0],
     apiKeyEnvs,
+    targets,
     timeoutMs: file.upstream.timeoutMs ?? 600_000,
     streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? UPSTREAM_DEFAULTS.streamIdleTimeoutMs,
     maxRetries: file.upstream.maxRetries ?? UPSTREAM_DEFAULTS.maxRetries,
     retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? UPSTREAM_DEFAULTS.retryBaseDelayMs,
     maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? UPSTREAM_DEFAULTS.maxRetryAfterMs,
     credentialRestMs: file.upstream.credentialRestMs ?? UPSTREAM_DEFAULTS.credentialRestMs,
+    breakerThreshold: file.upstream.breakerThreshold ?? UPSTREAM_DEFAULTS.breakerThreshold,
+    breakerCooldownMs: file.upstream.breakerCooldownMs ?? UPSTREAM_DEFAULTS.breakerCooldownMs,
   };
   const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
   const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));

@@ -1,5 +1,6 @@
 /** JSON schema of config.json (draft-07, as ajv's default), validated once at start-up. */
 import { keyGroupSchema } from '../key-groups';
+import { upstreamTargetsSchema } from '../upstream-targets';
 
 const pricingSchema = {
   type: 'object',
@@ -39,12 +40,15 @@ export const configSchema = {
             { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
           ],
         },
+        targets: upstreamTargetsSchema,
         timeoutMs: { type: 'integer', minimum: 1 },
         streamIdleTimeoutMs: { type: 'integer', minimum: 1 },
         maxRetries: { type: 'integer', minimum: 0, maximum: 10 },
         retryBaseDelayMs: { type: 'integer', minimum: 0 },
         maxRetryAfterMs: { type: 'integer', minimum: 0 },
         credentialRestMs: { type: 'integer', minimum: 0 },
+        breakerThreshold: { type: 'integer', minimum: 1, maximum: 100 },
+        breakerCooldownMs: { type: 'integer', minimum: 0 },
       },
     },
     models: {

@@ -3,6 +3,7 @@
  * every field are fixed (outside tools rely on them); see docs/operations.md "Configuration".
  */
 import type { KeyGroupConfig } from '../key-groups';
+import type { UpstreamTargetConfig } from '../upstream-targets';
 
 /** Prices of one model, in credits per million tokens. */
 export interface ModelPricing {
@@ -51,7 +52,7 @@ export interface KeyConfig {
 }
 
 export interface UpstreamConfig {
-  /** Base URL of a native-format upstream. null: the embedded simulated upstream. */
+  /** Base URL of a native-format upstream (the first target's). null: the embedded simulated upstream. */
   url: string | null;
   /** Name of the env variable that holds the upstream credential (the first of `apiKeyEnvs`). */
   apiKeyEnv: string;
@@ -61,6 +62,12 @@ export interface UpstreamConfig {
    * `credentialRestMs`. Default `["UPSTREAM_API_KEY"]`.
    */
   apiKeyEnvs: string[];
+  /**
+   * Where requests go (lib/upstream-targets.ts): config.json's `targets` (each with its own `url`,
+   * `apiKeyEnv`, `weight`, `models`), or the one target `default` of `url` / `apiKeyEnv`. Empty for
+   * the simulated upstream. `url` and `apiKeyEnvs` above are the first target's.
+   */
+  targets: UpstreamTargetConfig[];
   /** Time allowed for the upstream's reply head, in ms. Default 600000. */
   timeoutMs: number;
   /** Longest gap between two chunks of an upstream reply body before it is ended with an error, in ms. Default 120000. */
@@ -73,6 +80,10 @@ export interface UpstreamConfig {
   maxRetryAfterMs: number;
   /** How long a credential that got a 401 or 429 is left out of the rotation, in ms. Default 60000. */
   credentialRestMs: number;
+  /** Consecutive failures (connection error, head timeout, 429/500/502/503/529 without `retry-after`) that open a target's breaker. Default 3. */
+  breakerThreshold: number;
+  /** How long an open breaker keeps its target out, in ms; then one trial request decides. Default 30000. */
+  breakerCooldownMs: number;
 }
 
 export interface GatewayConfig {

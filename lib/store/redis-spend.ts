@@ -42,6 +42,7 @@ const LOG_FIELDS: Array<keyof RequestLogRecord> = [
   'time', 'requestId', 'keyId', 'keyGroup', 'route', 'model', 'status', 'stopReason', 'inputTokens', 'outputTokens',
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
   'sessionId', 'agentId',
+  'upstreamTarget',
 ];
 
 /** The `r` field of a stream entry for `record`. */

@@ -77,6 +77,8 @@ export interface RequestLogRecord {
   sessionId: string | null;
   /** The agent or subagent that sent it, where the client says; null otherwise. */
   agentId: string | null;
+  /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
+  upstreamTarget: string | null;
 }
 
 /** One page of the request log, in the order written; `cursor` continues after it (null: no more). */

@@ -19,6 +19,8 @@ export interface UpstreamReply {
   response: http.IncomingMessage;
   /** Destroys the request and its socket (client went away, stream idle). */
   abort(): void;
+  /** Id of the upstream target that sent the reply (set by the client's retry loop). */
+  target?: string;
 }
 
 /** Why an attempt brought no reply head: its socket error, and whether the head timeout caused it. */

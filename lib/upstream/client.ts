@@ -1,16 +1,19 @@
 /**
- * The upstream client: where requests go, with which credential, over one keep-alive agent, and the
- * one retry loop every upstream route goes through (`exchange`): the head timeout of each attempt,
- * the retry policy (before the first byte only), cancellation when the client goes away, and the idle
- * limit of the reply body. The native proxy builds its attempts with http-proxy; the translating
- * routes with `send`.
+ * The upstream client: where requests go (its targets: several deployments with their own URL,
+ * credentials and weight, see target.ts and target-choice.ts), with which credential, over one
+ * keep-alive agent per target, and the one retry loop every upstream route goes through
+ * (`exchange`): the head timeout of each attempt, failover to another target and the retry policy
+ * (before the first byte only), cancellation when the client goes away, and the idle limit of the
+ * reply body. The native proxy builds its attempts with http-proxy; the translating routes with `send`.
  */
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { mapUpstreamSocketError } from '../errors';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
-import { createCredentialRotation, type UpstreamCredential } from './credentials';
-import { createRetryPolicy } from './retry-policy';
+import type { UpstreamCredential } from './credentials';
+import { parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
+import { createHeldTarget, describeTarget, type HeldTarget, type TargetStatus, type UpstreamTarget, type UpstreamTargetOptions } from './target';
+import { createTargetChoice, type UpstreamRoute } from './target-choice';
+import { TARGET_HEALTH_DEFAULTS } from './target-health';
 
 /** The defaults of the upstream fault settings (config `upstream.*`, keyGroups[].upstream). */
 export const UPSTREAM_DEFAULTS = {
@@ -24,27 +27,35 @@ export const UPSTREAM_DEFAULTS = {
   maxRetryAfterMs: 20_000,
   /** How long a credential that got a 401 or 429 rests, ms. */
   credentialRestMs: 60_000,
+  /** Consecutive failures of a target that open its breaker. */
+  breakerThreshold: TARGET_HEALTH_DEFAULTS.breakerThreshold,
+  /** How long an open breaker keeps its target out before one trial request, ms. */
+  breakerCooldownMs: TARGET_HEALTH_DEFAULTS.breakerCooldownMs,
 } as const;
 
 export interface UpstreamOptions {
-  /** Base URL, e.g. `https://upstream.example` (a path is kept as a prefix). */
-  url: string;
-  /** One credential (same as `apiKeys: [apiKey]`). */
+  /** The targets requests are spread over (at most 16). Absent: the one target of `url` and `apiKey(s)`. */
+  targets?: UpstreamTargetOptions[];
+  /** Base URL, e.g. `https://upstream.example` (a path is kept as a prefix); the single-target form. */
+  url?: string;
+  /** One credential (same as `apiKeys: [apiKey]`); the single-target form. */
   apiKey?: string;
-  /** Credentials used in turn; empty or absent sends none (the simulated upstream needs none). */
+  /** Credentials used in turn; empty or absent sends none (the simulated upstream needs none); the single-target form. */
   apiKeys?: string[];
   /** How the credential is sent: `x-api-key` (native upstreams, the default) or `bearer` (chat-completions upstreams). */
   auth?: 'x-api-key' | 'bearer';
   /** Time allowed for the reply head, per attempt, in ms. */
   timeoutMs: number;
-  /** See UPSTREAM_DEFAULTS for these five. */
+  /** See UPSTREAM_DEFAULTS for these seven. */
   streamIdleTimeoutMs?: number;
   maxRetries?: number;
   retryBaseDelayMs?: number;
   maxRetryAfterMs?: number;
   credentialRestMs?: number;
+  breakerThreshold?: number;
+  breakerCooldownMs?: number;
   /**
-   * Max sockets open to the upstream at once. Default: no cap. Every open stream holds one socket for
+   * Max sockets open to each target at once. Default: no cap. Every open stream holds one socket for
    * as long as the reply runs (minutes), so a cap makes request cap+1 wait behind streams, not load.
    */
   maxSockets?: number;
@@ -58,8 +69,8 @@ export type UpstreamFaultOptions = Pick<UpstreamOptions, keyof typeof UPSTREAM_D
 
 /** The fault-handling settings of a resolved `upstream` config section. */
 export function faultOptionsOf(upstream: Required<UpstreamFaultOptions>): UpstreamFaultOptions {
-  const { streamIdleTimeoutMs, maxRetries, retryBaseDelayMs, maxRetryAfterMs, credentialRestMs } = upstream;
-  return { streamIdleTimeoutMs, maxRetries, retryBaseDelayMs, maxRetryAfterMs, credentialRestMs };
+  const { streamIdleTimeoutMs, maxRetries, retryBaseDelayMs, maxRetryAfterMs, credentialRestMs, breakerThreshold, breakerCooldownMs } = upstream;
+  return { streamIdleTimeoutMs, maxRetries, retryBaseDelayMs, maxRetryAfterMs, credentialRestMs, breakerThreshold, breakerCooldownMs };
 }
 
 export interface UpstreamRequest {
@@ -70,35 +81,36 @@ export interface UpstreamRequest {
   body: Buffer;
 }
 
-/** Starts one attempt with `credential`: the request it sent (http-proxy's, or the client's own). */
-export type StartAttempt = (credential: UpstreamCredential) => http.ClientRequest;
+/** Starts one attempt with `credential` at `target`: the request it sent (http-proxy's, or the client's own). */
+export type StartAttempt = (credential: UpstreamCredential, target: UpstreamTarget) => http.ClientRequest;
 
 export interface UpstreamClient {
+  /** The first target's URL and agent. */
   readonly url: URL;
   readonly agent: http.Agent;
+  /** Every target, in config order. */
+  readonly targets: readonly UpstreamTarget[];
   readonly timeoutMs: number;
   readonly streamIdleTimeoutMs: number;
-  /** The next credential in turn, skipping rested ones. */
-  pickCredential(): UpstreamCredential;
-  /**
-   * Record an attempt's outcome (a 401/429 rests its credential) and decide whether to try again.
-   * @param retriesDone retries already made for this request (0 after the first attempt)
-   * @returns the delay in ms before the next attempt, or null for no retry
-   */
-  planRetry(credential: UpstreamCredential, outcome: AttemptOutcome, retriesDone: number): number | null;
-  /** `text` with every configured credential replaced by `[redacted]`; `text` itself when it holds none. */
+  /** `text` with every configured credential of every target replaced by `[redacted]`; `text` itself when it holds none. */
   redact(text: string): string;
   /**
-   * The retry loop: start attempts until one brings a reply head the policy does not retry. A reply
-   * body that stays idle longer than `streamIdleTimeoutMs` is destroyed with an UPSTREAM_IDLE error.
+   * The retry loop: start attempts until one brings a reply head that is neither retried nor failed
+   * over. Each attempt goes to a target chosen for `route` (target-choice.ts); before the first byte, a
+   * connection error, a head timeout or a 429/500/502/503/529 marks the target failed (health) and moves
+   * the request to another available target at once; with none left, the retry policy decides.
+   * A reply body that stays idle longer than `streamIdleTimeoutMs` is destroyed with an UPSTREAM_IDLE error.
    * @param signal cancels the attempt under way and any retry wait (the client went away)
+   * @returns the reply, with `target` the id of the target that gave it
    * @throws GatewayError 502 when the upstream cannot be reached, 504 when no head comes in `timeoutMs`
    */
-  exchange(start: StartAttempt, signal?: CancelSignal): Promise<UpstreamReply>;
+  exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply>;
   /** POST `request` through `exchange`. */
-  send(request: UpstreamRequest, signal?: CancelSignal): Promise<UpstreamReply>;
-  /** True when an HTTP answer (any status) comes back within `timeoutMs` ms. */
+  send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply>;
+  /** True when an HTTP answer (any status) comes back from some target within `timeoutMs` ms. */
   ping(timeoutMs?: number): Promise<boolean>;
+  /** Each target's health and counters, by this instance (config order). */
+  describeTargets(): TargetStatus[];
 }
 
 /** Resolves after `ms`; rejects at once when `signal` aborts. */
@@ -117,36 +129,79 @@ function sleep(ms: number, signal?: CancelSignal): Promise<void> {
   });
 }
 
+/** Statuses that mark a target failed and move the request to another: rate limit, server error, overload. */
+export const FAILOVER_STATUSES = RETRYABLE_STATUSES;
+
+/**
+ * Whether an attempt's outcome is the target's failure (not the model's answer), and the cooldown
+ * the upstream asked for: undefined when it is no failure, else the `retry-after` in ms or null.
+ * A 429 of one credential while another of the target's is awake rests that credential only; a reset
+ * kept-alive socket is the socket's fault, not the target's.
+ */
+function failureOf(target: HeldTarget, credential: UpstreamCredential, outcome: AttemptOutcome, now: () => number): number | null | undefined {
+  if ('status' in outcome) {
+    if (!FAILOVER_STATUSES.has(outcome.status)) return undefined;
+    if (outcome.status === 429 && credential.index >= 0 && target.credentials.anotherAwake(credential.index)) return undefined;
+    return parseRetryAfter(outcome.headers, now()) ?? null;
+  }
+  if (outcome.error.code === 'ECONNRESET' && outcome.reusedSocket && !outcome.timedOut) return undefined;
+  return null;
+}
+
 /** Create the client for one upstream. */
 export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
-  const url = new URL(options.url);
-  const secure = url.protocol === 'https:';
-  const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? Infinity, maxFreeSockets: 256 };
-  const agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
-  const transport = secure ? https : http;
-  const basePath = url.pathname.replace(/\/+$/, '');
   const now = options.now ?? Date.now;
   const settings = { ...UPSTREAM_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) };
-  const credentials = createCredentialRotation(options.apiKeys ?? (options.apiKey ? [options.apiKey] : []), options.auth ?? 'x-api-key', now);
-  const planRetry = createRetryPolicy({ ...settings, now, random: options.random ?? Math.random }, credentials);
+  const targetSettings = { ...settings, now, random: options.random ?? Math.random, auth: options.auth ?? 'x-api-key' as const, maxSockets: options.maxSockets };
+  const configured = options.targets ?? [{ url: options.url!, apiKeys: options.apiKeys ?? (options.apiKey ? [options.apiKey] : []) }];
+  if (configured.length === 0) throw new TypeError('an upstream client needs a target');
+  const targets = configured.map((target, index) => createHeldTarget(target, index, targetSettings));
+  const single = targets.length === 1 ? targets[0] : undefined;
+  const choice = createTargetChoice(targets);
 
-  async function exchange(start: StartAttempt, signal?: CancelSignal): Promise<UpstreamReply> {
-    for (let retriesDone = 0; ; retriesDone++) {
-      const credential = credentials.pick();
+  async function exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply> {
+    let tried = 0;
+    for (let retriesDone = 0; ;) {
+      const target = single ?? choice.choose(route, tried, now());
+      target.health.take(now);
+      target.counters.requests++;
+      const credential = target.credentials.pick();
       let outcome: AttemptOutcome;
       let reply: UpstreamReply | undefined;
       try {
-        reply = await awaitReplyHead(start(credential), options.timeoutMs, settings.streamIdleTimeoutMs, signal);
+        reply = await awaitReplyHead(start(credential, target), options.timeoutMs, settings.streamIdleTimeoutMs, signal);
+        reply.target = target.id;
         outcome = { status: reply.response.statusCode ?? 502, headers: reply.response.headers };
       } catch (failure) {
         outcome = failure as AttemptFailure;
       }
-      const delay = signal?.aborted ? null : planRetry(credential, outcome, retriesDone);
+      if (signal?.aborted) {
+        target.health.released();
+        if (reply) return reply;
+        const failed = outcome as AttemptFailure;
+        throw mapUpstreamSocketError(failed.error, failed.timedOut);
+      }
+      const failure = failureOf(target, credential, outcome, now);
+      if (failure === undefined) {
+        target.health.succeeded();
+        if (route?.sessionId !== undefined && !single) choice.pin(route.sessionId, target);
+      } else {
+        target.counters.failures++;
+        target.health.failed(now(), failure ?? undefined);
+      }
+      const delay = target.planRetry(credential, outcome, retriesDone);
+      const mayMove = !single && failure !== undefined && !('status' in outcome && outcome.headers['x-should-retry'] === 'false');
+      if (mayMove && choice.hasUntried(route, (tried |= 1 << target.index), now())) {
+        target.counters.failovers++;
+        reply?.response.resume();
+        continue;
+      }
       if (delay === null) {
         if (reply) return reply;
         const failed = outcome as AttemptFailure;
         throw mapUpstreamSocketError(failed.error, failed.timedOut);
       }
+      retriesDone++;
       reply?.response.resume();
       try {
         await sleep(delay, signal);
@@ -157,10 +212,11 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
     }
   }
 
-  function send(request: UpstreamRequest, signal?: CancelSignal): Promise<UpstreamReply> {
-    return exchange((credential) => {
-      const req = transport.request({
-        protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: 'POST', path: basePath + request.path, agent,
+  function send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply> {
+    return exchange((credential, target) => {
+      const { url } = target;
+      const req = target.transport.request({
+        protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: 'POST', path: target.basePath + request.path, agent: target.agent,
         headers: {
           ...request.headers, ...credential.headers,
           'content-type': 'application/json', 'content-length': String(request.body.length), 'accept-encoding': 'identity',
@@ -168,12 +224,13 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       });
       req.end(request.body);
       return req;
-    }, signal);
+    }, signal, route);
   }
 
-  function ping(timeoutMs = 2000): Promise<boolean> {
+  function pingTarget(target: HeldTarget, timeoutMs: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const req = transport.request({ protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: 'HEAD', path: basePath + '/', agent });
+      const { url } = target;
+      const req = target.transport.request({ protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: 'HEAD', path: target.basePath + '/', agent: target.agent });
       const timer = setTimeout(() => req.destroy(), timeoutMs);
       req.once('response', (res) => {
         clearTimeout(timer);
@@ -189,7 +246,21 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   }
 
   return {
-    url, agent, timeoutMs: options.timeoutMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
-    pickCredential: credentials.pick, planRetry, redact: credentials.redact, exchange, send, ping,
+    url: targets[0].url, agent: targets[0].agent, targets, timeoutMs: options.timeoutMs, streamIdleTimeoutMs: settings.streamIdleTimeoutMs,
+    // The native proxy redacts every reply header: one target's rotation is called directly.
+    redact: single ? single.credentials.redact : (text) => {
+      let out = text;
+      for (const target of targets) out = target.credentials.redact(out);
+      return out;
+    },
+    exchange,
+    send,
+    async ping(timeoutMs = 2000) {
+      return (await Promise.all(targets.map((target) => pingTarget(target, timeoutMs)))).includes(true);
+    },
+    describeTargets() {
+      const at = now();
+      return targets.map((target) => describeTarget(target, at));
+    },
   };
 }

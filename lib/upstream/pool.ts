@@ -1,57 +1,101 @@
 /**
  * One upstream client per distinct upstream of the key groups, created on first use and kept across
- * config reloads (a reload that points a group elsewhere gets a new client; one that does not keeps
- * the warm keep-alive agent).
+ * config reloads (a reload that changes a group's targets gets a new client; one that does not keeps
+ * the warm keep-alive agents and the targets' health).
+ *
+ * An upstream is identified by its targets (id, URL, credential env variables, weight, models) and
+ * its head timeout, never by its URL alone: a group with its own credential on the top-level URL gets
+ * a client of its own, and no group ever sends another's credential.
  */
 import type { KeyGroupConfig } from '../key-groups';
+import type { UpstreamTargetConfig } from '../upstream-targets';
 import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './client';
+import type { TargetStatus } from './target';
+
+/** One client of the pool, named for metrics and /health. */
+export interface PooledUpstream {
+  /** `default` for the top-level upstream, else the id of the first key group that used the client. */
+  name: string;
+  client: UpstreamClient;
+}
+
+/** A key group's upstream as /health and the admin API show it. */
+export interface KeyGroupUpstreamStatus {
+  keyGroup: string;
+  /** The pooled client's name (several groups may share one upstream). */
+  upstream: string;
+  targets: TargetStatus[];
+}
 
 export interface UpstreamPool {
-  /** The client of a group's upstream. A native group without a URL uses the default client. */
+  /** The client of a group's upstream. A native group on the top-level targets uses the default client. */
   forGroup(group: KeyGroupConfig): UpstreamClient;
   /** Every client created so far, the default one first. */
   all(): UpstreamClient[];
-  /** Destroy the agents of every client. */
+  /** Every client created so far with its name, the default one first. */
+  entries(): PooledUpstream[];
+  /** The targets' state of each group's upstream (creating the clients not used yet). */
+  describe(groups: readonly KeyGroupConfig[]): KeyGroupUpstreamStatus[];
+  /** Destroy the agents of every client but the default one (its owner destroys it). */
   destroy(): void;
 }
 
 export interface UpstreamPoolOptions {
   /** The client of the top-level upstream (or the embedded simulated one). */
   defaultClient: UpstreamClient;
-  /** URL the default client was created for (`upstream.url`), null for the simulated upstream. */
-  defaultUrl: string | null;
-  /** Idle limit, retries and credential rest of every client created here. Default: the client defaults. */
+  /** The targets the default client was created for (`upstream.targets`); empty for the simulated upstream. */
+  defaultTargets: readonly UpstreamTargetConfig[];
+  /** Idle limit, retries, credential rest and breaker of every client created here. Default: the client defaults. */
   faults?: UpstreamFaultOptions;
   /** Reads an upstream credential by env variable name. Default: `process.env`. */
   env?: Record<string, string | undefined>;
 }
 
+/** The identity of a list of targets (what tells two upstreams apart). */
+function identityOf(targets: readonly UpstreamTargetConfig[]): string {
+  return JSON.stringify(targets.map((target) => [target.id, target.url, target.apiKeyEnvs, target.weight, target.models]));
+}
+
+/** The pool of a gateway's upstream clients around its default (top-level) one. */
 export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
   const env = options.env ?? process.env;
-  const clients = new Map<string, UpstreamClient>();
-  const keyOf = (group: KeyGroupConfig) => {
-    const { kind, url, apiKeyEnv, timeoutMs } = group.upstream;
-    return JSON.stringify([kind, url, apiKeyEnv, timeoutMs]);
-  };
+  const defaultIdentity = identityOf(options.defaultTargets);
+  const clients = new Map<string, PooledUpstream>();
+
+  function forGroup(group: KeyGroupConfig): UpstreamClient {
+    const { kind, targets, timeoutMs } = group.upstream;
+    const identity = identityOf(targets);
+    if (kind === 'native' && identity === defaultIdentity && timeoutMs === options.defaultClient.timeoutMs) return options.defaultClient;
+    const key = JSON.stringify([kind, timeoutMs, identity]);
+    let pooled = clients.get(key);
+    if (!pooled) {
+      const client = createUpstreamClient({
+        targets: targets.map((target) => ({
+          id: target.id, url: target.url, weight: target.weight, models: target.models,
+          apiKeys: target.apiKeyEnvs.map((name) => env[name] ?? ''),
+        })),
+        timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer', ...options.faults,
+      });
+      pooled = { name: group.id, client };
+      clients.set(key, pooled);
+    }
+    return pooled.client;
+  }
+
+  const entries = () => [{ name: 'default', client: options.defaultClient }, ...clients.values()];
   return {
-    forGroup(group) {
-      const { kind, url, apiKeyEnv, timeoutMs } = group.upstream;
-      if (kind === 'native' && (url === null || (url === options.defaultUrl && timeoutMs === options.defaultClient.timeoutMs))) {
-        return options.defaultClient;
-      }
-      const key = keyOf(group);
-      let client = clients.get(key);
-      if (!client) {
-        client = createUpstreamClient({ url: url!, apiKey: env[apiKeyEnv], timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer', ...options.faults });
-        clients.set(key, client);
-      }
-      return client;
-    },
-    all() {
-      return [options.defaultClient, ...clients.values()];
+    forGroup,
+    all: () => entries().map((entry) => entry.client),
+    entries,
+    describe(groups) {
+      return groups.map((group) => {
+        const client = forGroup(group);
+        const upstream = entries().find((entry) => entry.client === client)!.name;
+        return { keyGroup: group.id, upstream, targets: client.describeTargets() };
+      });
     },
     destroy() {
-      for (const client of clients.values()) client.agent.destroy();
+      for (const { client } of clients.values()) for (const target of client.targets) target.agent.destroy();
     },
   };
 }

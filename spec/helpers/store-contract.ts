@@ -306,7 +306,7 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
     const logRecord = (requestId: string, overrides: Partial<RequestLogRecord> = {}): RequestLogRecord => ({
       time: 0, requestId, keyId: 'k1', keyGroup: 'default', route: 'POST /v1/messages', model: 'model-haiku-4.5', status: 200,
       stopReason: 'end_turn', inputTokens: 100, outputTokens: 20, cacheCreationInputTokens: 3, cacheReadInputTokens: 4, credits: 0,
-      firstByteMs: 12.5, durationMs: 40, streamed: false, clientAborted: false, sessionId: 'sess-1', agentId: null, ...overrides,
+      firstByteMs: 12.5, durationMs: 40, streamed: false, clientAborted: false, sessionId: 'sess-1', agentId: null, upstreamTarget: null, ...overrides,
     });
     const settle = async (keyId: string, month: string, credits: number, at: number, model = 'model-haiku-4.5', log = true) => {
       const r = await f.store.reserveCredits(keyId, month, 3, null, 60_000);

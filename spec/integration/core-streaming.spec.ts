@@ -118,7 +118,9 @@ describe('integration: embedded default (no upstream configured)', () => {
       expect(chatText).to.include('"finish_reason":"stop"').and.match(/data: \[DONE\]\n\n$/);
 
       const health = (await (await fetch(`${gateway.url}/health`)).json()) as { upstream: unknown };
-      expect(health.upstream).to.deep.equal({ reachable: true, simulated: true });
+      expect(health.upstream).to.deep.equal({
+        reachable: true, simulated: true, keyGroups: [{ id: 'default', targets: [{ id: 'default', state: 'healthy', until: null }] }],
+      });
     } finally {
       await gateway.close();
     }

@@ -123,7 +123,7 @@ describe('library API', () => {
     expect(seen[0].view).to.deep.include({ requestId, routeFormat: 'native', keyId: 'team-all', keyGroup: 'default', model: undefined });
     expect(seen[1].view).to.deep.include({ model: 'model-sonnet-4.6', upstreamModel: 'model-sonnet-4.6', requestedModel: 'sonnet', body: 'Hello' });
     expect(writeError).to.be.instanceOf(TypeError);
-    expect(records[0]).to.deep.include({ requestId, keyId: 'team-all', model: 'model-sonnet-4.6', status: 200, tags: { team: 'search' } });
+    expect(records[0]).to.deep.include({ requestId, keyId: 'team-all', model: 'model-sonnet-4.6', status: 200, upstreamTarget: 'default', tags: { team: 'search' } });
     expect(records[0].usage).to.deep.include({ input_tokens: 10, output_tokens: 5 });
     expect(records[0].credits).to.be.closeTo((10 * 3 + 5 * 15) / 1e6, 1e-12);
   });

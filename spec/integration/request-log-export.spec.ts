@@ -36,7 +36,7 @@ async function fillLog(store: GatewayStore, start: number): Promise<void> {
         time: start + n, requestId: `req_${String(n).padStart(24, '0')}`, keyId: `team-${n % 7}`, keyGroup: 'default',
         route: 'POST /v1/messages', model: 'model-sonnet-4.6', status: n % 50 === 0 ? 529 : 200, stopReason: 'end_turn',
         inputTokens: 1200 + n % 100, outputTokens: 300, cacheCreationInputTokens: 0, cacheReadInputTokens: 1024, credits: 0.0084,
-        firstByteMs: 312.5, durationMs: 1820.25, streamed: n % 2 === 0, clientAborted: false, sessionId: `sess-${n % 11}`, agentId: null,
+        firstByteMs: 312.5, durationMs: 1820.25, streamed: n % 2 === 0, clientAborted: false, sessionId: `sess-${n % 11}`, agentId: null, upstreamTarget: n % 2 === 0 ? 'primary' : null,
       };
       return store.appendRequestLog(record);
     }));

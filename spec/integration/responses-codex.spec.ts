@@ -5,73 +5,13 @@
  * (update check, analytics, feedback, web search, plugins and apps): it talks only to the gateway on
  * 127.0.0.1.
  */
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { expect } from 'chai';
+import { codexExec } from '../helpers/codex-cli';
 import type { FakeHandler } from '../helpers/fake-upstream';
 import { admin, ADMIN_TOKEN } from '../helpers/admin';
 import { expectOneSession } from '../helpers/client-matrix';
-import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { roundTripHandler, streamOf, waitForRequestLines } from '../helpers/responses-upstream';
-import { tempDir } from '../helpers/temp-dir';
-import { TEST_CLIENT_MODULES } from '../helpers/test-clients';
-
-const CODEX = path.join(TEST_CLIENT_MODULES, '@openai', 'codex', 'bin', 'codex.js');
-
-/** The provider block of docs/responses.md, for a gateway at `baseUrl`. */
-function codexConfig(baseUrl: string): string {
-  return [
-    'model = "sonnet"',
-    'model_provider = "gateway"',
-    'approval_policy = "never"',
-    // The test's command runs without Codex's sandbox (bubblewrap needs namespaces a CI box may lack).
-    'sandbox_mode = "danger-full-access"',
-    'check_for_update_on_startup = false',
-    'web_search = "disabled"',
-    // Without these Codex looks up github.com, api.github.com and chatgpt.com (plugins, apps); with
-    // them it opens no connection but the gateway's (checked with strace -e trace=connect,sendto).
-    '[features]',
-    'plugins = false',
-    'remote_plugin = false',
-    'apps = false',
-    'plugin_sharing = false',
-    'tool_suggest = false',
-    '[analytics]',
-    'enabled = false',
-    '[feedback]',
-    'enabled = false',
-    '[model_providers.gateway]',
-    'name = "Model Gateway"',
-    `base_url = "${baseUrl}/v1"`,
-    'env_key = "GATEWAY_API_KEY"',
-    'wire_api = "responses"',
-    '',
-  ].join('\n');
-}
-
-/** Run `codex exec <prompt>` in a fresh CODEX_HOME; resolves with its exit code and output. */
-function codexExec(gw: TestGateway, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const home = tempDir('codex-home-');
-  fs.writeFileSync(path.join(home, 'config.toml'), codexConfig(gw.url));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CODEX, 'exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', prompt], {
-      cwd: home,
-      env: { PATH: process.env.PATH ?? '', HOME: home, CODEX_HOME: home, GATEWAY_API_KEY: KEYS.all },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 describe('Responses API (Codex CLI, codex exec)', function () {
   this.timeout(90_000);

@@ -80,7 +80,7 @@ describe('MemoryStore', () => {
       const r = await before.reserveCredits('k1', '2025-06', 5, null, 60_000);
       if (!r.ok) throw new Error('reserve failed');
       const log = { time: 0, requestId: 'req_1', keyId: 'k1', keyGroup: 'default', route: 'POST /v1/messages', model: 'm', status: 200, stopReason: 'end_turn',
-        inputTokens: 10, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, firstByteMs: 5, durationMs: 9, streamed: true, clientAborted: false, sessionId: null, agentId: null };
+        inputTokens: 10, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, firstByteMs: 5, durationMs: 9, streamed: true, clientAborted: false, sessionId: null, agentId: null, upstreamTarget: null };
       await before.settleCredits(r.reservation, { model: 'm', inputTokens: 10, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.3, log });
       const alert = { id: 'k1:2025-06:50', keyId: 'k1', keyName: 'k1', threshold: 50, spent: 5, cap: 10, month: '2025-06', crossedAt: 1 };
       await before.claimBudgetAlert(alert);

@@ -1,12 +1,15 @@
 /** The upstream client's retry policy and credential rotation, with a fixed clock and random source. */
 import { expect } from 'chai';
-import { createUpstreamClient, parseRetryAfter, type AttemptOutcome } from '../../lib/upstream';
+import { createCredentialRotation, parseRetryAfter, type AttemptOutcome } from '../../lib/upstream';
+import { createRetryPolicy } from '../../lib/upstream/retry-policy';
 
-function client(extra: Record<string, unknown> = {}, clock = { now: 1_000_000 }, random = 0) {
-  return createUpstreamClient({
-    url: 'http://127.0.0.1:9', timeoutMs: 1000, apiKeys: ['key-a', 'key-b'], retryBaseDelayMs: 500,
-    credentialRestMs: 60_000, maxRetryAfterMs: 20_000, now: () => clock.now, random: () => random, ...extra,
-  });
+/** One target's credentials and retry policy, as the client holds them (lib/upstream/target.ts). */
+function client(extra: { apiKeys?: string[]; maxRetries?: number } = {}, clock = { now: 1_000_000 }, random = 0) {
+  const credentials = createCredentialRotation(extra.apiKeys ?? ['key-a', 'key-b'], 'x-api-key', () => clock.now);
+  const planRetry = createRetryPolicy({
+    maxRetries: extra.maxRetries ?? 2, retryBaseDelayMs: 500, credentialRestMs: 60_000, maxRetryAfterMs: 20_000, now: () => clock.now, random: () => random,
+  }, credentials);
+  return { pickCredential: credentials.pick, planRetry, redact: credentials.redact };
 }
 
 const status = (code: number, headers: Record<string, string> = {}): AttemptOutcome => ({ status: code, headers });

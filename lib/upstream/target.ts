@@ -1,0 +1,105 @@
+/**
+ * One upstream target as the client holds it: its URL and keep-alive agent, its credentials in turn
+ * with their retry policy, its health (target-health.ts) and its counters (Prometheus reads them).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { createCredentialRotation, type CredentialRotation } from './credentials';
+import { createRetryPolicy, type RetryPolicyOptions } from './retry-policy';
+import { TargetHealth, type TargetHealthOptions, type TargetHealthView } from './target-health';
+
+/** What a target is configured with (see lib/upstream-targets.ts for the config form). */
+export interface UpstreamTargetOptions {
+  /** Names the target in logs and metrics. Default `default`. */
+  id?: string;
+  /** Base URL, e.g. `https://upstream.example` (a path is kept as a prefix). */
+  url: string;
+  /** Credentials used in turn; empty or absent sends none (the simulated upstream needs none). */
+  apiKeys?: string[];
+  /** Share of the requests spread by weight. Default 1. */
+  weight?: number;
+  /** Catalogue IDs served; absent or null: every model. */
+  models?: readonly string[] | null;
+}
+
+/** What an attempt's builder reads of the target it goes to. */
+export interface UpstreamTarget {
+  readonly id: string;
+  /** Position in the client's list. */
+  readonly index: number;
+  readonly url: URL;
+  /** `url.pathname` without its trailing slashes: the prefix of every upstream path. */
+  readonly basePath: string;
+  readonly agent: http.Agent;
+  readonly transport: typeof http | typeof https;
+}
+
+/** Counters of one target since start, by this instance. */
+export interface TargetCounters {
+  /** Attempts sent to it. */
+  requests: number;
+  /** Attempts that failed (connection error, head timeout, 429/500/502/503/529). */
+  failures: number;
+  /** Requests moved from it to another target after a failure. */
+  failovers: number;
+}
+
+/** A target with what the client keeps for it. */
+export interface HeldTarget extends UpstreamTarget {
+  readonly weight: number;
+  /** The served models; null: every model. */
+  readonly models: ReadonlySet<string> | null;
+  readonly credentials: CredentialRotation;
+  readonly planRetry: ReturnType<typeof createRetryPolicy>;
+  readonly health: TargetHealth;
+  readonly counters: TargetCounters;
+  /** Smooth weighted round-robin's running weight (target-choice.ts). */
+  current: number;
+}
+
+/** A target's state as /health and the admin API show it. */
+export interface TargetStatus extends TargetHealthView, TargetCounters {
+  id: string;
+  weight: number;
+  models: string[] | null;
+}
+
+export interface HeldTargetSettings extends RetryPolicyOptions, TargetHealthOptions {
+  auth: 'x-api-key' | 'bearer';
+  maxSockets?: number;
+}
+
+/**
+ * Create the target at `index` of a client: its keep-alive agent (http or https by its URL), its
+ * credential rotation and retry policy, a healthy state and zero counters.
+ * @throws TypeError when `options.url` is not a URL
+ */
+export function createHeldTarget(options: UpstreamTargetOptions, index: number, settings: HeldTargetSettings): HeldTarget {
+  const url = new URL(options.url);
+  const secure = url.protocol === 'https:';
+  const agentOptions = { keepAlive: true, maxSockets: settings.maxSockets ?? Infinity, maxFreeSockets: 256 };
+  const credentials = createCredentialRotation(options.apiKeys ?? [], settings.auth, settings.now);
+  return {
+    id: options.id ?? 'default',
+    index,
+    url,
+    basePath: url.pathname.replace(/\/+$/, ''),
+    agent: secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions),
+    transport: secure ? https : http,
+    weight: options.weight ?? 1,
+    models: options.models ? new Set(options.models) : null,
+    credentials,
+    planRetry: createRetryPolicy(settings, credentials),
+    health: new TargetHealth(settings),
+    counters: { requests: 0, failures: 0, failovers: 0 },
+    current: 0,
+  };
+}
+
+/** The status of `target` at `now` (epoch ms). */
+export function describeTarget(target: HeldTarget, now: number): TargetStatus {
+  return {
+    id: target.id, weight: target.weight, models: target.models ? [...target.models] : null,
+    ...target.health.view(now), ...target.counters,
+  };
+}
