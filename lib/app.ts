@@ -132,7 +132,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     for (const hook of hooks.onResponse) await hook(record, view);
   };
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
-  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store, clock), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store, clock, logger), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
   if (deps.alerts) {
     // After settlement: the month's spend read back includes this request.
     afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));

@@ -134,6 +134,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
       overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
       webSearchesPerRequest: file.reservation?.webSearchesPerRequest ?? 10,
+      minOutputTokens: file.reservation?.minOutputTokens ?? 16,
     },
     limits: {
       bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024,

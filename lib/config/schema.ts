@@ -12,6 +12,9 @@ const pricingSchema = {
     cacheReadPerMillion: { type: 'number', minimum: 0 },
     cacheWrite1hPerMillion: { type: 'number', minimum: 0 },
     webSearchPerRequest: { type: 'number', minimum: 0 },
+    webFetchPerRequest: { type: 'number', minimum: 0 },
+    codeExecutionPerRequest: { type: 'number', minimum: 0 },
+    fastModeMultiplier: { type: 'number', minimum: 1 },
   },
 };
 
@@ -109,6 +112,7 @@ export const configSchema = {
         bytesPerInputToken: { type: 'number', exclusiveMinimum: 0 },
         overheadInputTokens: { type: 'integer', minimum: 0 },
         webSearchesPerRequest: { type: 'integer', minimum: 0 },
+        minOutputTokens: { type: 'integer', minimum: 1 },
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },

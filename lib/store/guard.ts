@@ -177,9 +177,9 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         return { outcome: 'admitted' as const, totalHits: 1, resetTime: new Date(Date.now() + request.rateLimitWindowMs), reserved };
       }
     },
-    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number) {
+    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number) {
       try {
-        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs));
+        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits));
       } catch (err) {
         if (!failOpen) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });

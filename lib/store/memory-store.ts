@@ -86,8 +86,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     const window = this.rateWindows.hit(record.id, now, request.rateLimitWindowMs);
     const admitted = { outcome: 'admitted' as const, totalHits: window.hits, resetTime: new Date(window.resetAt) };
     if (!request.reservation || window.hits > record.rateLimitPerMinute) return { ...admitted, reserved: null };
-    const { month, credits, ttlMs } = request.reservation;
-    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs) };
+    const { month, credits, ttlMs, minCredits } = request.reservation;
+    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs, minCredits) };
   }
 
   /** The key one of whose live secrets hashes to `sha256`. */
@@ -154,21 +154,26 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return copyRecord(stored.record);
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
-    return this.reserveNow(keyId, month, credits, cap, ttlMs);
+  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
+    return this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits);
   }
 
   /** The check and the reservation as one step, as the Redis script is: nothing awaits in here. */
-  private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): ReserveResult {
+  private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): ReserveResult {
     const now = this.clock();
     const bucket = `${keyId}|${month}`;
     const spent = this.spend.get(bucket) ?? 0;
     const reserved = this.reservations.liveUnits(bucket, now);
-    const units = toCreditUnitsCeil(credits);
+    let units = toCreditUnitsCeil(credits);
     if (cap !== null && spent + reserved + units > toCreditUnits(cap)) {
-      return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
+      const left = toCreditUnits(cap) - spent - reserved;
+      if (minCredits === undefined || left < toCreditUnitsCeil(minCredits)) {
+        return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
+      }
+      units = left;
     }
-    const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits };
+    const held = units === toCreditUnitsCeil(credits) ? credits : fromCreditUnits(units);
+    const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits: held };
     this.reservations.add(bucket, reservation.id, units, now + ttlMs);
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
