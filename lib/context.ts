@@ -75,6 +75,11 @@ export interface RequestContext {
   upstreamReached?: boolean;
   /** UTC month (`YYYY-MM`) the settlement booked this request's usage in (budget alerts read it). */
   settledMonth?: string;
+  /**
+   * UTC month whose credit cap this request found used up (refused 402 with no hold in flight and less
+   * left than the smallest request's minimal reply costs): budget alerts treat every threshold as reached.
+   */
+  capExhaustedMonth?: string;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -23,7 +23,7 @@ import { getContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { GatewayStore, Reservation } from '../lib/store/types';
-import { estimateWorstCase, fitOutputTokens, maxOutputTokens, worstCaseCredits, type CreditReservationFormat, type WorstCase } from './worst-case';
+import { boundInputTokens, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits, type CreditReservationFormat, type WorstCase } from './worst-case';
 
 export interface CreditReservationOptions {
   store: GatewayStore;
@@ -99,6 +99,12 @@ function lowerMaxTokens(req: Request, res: Response, format: CreditReservationFo
   res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
 }
 
+/**
+ * Bytes of the smallest request body worth sending (`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
+ * is 70): a cap whose credit left cannot pay one with a minimal reply is used up (the 100 % budget alert).
+ */
+const SMALLEST_BODY_BYTES = 64;
+
 /** Seconds a client refused for holds in flight is told to wait (`retry-after`): most replies end well within it. */
 const IN_FLIGHT_RETRY_AFTER_S = 5;
 
@@ -132,6 +138,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
   const { store } = options;
   const estimate = createReservationEstimate(options);
   const worstCaseOf = createWorstCaseEstimate(options);
+  const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
   const clock = options.clock ?? systemClock;
   const renewer = createReservationRenewer(store);
   return async (req, res, next) => {
@@ -145,6 +152,10 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits);
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
+        // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
+        const reservation = reservationNow();
+        const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
+        if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
         throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt);
       }
       if (result.reservation.credits < wanted.credits) {
