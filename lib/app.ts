@@ -24,7 +24,8 @@ import { createConfigSource, type ConfigSource } from './config-source';
 import { createAfterResponse, type AfterResponseStep } from './after-response';
 import { createHookContext, createHookStep, createUsageRecord, mergeHooks, type GatewayHooks } from './hooks';
 import type { RequestContext } from './context';
-import type { KeyGroupConfig } from './key-groups';
+import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from './key-groups';
+import { errors } from './errors';
 import { withRequestIds, type Logger } from './logger';
 import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './metrics';
 import { createSettlement } from './settlement';
@@ -52,6 +53,7 @@ import { createResolveAlias } from '../middleware/resolve-alias';
 import { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstream';
 import { createResponses } from '../middleware/responses';
 import { createStoredResponses } from '../middleware/stored-responses';
+import { createMessageBatches } from '../middleware/message-batches';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema, responsesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
@@ -188,6 +190,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   ];
   const versionHeader = [named('versionHeader', createVersionHeader())];
 
+  /** The native upstream of a request's key group; 404 for a key group whose upstream speaks chat-completions. */
+  const nativeUpstreamOf = (ctx: RequestContext, feature: string): UpstreamClient => {
+    const group = catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP);
+    if (!group || group.upstream.kind !== 'native') throw errors.notFound(`${feature} are not available for key group "${ctx.keyGroup}" (its upstream speaks chat-completions)`);
+    return upstreams.forGroup(group);
+  };
   /** Per key group, which handler serves each route (the fork). */
   const byKeyGroup = (handlerFor: (group: KeyGroupConfig, client: UpstreamClient) => RequestHandler) =>
     createKeyGroupDispatch({ catalogue, handlerFor: (group) => handlerFor(group, upstreams.forGroup(group)) });
@@ -210,6 +218,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
+  const batches = createMessageBatches({
+    store, catalogue, logger, clock,
+    reservation: () => source.config.reservation,
+    baseUrl: () => source.config.baseUrl,
+    upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Message Batches'),
+  });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
@@ -226,6 +240,14 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
+  // Message Batches: each request's model is checked by the create step itself (docs/batches-files.md).
+  const batchSteps = [...auth('native'), ...versionHeader, rateLimit];
+  router.post('/v1/messages/batches', jsonBody, ...batchSteps, named('messageBatchesCreate', batches.create));
+  router.get('/v1/messages/batches', ...batchSteps, named('messageBatchesList', batches.list));
+  router.get('/v1/messages/batches/:id', ...batchSteps, named('messageBatchesRetrieve', batches.retrieve));
+  router.post('/v1/messages/batches/:id/cancel', ...batchSteps, named('messageBatchesCancel', batches.cancel));
+  router.get('/v1/messages/batches/:id/results', ...batchSteps, named('messageBatchesResults', batches.results));
+  router.delete('/v1/messages/batches/:id', ...batchSteps, named('messageBatchesDelete', batches.remove));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,

@@ -12,6 +12,12 @@ export const PUBLIC_ROUTES = [
   'GET /v1/responses/{id}',
   'DELETE /v1/responses/{id}',
   'GET /v1/models',
+  'POST /v1/messages/batches',
+  'GET /v1/messages/batches',
+  'GET /v1/messages/batches/{id}',
+  'POST /v1/messages/batches/{id}/cancel',
+  'GET /v1/messages/batches/{id}/results',
+  'DELETE /v1/messages/batches/{id}',
   'GET /healthz',
   'GET /health',
   'GET /metrics',
@@ -47,8 +53,10 @@ export function routeLabel(route: string): string {
   const method = route.slice(0, space);
   const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
   if (publicPaths.has(path)) return `${method} ${path}`;
-  // One stored response: every id under one label.
+  // One stored response, one message batch: every id under one label.
   if (/^\/v1\/responses\/[^/]+$/.test(path)) return `${method} /v1/responses/{id}`;
+  const batch = /^\/v1\/messages\/batches\/[^/]+(\/cancel|\/results)?$/.exec(path);
+  if (batch) return `${method} /v1/messages/batches/{id}${batch[1] ?? ''}`;
   for (const mount of MOUNTS) {
     if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
   }

@@ -15,7 +15,7 @@
 import type { Request } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig, ModelConfig } from '../lib/config';
-import { rateMultiplier, resolvePricing } from '../lib/pricing';
+import { PUBLISHED_RATIOS, rateMultiplier, resolvePricing } from '../lib/pricing';
 
 /** The body formats whose output bound the credit step reads. */
 export type CreditReservationFormat = 'native' | 'chat' | 'responses';
@@ -117,4 +117,16 @@ export function fitOutputTokens(worst: WorstCase, credits: number): number {
   // A hair under the exact quotient: a float rounding up must not make the reply cost more than the hold.
   const tokens = Math.floor((left / worst.creditsPerOutputToken) * (1 - 1e-12));
   return Math.min(worst.maxTokens, Math.max(0, tokens));
+}
+
+/**
+ * The worst case of one Message Batches request (`params`: a Messages body) at the batch rate (0.5x
+ * on tokens, lib/pricing.ts); its input bound from the size of `params` serialised.
+ */
+export function batchWorstCase(model: ModelConfig, params: Record<string, unknown>, defaultMaxTokens: number, reservation: GatewayConfig['reservation']): number {
+  const given = params.max_tokens;
+  const maxTokens = typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : defaultMaxTokens;
+  const passes = asksCompaction(params) ? 2 : 1;
+  const input = boundInputTokens(Buffer.byteLength(JSON.stringify(params)), reservation);
+  return priceWorstCase(model, input * passes, maxTokens * passes, boundWebSearches(params, reservation), requestedRate(params, model) * PUBLISHED_RATIOS.batch);
 }

@@ -216,6 +216,10 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     saveResponse: (record, ttlMs) => call('saveResponse', () => store.saveResponse(record, ttlMs)),
     getResponse: (id) => call('getResponse', () => store.getResponse(id)),
     deleteResponse: (id) => call('deleteResponse', () => store.deleteResponse(id)),
+    // Pins (message batches, files): as stored responses; an outage is a 503.
+    savePin: (pin, ttlMs) => call('savePin', () => store.savePin(pin, ttlMs)),
+    getPin: (kind, id) => call('getPin', () => store.getPin(kind, id)),
+    deletePin: (kind, id) => call('deletePin', () => store.deletePin(kind, id)),
     ping() {
       return withTimeout(store.ping(), timeoutMs);
     },

@@ -10,14 +10,15 @@ import type { StoredResponse } from './types';
  */
 export const MAX_STORED_RESPONSES = 10_000;
 
-export class MemoryResponses {
+/** Records kept as JSON text with an expiry, the oldest dropped past MAX_STORED_RESPONSES (stored responses, pins). */
+export class MemoryResponses<T extends { id: string } = StoredResponse> {
   private readonly responses = new Map<string, { json: string; expiresAt: number }>();
   /** When expired responses are next swept out (at most once a minute, on a save), epoch ms. */
   private nextSweep = 0;
 
   constructor(private readonly clock: () => number) {}
 
-  save(record: StoredResponse, ttlMs: number): void {
+  save(record: T, ttlMs: number): void {
     const now = this.clock();
     if (now >= this.nextSweep) {
       this.nextSweep = now + 60_000;
@@ -29,14 +30,14 @@ export class MemoryResponses {
     while (this.responses.size > MAX_STORED_RESPONSES) this.responses.delete(this.responses.keys().next().value as string);
   }
 
-  get(id: string): StoredResponse | null {
+  get(id: string): T | null {
     const entry = this.responses.get(id);
     if (!entry) return null;
     if (entry.expiresAt <= this.clock()) {
       this.responses.delete(id);
       return null;
     }
-    return JSON.parse(entry.json) as StoredResponse;
+    return JSON.parse(entry.json) as T;
   }
 
   delete(id: string): boolean {

@@ -19,7 +19,7 @@ import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type StoredResponse, type UsageEntry, type UsageTotals,
+  type PinnedObject, type StoredResponse, type UsageEntry, type UsageTotals,
 } from './types';
 
 interface StoredKey {
@@ -58,6 +58,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
   private readonly responses = new MemoryResponses(() => this.clock());
+  private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock()), file: new MemoryResponses<PinnedObject>(() => this.clock()) };
   private readonly rateWindows = new MemoryRateWindows();
 
   constructor(clock: Clock = systemClock) {
@@ -209,6 +210,18 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return [...this.ledger.entries()]
       .filter(([k]) => k.startsWith(prefix))
       .map(([, v]) => ({ ...v, credits: fromCreditUnits(v.credits) }));
+  }
+
+  async savePin(pin: PinnedObject, ttlMs: number): Promise<void> {
+    this.pins[pin.kind].save(pin, ttlMs);
+  }
+
+  async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
+    return this.pins[kind].get(id);
+  }
+
+  async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
+    return this.pins[kind].delete(id);
   }
 
   async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {

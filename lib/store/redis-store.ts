@@ -25,7 +25,7 @@ import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
-  type NewKey, type Reservation, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
+  type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
@@ -241,6 +241,19 @@ export class RedisStore implements GatewayStore {
 
   async finishBudgetAlert(id: string): Promise<void> {
     await this.connection.commands.multi().zRem(this.keys.alertsDue, id).hDel(this.keys.alertsPending, id).exec();
+  }
+
+  async savePin(pin: PinnedObject, ttlMs: number): Promise<void> {
+    await this.connection.commands.set(this.keys.pin(pin.kind, pin.id), JSON.stringify(pin), { PX: ttlMs });
+  }
+
+  async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
+    const text = await this.connection.commands.get(this.keys.pin(kind, id));
+    return text === null ? null : (JSON.parse(text) as PinnedObject);
+  }
+
+  async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
+    return (await this.connection.commands.del(this.keys.pin(kind, id))) > 0;
   }
 
   async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {

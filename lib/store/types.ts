@@ -120,6 +120,20 @@ export interface StoredResponse {
   items: unknown[];
 }
 
+/**
+ * An object the upstream keeps for the gateway's credential that only the key which made it may see
+ * (a message batch, a file): its id, that key, and what the gateway needs to know of it.
+ */
+export interface PinnedObject {
+  /** `batch` (Message Batches) or `file` (Files). */
+  kind: 'batch' | 'file';
+  /** The upstream's id (`msgbatch_...`, `file_...`). */
+  id: string;
+  keyId: string;
+  /** What the route keeps about it (JSON). */
+  data: Record<string, unknown>;
+}
+
 export interface GatewayStore {
   /** Which implementation this is (`memory` or `redis`), for /health and logs. */
   readonly kind: string;
@@ -174,6 +188,12 @@ export interface GatewayStore {
   getResponse(id: string): Promise<StoredResponse | null>;
   /** Delete a stored response; false when there was none. */
   deleteResponse(id: string): Promise<boolean>;
+  /** Keep `pin` (replacing one of the same kind and id) for `ttlMs`. */
+  savePin(pin: PinnedObject, ttlMs: number): Promise<void>;
+  /** The pin of this kind and id, or null when there is none or its time is up. */
+  getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null>;
+  /** Forget a pin; false when there was none. */
+  deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean>;
   /** Throws when the backing service is unreachable. */
   ping(): Promise<void>;
   /** Waits for operations under way (settlements of closing requests), then releases the connection. */

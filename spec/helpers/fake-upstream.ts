@@ -18,6 +18,7 @@ export interface RecordedRequest {
 /** What the fake upstream does with one request. */
 export type FakeReply =
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'text'; status?: number; text: string; contentType: string }
   | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
   | { kind: 'hang' }
   | { kind: 'destroy' };
@@ -161,6 +162,11 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       const reply = current(recorded);
       if (reply.kind === 'hang') return;
       if (reply.kind === 'destroy') return req.socket.destroy();
+      if (reply.kind === 'text') {
+        res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType, 'request-id': 'req_upstream_1' });
+        res.end(reply.text);
+        return;
+      }
       if (reply.kind === 'json') {
         const payload = JSON.stringify(reply.body);
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'request-id': 'req_upstream_1', ...reply.headers });
