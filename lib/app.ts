@@ -54,6 +54,7 @@ import { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstr
 import { createResponses } from '../middleware/responses';
 import { createStoredResponses } from '../middleware/stored-responses';
 import { createMessageBatches } from '../middleware/message-batches';
+import { createFileAccessCheck, createFiles } from '../middleware/files';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema, responsesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
@@ -218,6 +219,10 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
+  const files = createFiles({
+    store, limitBytes: () => source.config.limits.fileBytes, upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Files'),
+  });
+  const fileAccess = named('fileAccess', createFileAccessCheck(store));
   const batches = createMessageBatches({
     store, catalogue, logger, clock,
     reservation: () => source.config.reservation,
@@ -230,9 +235,9 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
-    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, creditReservation('native')), named('upstreamMessages', messagesHandler));
+    ...upstreamSteps('native', createValidateBody(messagesSchema), [...versionHeader, fileAccess], creditReservation('native')), named('upstreamMessages', messagesHandler));
   router.post('/v1/messages/count_tokens',
-    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), named('upstreamCountTokens', countTokensHandler));
+    ...upstreamSteps('native', createValidateBody(countTokensSchema), [...versionHeader, fileAccess], notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
   router.post('/v1/responses',
@@ -248,6 +253,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.post('/v1/messages/batches/:id/cancel', ...batchSteps, named('messageBatchesCancel', batches.cancel));
   router.get('/v1/messages/batches/:id/results', ...batchSteps, named('messageBatchesResults', batches.results));
   router.delete('/v1/messages/batches/:id', ...batchSteps, named('messageBatchesDelete', batches.remove));
+  // Files: pinned to the key that uploaded them (docs/batches-files.md).
+  router.post('/v1/files', ...batchSteps, named('filesUpload', files.upload));
+  router.get('/v1/files', ...batchSteps, named('filesList', files.list));
+  router.get('/v1/files/:id', ...batchSteps, named('filesMetadata', files.metadata));
+  router.get('/v1/files/:id/content', ...batchSteps, named('filesContent', files.content));
+  router.delete('/v1/files/:id', ...batchSteps, named('filesDelete', files.remove));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,

@@ -23,6 +23,8 @@ import { systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { GatewayStore, PinnedObject } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from './model-access';
+import { checkFileAccess } from './files';
+import { callUpstream, ownEntries, ownPin, parseJson, relay, type UpstreamAnswer } from './pinned-upstream';
 import { batchWorstCase } from './worst-case';
 
 /** How long a batch is pinned and its holds last: results are kept 29 days after creation upstream. */
@@ -42,39 +44,10 @@ export interface MessageBatchesOptions {
   baseUrl?: () => string | null;
 }
 
-interface UpstreamAnswer {
-  status: number;
-  contentType: string;
-  body: Buffer;
-}
-
-/** The native headers a batch call carries upstream (the version, and the beta flags the client asked for). */
-function forwardedHeaders(req: Request): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const name of ['anthropic-version', 'anthropic-beta']) {
-    const value = req.headers[name];
-    if (typeof value === 'string') headers[name] = value;
-  }
-  return headers;
-}
-
 /** A batch object with its `results_url` pointing at the gateway (see the module comment). */
 function withOwnResultsUrl(batch: any, baseUrl: string | null): any {
   if (!batch || typeof batch !== 'object' || typeof batch.results_url !== 'string' || typeof batch.id !== 'string') return batch;
   return { ...batch, results_url: `${baseUrl?.replace(/\/$/, '') ?? ''}/v1/messages/batches/${encodeURIComponent(batch.id)}/results` };
-}
-
-function relay(res: Response, answer: UpstreamAnswer): void {
-  res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': String(answer.body.length) });
-  res.end(answer.body);
-}
-
-function parseJson(answer: UpstreamAnswer): Record<string, any> | null {
-  try {
-    return JSON.parse(answer.body.toString('utf8'));
-  } catch {
-    return null;
-  }
 }
 
 /** Build the six handlers. */
@@ -82,20 +55,9 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
   const { store, catalogue } = options;
   const clock = options.clock ?? systemClock;
 
-  async function call(req: Request, res: Response, method: string, path: string, body?: unknown): Promise<UpstreamAnswer> {
-    const upstream = options.upstreamFor(getContext(res));
-    const reply = await upstream.send({ method, path, headers: forwardedHeaders(req), body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)) });
-    const chunks: Buffer[] = [];
-    for await (const chunk of reply.response) chunks.push(chunk as Buffer);
-    return { status: reply.response.statusCode ?? 502, contentType: String(reply.response.headers['content-type'] ?? 'application/json'), body: Buffer.concat(chunks) };
-  }
-
-  /** This key's pin of batch `id`; 404 for an unknown batch and for another key's. */
-  async function ownBatch(res: Response, id: string): Promise<PinnedObject> {
-    const pin = await store.getPin('batch', id);
-    if (!pin || pin.keyId !== getContext(res).key!.id) throw errors.notFound(`no message batch "${id.slice(0, 100)}" for this key`);
-    return pin;
-  }
+  const call = (req: Request, res: Response, method: string, path: string, body?: unknown) =>
+    callUpstream(options.upstreamFor(getContext(res)), req, method, path, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
+  const ownBatch = (res: Response, id: string) => ownPin(store, res, 'batch', id, 'message batch');
 
   /** Read the results upstream and settle the batch's holds when not done yet; the results as read. */
   async function bill(req: Request, res: Response, pin: PinnedObject): Promise<UpstreamAnswer> {
@@ -148,6 +110,9 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const ctx = getContext(res);
       const key = ctx.key!;
       const { models, needs } = admitRequests(ctx, req.body);
+      for (const [i, entry] of (req.body.requests as Array<{ params: unknown }>).entries()) {
+        await checkFileAccess(store, key.id, entry.params, `requests.${i}: file_id`);
+      }
       const month = utcMonth(clock());
       const holds: BatchPinData['holds'] = [];
       for (const [model, credits] of needs) {
@@ -185,9 +150,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const answer = await call(req, res, 'GET', `/v1/messages/batches${query ? `?${query}` : ''}`);
       const page = answer.status === 200 ? parseJson(answer) : null;
       if (!page || !Array.isArray(page.data)) return relay(res, answer);
-      const keyId = getContext(res).key!.id;
-      const own = [];
-      for (const batch of page.data) if ((await store.getPin('batch', String(batch?.id)))?.keyId === keyId) own.push(batch);
+      const own = await ownEntries(store, res, 'batch', page.data);
       // A page holds this key's batches among those the upstream listed: it may be shorter than `limit`.
       const base = options.baseUrl?.() ?? null;
       const body = { ...page, data: own.map((batch) => withOwnResultsUrl(batch, base)), first_id: own[0]?.id ?? null, last_id: own.at(-1)?.id ?? null };

@@ -140,6 +140,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024,
       bodyTimeoutMs: file.limits?.bodyTimeoutMs ?? 10_000,
       bodyMinBytesPerSecond: file.limits?.bodyMinBytesPerSecond ?? 1024,
+      fileBytes: file.limits?.fileBytes ?? 100 * 1024 * 1024,
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
     responses: {

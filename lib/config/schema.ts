@@ -103,6 +103,7 @@ export const configSchema = {
         bodyBytes: { type: 'integer', minimum: 1024 },
         bodyTimeoutMs: { type: 'integer', minimum: 1 },
         bodyMinBytesPerSecond: { type: 'integer', minimum: 0 },
+        fileBytes: { type: 'integer', minimum: 1024, maximum: 524288000 },
       },
     },
     reservation: {

@@ -113,6 +113,11 @@ export interface GatewayConfig {
      */
     bodyTimeoutMs: number;
     bodyMinBytesPerSecond: number;
+    /**
+     * Largest file upload (`POST /v1/files`) accepted, in bytes; an upload is held in memory while it is
+     * sent upstream. Default 104857600 (100 MiB); at most 524288000 (500 MB, the upstream's limit).
+     */
+    fileBytes: number;
   };
   /**
    * How a request's worst case is bounded when credits are reserved against the monthly cap: input
