@@ -5,10 +5,12 @@
  * upstream bills every reply its whole max_tokens (stop reason `max_tokens`), the costliest reply the
  * real API can give.
  */
+import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
+import OpenAI from 'openai';
 import { utcMonth } from '../../lib/store/month';
 import type { GatewayStore } from '../../lib/store/types';
-import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
+import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { nativeHeaders, rawRequest } from '../helpers/http-client';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
@@ -16,14 +18,15 @@ import { startWebhookReceiver, waitFor, type WebhookReceiver } from '../helpers/
 
 const SECRET = 'alerts-webhook-secret-for-usable-cap';
 const KEY = 'sk-cs4-test-usable-cap-key-0031';
+const CHAT_KEY = 'sk-cs4-test-usable-cap-chat-0031';
 /** haiku: a worst case of 30,000 output tokens is 0.15 credits; the cap pays about three and a third. */
 const CAP = 0.5;
 const MAX_TOKENS = 30_000;
 
-const handler: FakeHandler = (request) => ({
-  kind: 'json',
-  body: { ...nativeMessage('x', { input_tokens: 12, output_tokens: request.body.max_tokens }, request.body.model), stop_reason: 'max_tokens' },
-});
+const handler: FakeHandler = (request) => request.body.stream
+  ? { kind: 'stream', events: nativeTextEvents(['x'], { input_tokens: 12, output_tokens: request.body.max_tokens }, request.body.model).map((e) =>
+    e.event === 'message_delta' ? { ...e, data: { ...(e.data as object), delta: { stop_reason: 'max_tokens', stop_sequence: null } } } : e) }
+  : { kind: 'json', body: { ...nativeMessage('x', { input_tokens: 12, output_tokens: request.body.max_tokens }, request.body.model), stop_reason: 'max_tokens' } };
 
 for (const kind of ['memory', 'redis'] as const) {
   describe(`a cap usable to its last credit (${kind} store${kind === 'redis' ? ', two instances' : ''})`, function () {
@@ -88,3 +91,41 @@ for (const kind of ['memory', 'redis'] as const) {
     });
   });
 }
+
+describe('a cap usable to its last credit, through the SDKs', function () {
+  this.timeout(20_000);
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startTestGateway({
+      handler,
+      overrides: {
+        keys: [
+          { id: 'usable', key: KEY, monthlyCreditCap: 0.05, rateLimitPerMinute: 100_000 },
+          { id: 'usable-chat', key: CHAT_KEY, monthlyCreditCap: 0.05, rateLimitPerMinute: 100_000 },
+        ],
+      },
+    });
+  });
+  after(async () => gw.close());
+
+  it('the Anthropic SDK (streaming) and the OpenAI SDK get a reply cut to the credit left, and the header saying so', async () => {
+    const anthropic = new Anthropic({ baseURL: gw.url, apiKey: KEY, maxRetries: 0 });
+    // 64,000 output tokens of haiku cost 0.32 credits: far more than the 0.05 cap.
+    const { data: stream, response } = await anthropic.messages.stream({ model: 'haiku', max_tokens: 64_000, messages: [{ role: 'user', content: 'Write at length.' }] }).withResponse();
+    const message = await stream.finalMessage();
+    const lowered = Number(response.headers.get('x-gateway-max-tokens'));
+    expect(lowered).to.be.within(16, 9999);
+    expect(message.usage.output_tokens).to.equal(lowered);
+    expect(message.stop_reason).to.equal('max_tokens');
+
+    const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: CHAT_KEY, maxRetries: 0 });
+    const { data: completion, response: chatResponse } = await openai.chat.completions.create({
+      model: 'haiku', max_completion_tokens: 64_000, messages: [{ role: 'user', content: 'Write at length.' }],
+    }).withResponse();
+    const chatLowered = Number(chatResponse.headers.get('x-gateway-max-tokens'));
+    expect(chatLowered).to.be.within(16, 9999);
+    expect(chatResponse.headers.get('x-gateway-warning')).to.include(`max_completion_tokens lowered from 64000 to ${chatLowered}`);
+    expect(completion.choices[0].finish_reason).to.equal('length');
+    for (const id of ['usable', 'usable-chat']) expect(await gw.gateway.store.getMonthSpend(id, utcMonth(Date.now()))).to.be.at.most(0.05);
+  });
+});
