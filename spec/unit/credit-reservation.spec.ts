@@ -7,6 +7,7 @@ import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
 import { EventEmitter } from 'node:events';
 import { boundInputTokens, boundWebSearches, createReservationRenewer, createCreditReservation, maxOutputTokens, priceWorstCase } from '../../middleware/credit-reservation';
+import { batchWorstCase, estimateWorstCase, fitOutputTokens, worstCaseCredits } from '../../middleware/worst-case';
 import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 
@@ -39,6 +40,35 @@ describe('credit reservation: the worst case', () => {
     expect(priceWorstCase(haiku, 1_000_000, 0)).to.equal(2);
     expect(priceWorstCase(haiku, 0, 1_000_000)).to.equal(5);
     expect(priceWorstCase(haiku, 0, 0, 5)).to.equal(0.05);
+  });
+
+  it('prices the rate the body asks for (fast mode, a pinned inference_geo) and a compaction step', () => {
+    const opus = catalogue.resolve('model-opus-4.8')!; // fast mode 2x
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
+    const plain = estimateWorstCase(opus, {}, 1000, 100, reservation);
+    expect(worstCaseCredits(plain)).to.be.closeTo(priceWorstCase(opus, 1000, 100), 1e-12);
+    expect(worstCaseCredits(estimateWorstCase(opus, { speed: 'fast' }, 1000, 100, reservation))).to.be.closeTo(2 * worstCaseCredits(plain), 1e-12);
+    expect(worstCaseCredits(estimateWorstCase(opus, { inference_geo: 'us' }, 1000, 100, reservation))).to.be.closeTo(1.1 * worstCaseCredits(plain), 1e-12);
+    expect(worstCaseCredits(estimateWorstCase(haiku, { speed: 'fast' }, 1000, 100, reservation)), 'no fast mode on haiku')
+      .to.be.closeTo(priceWorstCase(haiku, 1000, 100), 1e-12);
+    const compacting = { context_management: { edits: [{ type: 'compact_20260112' }] } };
+    expect(worstCaseCredits(estimateWorstCase(opus, compacting, 1000, 100, reservation))).to.be.closeTo(2 * worstCaseCredits(plain), 1e-12);
+    // A batch request: the batch rate (0.5x) on its tokens.
+    const params = { model: 'opus', max_tokens: 100, messages: [] };
+    expect(batchWorstCase(opus, params, 4096, reservation)).to.be.closeTo(priceWorstCase(opus, Buffer.byteLength(JSON.stringify(params)), 100) / 2, 1e-12);
+  });
+
+  it('cuts the output to what a hold pays, never past it', () => {
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
+    const worst = estimateWorstCase(haiku, {}, 1000, 4000, reservation);
+    for (const credits of [0.0021, 0.01, 0.0123457]) {
+      const tokens = fitOutputTokens(worst, credits);
+      expect(worstCaseCredits(worst, tokens)).to.be.at.most(credits);
+      // One token more would not fit (or fit exactly: the cut errs a hair under an exact quotient).
+      if (tokens < 4000) expect(worstCaseCredits(worst, tokens + 1)).to.be.above(credits - 1e-12);
+    }
+    expect(fitOutputTokens(worst, 0.0019), 'not even the input').to.equal(0);
+    expect(fitOutputTokens(worst, 1), 'at most max_tokens').to.equal(4000);
   });
 
   it('holds web searches for each web search tool offered: its max_uses, else the configured default', () => {
