@@ -100,8 +100,9 @@ function lowerMaxTokens(req: Request, res: Response, format: CreditReservationFo
 }
 
 /**
- * Bytes of the smallest request body worth sending (`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
- * is 70): a cap whose credit left cannot pay one with a minimal reply is used up (the 100 % budget alert).
+ * Bytes of the smallest request body, a little under the smallest worth sending
+ * (`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}` is 70): a cap whose credit
+ * left cannot pay such a request with a minimal reply is used up (every budget alert fires).
  */
 const SMALLEST_BODY_BYTES = 64;
 
