@@ -34,7 +34,7 @@ interface StoredKey {
   version?: number;
 }
 
-/** What `snapshot()` returns and `restore()` takes: plain JSON. Holds in flight are not kept. */
+/** What `snapshot()` returns and `restore()` takes: plain JSON. Holds of requests in flight are not kept (those of batches are). */
 export interface MemorySnapshot {
   version: 1;
   keys: StoredKey[];
@@ -44,6 +44,11 @@ export interface MemorySnapshot {
   ledger: Record<string, UsageTotals>;
   /** Spend state (days, request log, alerts); absent in files written before it existed. */
   spendState?: Partial<MemorySpendSnapshot>;
+  /**
+   * Pins (message batches, files) with their expiry: a batch not yet billed keeps its holds across a
+   * restart, so it is billed once its results are read. Absent in files written before it existed.
+   */
+  pins?: Array<{ pin: PinnedObject; expiresAt: number }>;
 }
 
 export class MemoryStore extends MemorySpendStore implements GatewayStore {
@@ -58,7 +63,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
   private readonly responses = new MemoryResponses(() => this.clock());
-  private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock()), file: new MemoryResponses<PinnedObject>(() => this.clock()) };
+  private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity), file: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity) };
   private readonly rateWindows = new MemoryRateWindows();
 
   constructor(clock: Clock = systemClock) {
@@ -244,6 +249,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
       spend: Object.fromEntries(this.spend),
       ledger: Object.fromEntries([...this.ledger].map(([k, v]) => [k, { ...v }])),
       spendState: { dayLedger: this.dayLedger.snapshot(), requestLog: this.requestLog.snapshot(), ...this.alerts.snapshot() },
+      pins: [...this.pins.batch.entries(), ...this.pins.file.entries()].map(({ record, expiresAt }) => ({ pin: record, expiresAt })),
     };
   }
 
@@ -267,6 +273,14 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     this.dayLedger.restore(snapshot.spendState?.dayLedger ?? {});
     this.requestLog.restore(snapshot.spendState?.requestLog ?? []);
     this.alerts.restore(snapshot.spendState ?? {});
+    for (const { pin, expiresAt } of snapshot.pins ?? []) {
+      this.pins[pin.kind].restore(pin, expiresAt);
+      const batch = pin.data as { billed?: boolean; holds?: Array<{ reservation: Reservation }> };
+      if (pin.kind !== 'batch' || batch.billed) continue;
+      for (const { reservation } of batch.holds ?? []) {
+        this.reservations.add(`${reservation.keyId}|${reservation.month}`, reservation.id, toCreditUnitsCeil(reservation.credits), expiresAt);
+      }
+    }
   }
 
   async ping(): Promise<void> {}
