@@ -24,7 +24,8 @@ import { createConfigSource, type ConfigSource } from './config-source';
 import { createAfterResponse, type AfterResponseStep } from './after-response';
 import { createHookContext, createHookStep, createUsageRecord, mergeHooks, type GatewayHooks } from './hooks';
 import type { RequestContext } from './context';
-import type { KeyGroupConfig } from './key-groups';
+import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from './key-groups';
+import { errors } from './errors';
 import { withRequestIds, type Logger } from './logger';
 import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './metrics';
 import { createSettlement } from './settlement';
@@ -53,6 +54,8 @@ import { createResolveAlias } from '../middleware/resolve-alias';
 import { createNativeViaChatUpstream } from '../middleware/native-via-chat-upstream';
 import { createResponses } from '../middleware/responses';
 import { createStoredResponses } from '../middleware/stored-responses';
+import { createMessageBatches } from '../middleware/message-batches';
+import { createFileAccessCheck, createFiles } from '../middleware/files';
 import { chatCompletionsSchema, countTokensSchema, createValidateBody, messagesSchema, responsesSchema } from '../middleware/validate-body';
 import { createVersionHeader } from '../middleware/version-header';
 
@@ -135,7 +138,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     for (const hook of hooks.onResponse) await hook(record, view);
   };
   // Credit settlement runs first: whatever a later step does, the usage is recorded.
-  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store, clock), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
+  const afterResponseSteps: AfterResponseStep[] = [createSettlement(store, clock, logger), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
   if (deps.alerts) {
     // After settlement: the month's spend read back includes this request.
     afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
@@ -192,6 +195,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   ];
   const versionHeader = [named('versionHeader', createVersionHeader())];
 
+  /** The native upstream of a request's key group; 404 for a key group whose upstream speaks chat-completions. */
+  const nativeUpstreamOf = (ctx: RequestContext, feature: string): UpstreamClient => {
+    const group = catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP);
+    if (!group || group.upstream.kind !== 'native') throw errors.notFound(`${feature} are not available for key group "${ctx.keyGroup}" (its upstream speaks chat-completions)`);
+    return upstreams.forGroup(group);
+  };
   /** Per key group, which handler serves each route (the fork). */
   const byKeyGroup = (handlerFor: (group: KeyGroupConfig, client: UpstreamClient) => RequestHandler) =>
     createKeyGroupDispatch({ catalogue, handlerFor: (group) => handlerFor(group, upstreams.forGroup(group)) });
@@ -214,6 +223,16 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
+  const files = createFiles({
+    store, limitBytes: () => source.config.limits.fileBytes, upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Files'),
+  });
+  const fileAccess = named('fileAccess', createFileAccessCheck(store));
+  const batches = createMessageBatches({
+    store, catalogue, logger, clock,
+    reservation: () => source.config.reservation,
+    baseUrl: () => source.config.baseUrl,
+    upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Message Batches'),
+  });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
@@ -222,9 +241,9 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false, targets: () => upstreams.describe(catalogue.keyGroups) }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
   router.post('/v1/messages',
-    ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, creditReservation('native')), named('upstreamMessages', messagesHandler));
+    ...upstreamSteps('native', createValidateBody(messagesSchema), [...versionHeader, fileAccess], creditReservation('native')), named('upstreamMessages', messagesHandler));
   router.post('/v1/messages/count_tokens',
-    ...upstreamSteps('native', createValidateBody(countTokensSchema), versionHeader, notBilled), named('upstreamCountTokens', countTokensHandler));
+    ...upstreamSteps('native', createValidateBody(countTokensSchema), [...versionHeader, fileAccess], notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
   router.post('/v1/responses',
@@ -233,6 +252,20 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   router.get('/v1/models/:id', ...auth('either'), rateLimit, createRetrieveModel({ catalogue }));
+  // Message Batches: each request's model is checked by the create step itself (docs/batches-files.md).
+  const batchSteps = [...auth('native'), ...versionHeader, rateLimit];
+  router.post('/v1/messages/batches', jsonBody, ...batchSteps, named('messageBatchesCreate', batches.create));
+  router.get('/v1/messages/batches', ...batchSteps, named('messageBatchesList', batches.list));
+  router.get('/v1/messages/batches/:id', ...batchSteps, named('messageBatchesRetrieve', batches.retrieve));
+  router.post('/v1/messages/batches/:id/cancel', ...batchSteps, named('messageBatchesCancel', batches.cancel));
+  router.get('/v1/messages/batches/:id/results', ...batchSteps, named('messageBatchesResults', batches.results));
+  router.delete('/v1/messages/batches/:id', ...batchSteps, named('messageBatchesDelete', batches.remove));
+  // Files: pinned to the key that uploaded them (docs/batches-files.md).
+  router.post('/v1/files', ...batchSteps, named('filesUpload', files.upload));
+  router.get('/v1/files', ...batchSteps, named('filesList', files.list));
+  router.get('/v1/files/:id', ...batchSteps, named('filesMetadata', files.metadata));
+  router.get('/v1/files/:id/content', ...batchSteps, named('filesContent', files.content));
+  router.delete('/v1/files/:id', ...batchSteps, named('filesDelete', files.remove));
   if (config.adminToken) {
     router.use(ADMIN_API_PATH, createAdminRouter({
       store, catalogue, logger, adminToken: config.adminToken, clock,

@@ -1,6 +1,5 @@
 /** The model catalogue derived from the config: canonical IDs, aliases, pricing, key groups. */
 import type { GatewayConfig, ModelConfig } from './config';
-import type { Usage } from './context';
 import type { KeyGroupConfig } from './key-groups';
 
 export interface Catalogue {
@@ -61,21 +60,4 @@ export function createLiveCatalogue(source: { readonly catalogue: Catalogue }): 
   };
 }
 
-/**
- * Credits of a reply's usage at a model's prices: tokens in credits per million (cache writes at
- * `cacheWritePerMillion`, the 1-hour share of them at `cacheWrite1hPerMillion`, reads at
- * `cacheReadPerMillion`, each defaulting as ModelPricing says), plus `webSearchPerRequest` per
- * server-side web search.
- */
-export function priceUsage(model: ModelConfig, usage: Usage): number {
-  const p = model.pricing;
-  const cacheWrite = p.cacheWritePerMillion ?? p.inputPerMillion;
-  const oneHourWrites = Math.min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens);
-  const micro =
-    usage.input_tokens * p.inputPerMillion +
-    usage.output_tokens * p.outputPerMillion +
-    (usage.cache_creation_input_tokens - oneHourWrites) * cacheWrite +
-    oneHourWrites * (p.cacheWrite1hPerMillion ?? cacheWrite) +
-    usage.cache_read_input_tokens * (p.cacheReadPerMillion ?? p.inputPerMillion);
-  return micro / 1_000_000 + usage.web_search_requests * (p.webSearchPerRequest ?? 0);
-}
+export { priceUsage } from './pricing';

@@ -90,6 +90,11 @@ export interface RequestContext {
   agentId?: string;
   /** This request's trace, when tracing is on (lib/tracing.ts); undefined otherwise. */
   trace?: RequestTrace;
+  /**
+   * UTC month whose credit cap this request found used up (refused 402 with no hold in flight and less
+   * left than the smallest request's minimal reply costs): budget alerts treat every threshold as reached.
+   */
+  capExhaustedMonth?: string;
 }
 
 /** Context of this request (created by the request-id middleware). */

@@ -13,6 +13,17 @@ export const PUBLIC_ROUTES = [
   'DELETE /v1/responses/{id}',
   'GET /v1/models',
   'GET /v1/models/{id}',
+  'POST /v1/messages/batches',
+  'GET /v1/messages/batches',
+  'GET /v1/messages/batches/{id}',
+  'POST /v1/messages/batches/{id}/cancel',
+  'GET /v1/messages/batches/{id}/results',
+  'DELETE /v1/messages/batches/{id}',
+  'POST /v1/files',
+  'GET /v1/files',
+  'GET /v1/files/{id}',
+  'GET /v1/files/{id}/content',
+  'DELETE /v1/files/{id}',
   'GET /healthz',
   'GET /api/hello',
   'GET /health',
@@ -49,9 +60,13 @@ export function routeLabel(route: string): string {
   const method = route.slice(0, space);
   const path = route.slice(space + 1).toLowerCase().replace(/\/$/, '');
   if (publicPaths.has(path)) return `${method} ${path}`;
-  // One stored response or model: every id under one label.
+  // One stored response, model, message batch or file: every id under one label.
   if (/^\/v1\/responses\/[^/]+$/.test(path)) return `${method} /v1/responses/{id}`;
   if (/^\/v1\/models\/[^/]+$/.test(path)) return `${method} /v1/models/{id}`;
+  const batch = /^\/v1\/messages\/batches\/[^/]+(\/cancel|\/results)?$/.exec(path);
+  if (batch) return `${method} /v1/messages/batches/{id}${batch[1] ?? ''}`;
+  const file = /^\/v1\/files\/[^/]+(\/content)?$/.exec(path);
+  if (file) return `${method} /v1/files/{id}${file[1] ?? ''}`;
   for (const mount of MOUNTS) {
     if (path === mount || path.startsWith(`${mount}/`)) return `${method} ${mount}`;
   }

@@ -8,17 +8,25 @@
  * The same store step books the usage on its UTC day and, for a request that reached the upstream
  * step, writes its request log record (lib/request-log.ts); a request that reached the upstream
  * without a reservation (count_tokens, not billed) gets its record on its own, with 0 credits.
+ *
+ * What the catalogue cannot price (an unknown usage field, a fast-mode reply on a model without a
+ * fast-mode multiplier) is logged as a warning once per name and process: never silently free.
  */
 import type { Response } from 'express';
-import { priceUsage } from './catalogue';
+import type { Logger } from './logger';
+import { priceUsage, unpricedUsage } from './pricing';
 import { emptyUsage, type RequestContext } from './context';
 import type { AfterResponseStep } from './after-response';
 import { formatRequestLogRecord } from './request-log';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 
-/** Build the after-response step that settles credits in `store`; `clock` (epoch ms) gives the booking time. */
-export function createSettlement(store: GatewayStore, clock: Clock = systemClock): AfterResponseStep {
+/**
+ * Build the after-response step that settles credits in `store`; `clock` (epoch ms) gives the booking
+ * time; `logger` gets the unpriced-usage warnings.
+ */
+export function createSettlement(store: GatewayStore, clock: Clock = systemClock, logger?: Logger): AfterResponseStep {
+  const warned = new Set<string>();
   const settle = async (ctx: RequestContext, res: Response) => {
     const reservation = ctx.reservation;
     const at = clock();
@@ -32,6 +40,11 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     const usage = ctx.usage ?? emptyUsage();
     const credits = priceUsage(ctx.model, usage);
     ctx.credits = credits;
+    for (const name of unpricedUsage(ctx.model, usage)) {
+      if (warned.has(name)) continue;
+      warned.add(name);
+      logger?.warn({ message: `usage field not priced by the catalogue, billed without it: ${name}`, unpriced_usage: name });
+    }
     await store.settleCredits(reservation, {
       model: ctx.model.id,
       inputTokens: usage.input_tokens,

@@ -1,28 +1,29 @@
 /**
  * Credit reservation against the key's hard monthly credit cap. Before the request is forwarded, its
- * worst case is reserved in the key's bucket for the current UTC month, atomically with the check that it
- * fits (spent + reserved by requests in flight + this one <= cap). The settlement step after the
- * response (lib/settlement.ts) replaces the reservation with the real cost when the reply ends, however it ends.
+ * worst case (middleware/worst-case.ts) is reserved in the key's bucket for the current UTC month,
+ * atomically with the check that it fits (spent + reserved by requests in flight + this one <= cap).
+ * The settlement step after the response (lib/settlement.ts) replaces the reservation with the real
+ * cost when the reply ends, however it ends.
  *
- * Worst case = input bound x the model's highest input price (plain, cache writes, cache read)
- *            + max_tokens x the output price
- *            + web search bound x the price of a web search, where
- * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens,
- * the body's size as received (the JSON body step measures it; a body set without that step is
- * measured as serialised JSON), and web search bound = for each web search server tool offered
- * (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest. The body's
- * other fields are not read, so any shape the upstream accepts can be reserved for.
+ * A cap usable to its last credit: when the worst case does not fit but the worst case of a minimal
+ * reply (`reservation.minOutputTokens` output tokens) does, the store holds all the credit left and
+ * the request's `max_tokens` (chat: `max_completion_tokens`, Responses: `max_output_tokens`) is lowered
+ * to what that hold pays; the reply says so in `x-gateway-max-tokens` (the new figure) and
+ * `x-gateway-warning`. The cap is never passed: the lowered request's worst case fits the hold.
  *
- * Refused: 402 `billing_error` (chat: `insufficient_quota`). Not 429: no retry can succeed before the
- * month ends, and the SDKs retry 429 but not 402.
+ * Refused: 402 `billing_error` (chat: `insufficient_quota`) saying what is left and what the request
+ * needs at least. Not 429: no retry can succeed before the month ends, and the SDKs retry 429 but not
+ * 402. When the request would fit but for the holds of requests still in flight, the 402 says so and
+ * carries `retry-after`.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
-import type { GatewayConfig, ModelConfig } from '../lib/config';
+import type { GatewayConfig } from '../lib/config';
 import { getContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { GatewayStore, Reservation } from '../lib/store/types';
+import { boundInputTokens, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits, type CreditReservationFormat, type WorstCase } from './worst-case';
 
 export interface CreditReservationOptions {
   store: GatewayStore;
@@ -37,66 +38,96 @@ export interface CreditReservationOptions {
   clock?: Clock;
 }
 
-/** Input tokens a request can be billed for, at most (see the module comment). */
-export function boundInputTokens(bodyBytes: number, reservation: GatewayConfig['reservation']): number {
-  return Math.ceil(bodyBytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
-}
-
-/** Web searches a request can be billed for, at most (see the module comment); 0 when it offers no web search tool. */
-export function boundWebSearches(body: unknown, reservation: GatewayConfig['reservation']): number {
-  const tools = (body as { tools?: unknown } | null)?.tools;
-  if (!Array.isArray(tools)) return 0;
-  let searches = 0;
-  for (const tool of tools) {
-    if (typeof tool?.type !== 'string' || !tool.type.startsWith('web_search')) continue;
-    const maxUses = tool.max_uses;
-    searches += Number.isInteger(maxUses) && maxUses >= 0 ? maxUses : reservation.webSearchesPerRequest;
-  }
-  return searches;
-}
-
-/**
- * Credits of `inputTokens` input, `outputTokens` output and `webSearches` server-side searches at a
- * model's prices, input at its highest price.
- */
-export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTokens: number, webSearches = 0): number {
-  const p = model.pricing;
-  const inputPrice = Math.max(p.inputPerMillion, p.cacheWritePerMillion ?? 0, p.cacheWrite1hPerMillion ?? 0, p.cacheReadPerMillion ?? 0);
-  return (inputTokens * inputPrice + outputTokens * p.outputPerMillion) / 1_000_000 + webSearches * (p.webSearchPerRequest ?? 0);
-}
-
-/** The body formats whose output bound the credit step reads. */
-export type CreditReservationFormat = 'native' | 'chat' | 'responses';
-
-/**
- * The output tokens a request may produce: native `max_tokens`; chat `max_completion_tokens`,
- * `max_tokens`; Responses `max_output_tokens`; else the model default.
- */
-export function maxOutputTokens(req: Request, format: CreditReservationFormat, model: ModelConfig, catalogue: Catalogue): number {
-  const body = req.body as { max_tokens?: unknown; max_completion_tokens?: unknown; max_output_tokens?: unknown };
-  const given = format === 'chat' ? body.max_completion_tokens ?? body.max_tokens
-    : format === 'responses' ? body.max_output_tokens
-      : body.max_tokens;
-  return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
-}
+export { boundInputTokens, boundWebSearches, maxOutputTokens, priceWorstCase, type CreditReservationFormat } from './worst-case';
 
 /**
  * The credit hold a request asks for (see the module comment): its worst case in credits, the current
  * UTC month's bucket, and how long the hold lasts. Reads the context's model and the body's size.
  */
-export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { month: string; credits: number; ttlMs: number } {
-  const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
+export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { month: string; credits: number; minCredits: number; ttlMs: number } {
+  const worstCaseOf = createWorstCaseEstimate(options);
   const reservationTtlNow = typeof options.reservationTtlMs === 'function' ? options.reservationTtlMs : () => options.reservationTtlMs as number;
   const clock = options.clock ?? systemClock;
+  return (req, res) => {
+    const { worst, minOutputTokens } = worstCaseOf(req, res);
+    return {
+      month: utcMonth(clock()),
+      credits: worstCaseCredits(worst),
+      minCredits: worstCaseCredits(worst, Math.min(worst.maxTokens, minOutputTokens)),
+      ttlMs: reservationTtlNow(),
+    };
+  };
+}
+
+/** The worst case of a request (middleware/worst-case.ts), from the context's model and the body's size, and the smallest reply allowed. */
+function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { worst: WorstCase; minOutputTokens: number } {
+  const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
   return (req, res) => {
     const ctx = getContext(res);
     const model = ctx.model!;
     const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
     const reservation = reservationNow();
-    const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservation), maxOutputTokens(req, options.format, model, options.catalogue),
-      boundWebSearches(req.body, reservation));
-    return { month: utcMonth(clock()), credits, ttlMs: reservationTtlNow() };
+    const worst = estimateWorstCase(model, req.body, bodyBytes, maxOutputTokens(req, options.format, model, options.catalogue), reservation);
+    return { worst, minOutputTokens: reservation.minOutputTokens };
   };
+}
+
+/**
+ * Lower the request's output bound to `maxTokens` in its body (the native proxy then sends the body
+ * serialised again instead of the bytes received), with a native thinking budget kept below it, and
+ * tell the client in `x-gateway-max-tokens` and `x-gateway-warning`.
+ */
+function lowerMaxTokens(req: Request, res: Response, format: CreditReservationFormat, from: number, maxTokens: number): void {
+  const ctx = getContext(res);
+  const body = req.body as Record<string, unknown>;
+  if (format === 'chat') {
+    body.max_completion_tokens = maxTokens;
+    if (body.max_tokens !== undefined) body.max_tokens = maxTokens;
+  } else if (format === 'responses') {
+    body.max_output_tokens = maxTokens;
+  } else {
+    body.max_tokens = maxTokens;
+    const thinking = body.thinking as { budget_tokens?: unknown } | undefined;
+    if (thinking && typeof thinking.budget_tokens === 'number' && thinking.budget_tokens >= maxTokens) {
+      body.thinking = { ...thinking, budget_tokens: maxTokens - 1 };
+    }
+    ctx.rawBody = undefined;
+  }
+  const field = format === 'chat' ? 'max_completion_tokens' : format === 'responses' ? 'max_output_tokens' : 'max_tokens';
+  ctx.warnings.push(`${field} lowered from ${from} to ${maxTokens}: the credit left under this key's monthly cap pays for no more`);
+  res.setHeader('x-gateway-max-tokens', String(maxTokens));
+  res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+}
+
+/**
+ * Bytes of the smallest request body, a little under the smallest worth sending
+ * (`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}` is 70): a cap whose credit
+ * left cannot pay such a request with a minimal reply is used up (every budget alert fires).
+ */
+const SMALLEST_BODY_BYTES = 64;
+
+/** Seconds a client refused for holds in flight is told to wait (`retry-after`): most replies end well within it. */
+const IN_FLIGHT_RETRY_AFTER_S = 5;
+
+/**
+ * The 402 for a request whose minimal reply does not fit: what is left, what the request needs at
+ * least, and how to fit it; when holds of requests in flight are in the way, says so with `retry-after`.
+ */
+function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string): GatewayError {
+  const left = Math.max(0, result.cap - result.spent - result.reserved);
+  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound)`;
+  const state = `${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)`;
+  if (result.reserved > 0 && result.cap - result.spent >= minCredits) {
+    return new GatewayError(402, 'billing_error',
+      `monthly credit cap of this key: ${state}, ${formatCredits(result.reserved)} held by requests in flight, ${formatCredits(left)} free now; ` +
+      `${needs}. Retry when requests in flight have finished.`,
+      { chatCode: 'insufficient_quota', headers: { 'retry-after': String(IN_FLIGHT_RETRY_AFTER_S) } });
+  }
+  const reached = result.spent >= result.cap ? 'monthly credit cap reached for this key' : 'monthly credit cap of this key';
+  return new GatewayError(402, 'billing_error',
+    `${reached}: ${state}, ${formatCredits(left)} left; ${needs}. ` +
+    `To fit, send a shorter request (its input is bounded by its body's size) or use a cheaper model. The cap resets at ${resetsAt}.`,
+    { chatCode: 'insufficient_quota' });
 }
 
 /**
@@ -107,6 +138,8 @@ export function createReservationEstimate(options: CreditReservationOptions): (r
 export function createCreditReservation(options: CreditReservationOptions): RequestHandler {
   const { store } = options;
   const estimate = createReservationEstimate(options);
+  const worstCaseOf = createWorstCaseEstimate(options);
+  const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
   const clock = options.clock ?? systemClock;
   const renewer = createReservationRenewer(store);
   return async (req, res, next) => {
@@ -117,15 +150,19 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
       // without that admission estimates and takes it here.
       const wanted = ctx.admission?.asked ?? estimate(req, res);
       const result = ctx.admission?.reserved
-        ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs);
-      const { month, credits } = result.ok ? result.reservation : wanted;
+        ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits);
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
-        const inFlight = result.reserved > 0 ? `, ${formatCredits(result.reserved)} reserved by requests in flight` : '';
-        throw new GatewayError(402, 'billing_error',
-          `monthly credit cap reached for this key: ${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)${inFlight}; ` +
-          `this request may cost up to ${formatCredits(credits)}. The cap resets at ${resetsAt}.`,
-          { chatCode: 'insufficient_quota' });
+        // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
+        const reservation = reservationNow();
+        const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
+        if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
+        throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt);
+      }
+      if (result.reservation.credits < wanted.credits) {
+        // Held less than the worst case: all the credit left. Cut the reply to what that pays.
+        const { worst } = worstCaseOf(req, res);
+        lowerMaxTokens(req, res, options.format, worst.maxTokens, Math.max(1, fitOutputTokens(worst, result.reservation.credits)));
       }
       if (res.destroyed) {
         // The client went away while the reservation was being made (a store round trip): its

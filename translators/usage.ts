@@ -13,21 +13,51 @@ export interface NativeTokenCounts {
   cache_read_input_tokens: number;
 }
 
+/** Tokens of the server-side compaction steps of one reply (`usage.iterations` entries of type `compaction`). */
+export interface CompactionTokenCounts {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
 /**
- * What the gateway bills of one reply: the native token counts, with the two nested figures it prices
- * flattened (from `usage.cache_creation` and `usage.server_tool_use`).
+ * What the gateway bills of one reply: the native token counts, with the nested figures it prices
+ * flattened (from `usage.cache_creation`, `usage.server_tool_use` and `usage.iterations`) and the
+ * fields that change the rate (`speed`, `inference_geo`, `service_tier`). Source: wire-formats.md
+ * §2.2 and the provider's pricing, fast mode, data residency and compaction pages (docs/spend.md).
  */
 export interface Usage extends NativeTokenCounts {
   /** Of `cache_creation_input_tokens`, those written to the 1-hour cache (`cache_creation.ephemeral_1h_input_tokens`); the rest are 5-minute writes. */
   cache_creation_1h_input_tokens: number;
   /** Server-side web searches the upstream ran (`server_tool_use.web_search_requests`). */
   web_search_requests: number;
+  /** Server-side web fetches (`server_tool_use.web_fetch_requests`). */
+  web_fetch_requests: number;
+  /** Server-side code executions (`server_tool_use.code_execution_requests`). */
+  code_execution_requests: number;
+  /** `usage.speed`: `fast` when the reply ran in fast mode; null when not reported. */
+  speed: string | null;
+  /** `usage.inference_geo`: where inference ran (`global`, `us`, ...); null when not reported. */
+  inference_geo: string | null;
+  /** `usage.service_tier`: `standard`, `priority` or `batch`; null when not reported. */
+  service_tier: string | null;
+  /**
+   * Tokens of the server-side compaction steps (`usage.iterations` of type `compaction`): billed by
+   * the upstream but not counted in the top-level figures.
+   */
+  compaction: CompactionTokenCounts;
+  /** Usage fields (dotted paths) the gateway does not know how to price; logged once per name by the settlement. */
+  unknown_fields: string[];
 }
 
 export function emptyUsage(): Usage {
   return {
     input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0,
-    cache_creation_1h_input_tokens: 0, web_search_requests: 0,
+    cache_creation_1h_input_tokens: 0, web_search_requests: 0, web_fetch_requests: 0, code_execution_requests: 0,
+    speed: null, inference_geo: null, service_tier: null,
+    compaction: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+    unknown_fields: [],
   };
 }
 
@@ -66,11 +96,45 @@ function countOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
+/** The `usage` fields the gateway reads (wire-formats.md §2.2); any other is reported in `unknown_fields`. */
+const KNOWN_USAGE_FIELDS = new Set([
+  ...USAGE_FIELDS, 'cache_creation', 'server_tool_use', 'service_tier', 'inference_geo', 'speed', 'iterations',
+  // The reasoning share of `output_tokens`: already billed within them.
+  'output_tokens_details',
+]);
+const KNOWN_CACHE_CREATION_FIELDS = new Set(['ephemeral_5m_input_tokens', 'ephemeral_1h_input_tokens']);
+const SERVER_TOOL_FIELDS = { web_search_requests: 'web_search_requests', web_fetch_requests: 'web_fetch_requests', code_execution_requests: 'code_execution_requests' } as const;
+
+/** A string label as reported, else undefined (absent, null or not a string). */
+function labelOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function noteUnknown(target: Usage, name: string): void {
+  if (!target.unknown_fields.includes(name)) target.unknown_fields.push(name);
+}
+
+/**
+ * The compaction steps' tokens from `usage.iterations` (entries `{type: 'compaction' | 'message', ...}`):
+ * the top-level counts are those of the `message` iterations, so only `compaction` entries add to them.
+ */
+function sumCompaction(iterations: unknown): CompactionTokenCounts | undefined {
+  if (!Array.isArray(iterations)) return undefined;
+  const sum: CompactionTokenCounts = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  for (const entry of iterations) {
+    if (!entry || typeof entry !== 'object' || (entry as { type?: unknown }).type !== 'compaction') continue;
+    for (const field of USAGE_FIELDS) sum[field] += countOf((entry as Record<string, unknown>)[field]) ?? 0;
+  }
+  return sum;
+}
+
 /**
  * Merge a usage object from the upstream into `target`: each count present overwrites, never adds
  * (the stream's `message_delta.usage` is cumulative). `cache_creation` (the 5 m / 1 h split) sets the
  * 1-hour share, and the total when `cache_creation_input_tokens` is absent; `server_tool_use` sets
- * the web searches. Returns `target`.
+ * the server tool counts; `iterations` sets the compaction tokens; `speed`, `inference_geo` and
+ * `service_tier` are kept as reported. A field not listed in wire-formats.md §2.2 (or a server tool
+ * not known) is named in `unknown_fields`. Returns `target`.
  */
 export function mergeNativeUsage(target: Usage, reported: NativeUsage | null | undefined): Usage {
   if (!reported || typeof reported !== 'object') return target;
@@ -78,6 +142,7 @@ export function mergeNativeUsage(target: Usage, reported: NativeUsage | null | u
     const value = countOf(reported[field]);
     if (value !== undefined) target[field] = value;
   }
+  for (const name of Object.keys(reported)) if (!KNOWN_USAGE_FIELDS.has(name)) noteUnknown(target, name);
   const split = reported.cache_creation;
   if (split && typeof split === 'object') {
     const fiveMinutes = countOf(split.ephemeral_5m_input_tokens);
@@ -86,9 +151,27 @@ export function mergeNativeUsage(target: Usage, reported: NativeUsage | null | u
     if (countOf(reported.cache_creation_input_tokens) === undefined && (fiveMinutes !== undefined || oneHour !== undefined)) {
       target.cache_creation_input_tokens = (fiveMinutes ?? 0) + (oneHour ?? 0);
     }
+    for (const name of Object.keys(split)) if (!KNOWN_CACHE_CREATION_FIELDS.has(name)) noteUnknown(target, `cache_creation.${name}`);
   }
-  const searches = countOf(reported.server_tool_use?.web_search_requests);
-  if (searches !== undefined) target.web_search_requests = searches;
+  const tools = reported.server_tool_use;
+  if (tools && typeof tools === 'object') {
+    for (const [name, value] of Object.entries(tools)) {
+      const field = SERVER_TOOL_FIELDS[name as keyof typeof SERVER_TOOL_FIELDS];
+      if (!field) {
+        // A count of 0 costs nothing whatever its price; only a tool that ran is worth a warning.
+        if (countOf(value) !== 0) noteUnknown(target, `server_tool_use.${name}`);
+        continue;
+      }
+      const count = countOf(value);
+      if (count !== undefined) target[field] = count;
+    }
+  }
+  const compaction = sumCompaction(reported.iterations);
+  if (compaction) target.compaction = compaction;
+  for (const field of ['speed', 'inference_geo', 'service_tier'] as const) {
+    const label = labelOf(reported[field]);
+    if (label !== undefined) target[field] = label;
+  }
   return target;
 }
 

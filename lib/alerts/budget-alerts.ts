@@ -3,6 +3,10 @@
  * and every threshold it has reached (percent of the monthly credit cap: the key's own
  * `alertThresholds`, else the config's) is claimed in the store. The store lets one claim of a key,
  * month and threshold succeed, across every instance; the winner's dispatcher sends it.
+ *
+ * A cap is also reached when what is left of it cannot pay the smallest request (a refusal the
+ * credit step marks with `capExhaustedMonth`): the spend may stop a little short of the cap, since no
+ * request ever passes it, so the 100 % alert fires then.
  */
 import type { Response } from 'express';
 import type { RequestContext } from '../context';
@@ -36,13 +40,14 @@ export function createBudgetAlerts(options: BudgetAlertsOptions): AfterResponseS
   const claimed = new Set<string>();
   return async (ctx: RequestContext, _res: Response) => {
     const key = ctx.key;
-    const month = ctx.settledMonth;
+    const month = ctx.settledMonth ?? ctx.capExhaustedMonth;
     if (!key || !month || key.monthlyCreditCap === null || key.monthlyCreditCap <= 0) return;
     const thresholds = key.alertThresholds ?? options.defaultThresholds();
     const open = thresholds.filter((threshold) => !claimed.has(`${key.id}:${month}:${threshold}`));
     if (open.length === 0) return;
     const spent = await store.getMonthSpend(key.id, month);
-    for (const threshold of reachedThresholds(spent, key.monthlyCreditCap, open)) {
+    const reached = ctx.capExhaustedMonth === month ? open : reachedThresholds(spent, key.monthlyCreditCap, open);
+    for (const threshold of reached) {
       const id = `${key.id}:${month}:${threshold}`;
       const won = await store.claimBudgetAlert({
         id, keyId: key.id, keyName: key.name, threshold, spent, cap: key.monthlyCreditCap, month, crossedAt: options.clock(),

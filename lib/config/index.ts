@@ -134,11 +134,13 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       bytesPerInputToken: file.reservation?.bytesPerInputToken ?? 1,
       overheadInputTokens: file.reservation?.overheadInputTokens ?? 1024,
       webSearchesPerRequest: file.reservation?.webSearchesPerRequest ?? 10,
+      minOutputTokens: file.reservation?.minOutputTokens ?? 16,
     },
     limits: {
       bodyBytes: file.limits?.bodyBytes ?? 32 * 1024 * 1024,
       bodyTimeoutMs: file.limits?.bodyTimeoutMs ?? 10_000,
       bodyMinBytesPerSecond: file.limits?.bodyMinBytesPerSecond ?? 1024,
+      fileBytes: file.limits?.fileBytes ?? 100 * 1024 * 1024,
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
     responses: {

@@ -13,6 +13,9 @@ const pricingSchema = {
     cacheReadPerMillion: { type: 'number', minimum: 0 },
     cacheWrite1hPerMillion: { type: 'number', minimum: 0 },
     webSearchPerRequest: { type: 'number', minimum: 0 },
+    webFetchPerRequest: { type: 'number', minimum: 0 },
+    codeExecutionPerRequest: { type: 'number', minimum: 0 },
+    fastModeMultiplier: { type: 'number', minimum: 1 },
   },
 };
 
@@ -104,6 +107,7 @@ export const configSchema = {
         bodyBytes: { type: 'integer', minimum: 1024 },
         bodyTimeoutMs: { type: 'integer', minimum: 1 },
         bodyMinBytesPerSecond: { type: 'integer', minimum: 0 },
+        fileBytes: { type: 'integer', minimum: 1024, maximum: 524288000 },
       },
     },
     reservation: {
@@ -113,6 +117,7 @@ export const configSchema = {
         bytesPerInputToken: { type: 'number', exclusiveMinimum: 0 },
         overheadInputTokens: { type: 'integer', minimum: 0 },
         webSearchesPerRequest: { type: 'integer', minimum: 0 },
+        minOutputTokens: { type: 'integer', minimum: 1 },
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },

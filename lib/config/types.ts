@@ -5,18 +5,30 @@
 import type { KeyGroupConfig } from '../key-groups';
 import type { UpstreamTargetConfig } from '../upstream-targets';
 
-/** Prices of one model, in credits per million tokens. */
+/**
+ * Prices of one model, in credits per million tokens (server tools: per request). A price left out
+ * follows the provider's published ratio to the input price (lib/pricing.ts PUBLISHED_RATIOS).
+ */
 export interface ModelPricing {
   inputPerMillion: number;
   outputPerMillion: number;
-  /** Price of tokens written to the prompt cache. Default: `inputPerMillion`. */
+  /** Price of tokens written to the 5-minute prompt cache. Default: 1.25 x `inputPerMillion`. */
   cacheWritePerMillion?: number;
-  /** Price of tokens read from the prompt cache. Default: `inputPerMillion`. */
+  /** Price of tokens read from the prompt cache. Default: 0.1 x `inputPerMillion`. */
   cacheReadPerMillion?: number;
-  /** Price of tokens written to the 1-hour prompt cache (`cache_creation.ephemeral_1h_input_tokens`). Default: `cacheWritePerMillion`. */
+  /** Price of tokens written to the 1-hour prompt cache (`cache_creation.ephemeral_1h_input_tokens`). Default: 2 x `inputPerMillion`. */
   cacheWrite1hPerMillion?: number;
-  /** Credits per server-side web search (`server_tool_use.web_search_requests`). Default 0. */
+  /** Credits per server-side web search (`server_tool_use.web_search_requests`). Default 0.01 (10 per 1,000). */
   webSearchPerRequest?: number;
+  /** Credits per server-side web fetch (`server_tool_use.web_fetch_requests`). Default 0 (its tokens are billed). */
+  webFetchPerRequest?: number;
+  /** Credits per server-side code execution (`server_tool_use.code_execution_requests`). Default 0 (see docs/spend.md). */
+  codeExecutionPerRequest?: number;
+  /**
+   * Multiplier of every token price of a fast-mode reply (`usage.speed: "fast"`); absent: the model has
+   * no fast mode (such a reply is billed at the standard rate and logged).
+   */
+  fastModeMultiplier?: number;
 }
 
 /** One entry of the model catalogue. */
@@ -112,6 +124,11 @@ export interface GatewayConfig {
      */
     bodyTimeoutMs: number;
     bodyMinBytesPerSecond: number;
+    /**
+     * Largest file upload (`POST /v1/files`) accepted, in bytes; an upload is held in memory while it is
+     * sent upstream. Default 104857600 (100 MiB); at most 524288000 (500 MB, the upstream's limit).
+     */
+    fileBytes: number;
   };
   /**
    * How a request's worst case is bounded when credits are reserved against the monthly cap: input
@@ -124,6 +141,12 @@ export interface GatewayConfig {
     overheadInputTokens: number;
     /** Web searches held for a request offering the web search tool without `max_uses`. Default 10. */
     webSearchesPerRequest: number;
+    /**
+     * The smallest reply a request is let through with when its worst case does not fit the credit
+     * left under the cap: its `max_tokens` is lowered to what the credit left pays, down to this;
+     * below it, 402. Default 16.
+     */
+    minOutputTokens: number;
   };
   /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
   shutdownGraceMs: number;

@@ -23,9 +23,10 @@ export interface AdmissionRequest {
   rateLimitWindowMs: number;
   /**
    * Credits to hold against the key's `monthlyCreditCap` in `month`'s bucket, for `ttlMs`, when the
-   * request is within its rate limit; null for a route that is not billed.
+   * request is within its rate limit; null for a route that is not billed. With `minCredits`, holds
+   * what is left when `credits` do not fit but `minCredits` do (GatewayStore.reserveCredits).
    */
-  reservation: { month: string; credits: number; ttlMs: number } | null;
+  reservation: { month: string; credits: number; minCredits?: number; ttlMs: number } | null;
 }
 
 /**

@@ -177,9 +177,9 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         return { outcome: 'admitted' as const, totalHits: 1, resetTime: new Date(Date.now() + request.rateLimitWindowMs), reserved };
       }
     },
-    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number) {
+    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number) {
       try {
-        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs));
+        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits));
       } catch (err) {
         if (!failOpen) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });
@@ -216,6 +216,10 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     saveResponse: (record, ttlMs) => call('saveResponse', () => store.saveResponse(record, ttlMs)),
     getResponse: (id) => call('getResponse', () => store.getResponse(id)),
     deleteResponse: (id) => call('deleteResponse', () => store.deleteResponse(id)),
+    // Pins (message batches, files): as stored responses; an outage is a 503.
+    savePin: (pin, ttlMs) => call('savePin', () => store.savePin(pin, ttlMs)),
+    getPin: (kind, id) => call('getPin', () => store.getPin(kind, id)),
+    deletePin: (kind, id) => call('deletePin', () => store.deletePin(kind, id)),
     ping() {
       return withTimeout(store.ping(), timeoutMs);
     },

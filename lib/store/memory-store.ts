@@ -19,7 +19,7 @@ import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
-  type StoredResponse, type UsageEntry, type UsageTotals,
+  type PinnedObject, type StoredResponse, type UsageEntry, type UsageTotals,
 } from './types';
 
 interface StoredKey {
@@ -34,7 +34,7 @@ interface StoredKey {
   version?: number;
 }
 
-/** What `snapshot()` returns and `restore()` takes: plain JSON. Holds in flight are not kept. */
+/** What `snapshot()` returns and `restore()` takes: plain JSON. Holds of requests in flight are not kept (those of batches are). */
 export interface MemorySnapshot {
   version: 1;
   keys: StoredKey[];
@@ -44,6 +44,11 @@ export interface MemorySnapshot {
   ledger: Record<string, UsageTotals>;
   /** Spend state (days, request log, alerts); absent in files written before it existed. */
   spendState?: Partial<MemorySpendSnapshot>;
+  /**
+   * Pins (message batches, files) with their expiry: a batch not yet billed keeps its holds across a
+   * restart, so it is billed once its results are read. Absent in files written before it existed.
+   */
+  pins?: Array<{ pin: PinnedObject; expiresAt: number }>;
 }
 
 export class MemoryStore extends MemorySpendStore implements GatewayStore {
@@ -58,6 +63,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
   private readonly responses = new MemoryResponses(() => this.clock());
+  private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity), file: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity) };
   private readonly rateWindows = new MemoryRateWindows();
 
   constructor(clock: Clock = systemClock) {
@@ -86,8 +92,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     const window = this.rateWindows.hit(record.id, now, request.rateLimitWindowMs);
     const admitted = { outcome: 'admitted' as const, totalHits: window.hits, resetTime: new Date(window.resetAt) };
     if (!request.reservation || window.hits > record.rateLimitPerMinute) return { ...admitted, reserved: null };
-    const { month, credits, ttlMs } = request.reservation;
-    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs) };
+    const { month, credits, ttlMs, minCredits } = request.reservation;
+    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs, minCredits) };
   }
 
   /** The key one of whose live secrets hashes to `sha256`. */
@@ -154,21 +160,26 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return copyRecord(stored.record);
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
-    return this.reserveNow(keyId, month, credits, cap, ttlMs);
+  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
+    return this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits);
   }
 
   /** The check and the reservation as one step, as the Redis script is: nothing awaits in here. */
-  private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): ReserveResult {
+  private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): ReserveResult {
     const now = this.clock();
     const bucket = `${keyId}|${month}`;
     const spent = this.spend.get(bucket) ?? 0;
     const reserved = this.reservations.liveUnits(bucket, now);
-    const units = toCreditUnitsCeil(credits);
+    let units = toCreditUnitsCeil(credits);
     if (cap !== null && spent + reserved + units > toCreditUnits(cap)) {
-      return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
+      const left = toCreditUnits(cap) - spent - reserved;
+      if (minCredits === undefined || left < toCreditUnitsCeil(minCredits)) {
+        return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
+      }
+      units = left;
     }
-    const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits };
+    const held = units === toCreditUnitsCeil(credits) ? credits : fromCreditUnits(units);
+    const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits: held };
     this.reservations.add(bucket, reservation.id, units, now + ttlMs);
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
@@ -206,6 +217,18 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
       .map(([, v]) => ({ ...v, credits: fromCreditUnits(v.credits) }));
   }
 
+  async savePin(pin: PinnedObject, ttlMs: number): Promise<void> {
+    this.pins[pin.kind].save(pin, ttlMs);
+  }
+
+  async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
+    return this.pins[kind].get(id);
+  }
+
+  async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
+    return this.pins[kind].delete(id);
+  }
+
   async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
     this.responses.save(record, ttlMs);
   }
@@ -226,6 +249,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
       spend: Object.fromEntries(this.spend),
       ledger: Object.fromEntries([...this.ledger].map(([k, v]) => [k, { ...v }])),
       spendState: { dayLedger: this.dayLedger.snapshot(), requestLog: this.requestLog.snapshot(), ...this.alerts.snapshot() },
+      pins: [...this.pins.batch.entries(), ...this.pins.file.entries()].map(({ record, expiresAt }) => ({ pin: record, expiresAt })),
     };
   }
 
@@ -249,6 +273,14 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     this.dayLedger.restore(snapshot.spendState?.dayLedger ?? {});
     this.requestLog.restore(snapshot.spendState?.requestLog ?? []);
     this.alerts.restore(snapshot.spendState ?? {});
+    for (const { pin, expiresAt } of snapshot.pins ?? []) {
+      this.pins[pin.kind].restore(pin, expiresAt);
+      const batch = pin.data as { billed?: boolean; holds?: Array<{ reservation: Reservation }> };
+      if (pin.kind !== 'batch' || batch.billed) continue;
+      for (const { reservation } of batch.holds ?? []) {
+        this.reservations.add(`${reservation.keyId}|${reservation.month}`, reservation.id, toCreditUnitsCeil(reservation.credits), expiresAt);
+      }
+    }
   }
 
   async ping(): Promise<void> {}

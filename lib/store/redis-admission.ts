@@ -51,7 +51,7 @@ export class RedisAdmission {
       [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
       [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
         ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
-          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)] : [])],
+          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(reservation!.minCredits)] : [])],
     )) as [string, ...unknown[]];
     if (reply[0] === 'unknown' || reply[0] === 'revoked') {
       this.snapshots.delete(request.secretSha256);
@@ -61,11 +61,11 @@ export class RedisAdmission {
       const state = this.snapshots.get(request.secretSha256)?.secretState ?? 'current';
       return { outcome: 'changed', snapshot: this.remember(request.secretSha256, decodeSnapshot(reply[1] as string[]), state) };
     }
-    const [, hits, leftMs, ok, spent, reserved] = reply as [string, number, number, number?, number?, number?];
+    const [, hits, leftMs, ok, spent, reserved, held] = reply as [string, number, number, number?, number?, number?, number?];
     const admitted = { outcome: 'admitted' as const, totalHits: hits, resetTime: new Date(now + leftMs) };
     if (!hold || ok === undefined) return { ...admitted, reserved: null };
     const result: ReserveResult = ok === 1
-      ? { ok: true, reservation: { id: hold.id, keyId: id, month: reservation!.month, credits: reservation!.credits }, spent: fromCreditUnits(spent!) }
+      ? { ok: true, reservation: { id: hold.id, keyId: id, month: reservation!.month, credits: heldCredits(held!, hold.units, reservation!.credits) }, spent: fromCreditUnits(spent!) }
       : { ok: false, spent: fromCreditUnits(spent!), reserved: fromCreditUnits(reserved!), cap: cap! };
     return { ...admitted, reserved: result };
   }
@@ -88,4 +88,14 @@ function secretLive(state: string, now: number): boolean {
 function decodeSnapshot(flat: string[]): KeySnapshot {
   const at = flat.indexOf('version');
   return { key: decodeRecord(flat), version: at >= 0 && at % 2 === 0 ? Number(flat[at + 1]) : 0 };
+}
+
+/** The minimum-credits argument of the reserve scripts: credit units rounded up, or -1 for none. */
+export function minUnitsArg(minCredits: number | undefined): string {
+  return minCredits === undefined ? '-1' : String(toCreditUnitsCeil(minCredits));
+}
+
+/** The credits a reserve script held: the asked `credits` when it held all `askedUnits`, else what it held. */
+export function heldCredits(heldUnits: number, askedUnits: number, credits: number): number {
+  return heldUnits === askedUnits ? credits : fromCreditUnits(heldUnits);
 }

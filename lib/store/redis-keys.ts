@@ -80,6 +80,11 @@ export class RedisKeys {
     return `${this.prefix}{alerts}:pending`;
   }
 
+  /** A pinned upstream object (a message batch, a file). */
+  pin(kind: string, id: string): string {
+    return `${this.prefix}pin:${kind}:${id}`;
+  }
+
   response(id: string): string {
     return `${this.prefix}response:${id}`;
   }

@@ -101,12 +101,13 @@ return {redis.call('HGETALL', KEYS[1]), expiring, dropped}
 
 /**
  * Lua that holds credits against the cap in a month bucket, or finds they do not fit, and returns
- * {1|0, spent, reserved}. Holds past their expiry stop counting and become `expired:` entries, kept
- * for a late settlement. The arguments are Lua expressions: the bucket, the reservation id, credit
- * units (credits.ts), the cap in credit units (-1: no cap), now, hold expiry (ms), forget-expired
- * delay (ms), bucket ttl (ms).
+ * {1|0, spent, reserved, held units}. When the credits do not fit but the minimum does, it holds all
+ * that is left under the cap. Holds past their expiry stop counting and become `expired:` entries,
+ * kept for a late settlement. The arguments are Lua expressions: the bucket, the reservation id,
+ * credit units (credits.ts), the cap in credit units (-1: no cap), now, hold expiry (ms),
+ * forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: all or nothing).
  */
-function RESERVE_LUA(bucket: string, id: string, units: string, cap: string, now: string, expiry: string, forget: string, ttl: string): string {
+function RESERVE_LUA(bucket: string, id: string, units: string, cap: string, now: string, expiry: string, forget: string, ttl: string, min: string): string {
   return `
 local now = tonumber(${now})
 local spent = tonumber(redis.call('HGET', ${bucket}, 'spent') or '0')
@@ -128,18 +129,24 @@ for i = 1, #fields, 2 do
   end
 end
 local cap = tonumber(${cap})
-if cap >= 0 and spent + reserved + tonumber(${units}) > cap then return {0, spent, reserved} end
-redis.call('HSET', ${bucket}, 'hold:' .. ${id}, ${units} .. ':' .. ${expiry})
+local units = ${units}
+if cap >= 0 and spent + reserved + tonumber(units) > cap then
+  local left = cap - spent - reserved
+  local min = tonumber(${min})
+  if min < 0 or left < min then return {0, spent, reserved, 0} end
+  units = string.format('%d', left)
+end
+redis.call('HSET', ${bucket}, 'hold:' .. ${id}, units .. ':' .. ${expiry})
 redis.call('PEXPIRE', ${bucket}, ${ttl})
-return {1, spent, reserved}`;
+return {1, spent, reserved, tonumber(units)}`;
 }
 
 /**
  * Reserve credits against the cap. KEYS: credits:<month>. ARGV: reservation id, credit units,
- * cap in credit units (-1: no cap), now, hold expiry (ms), forget-expired delay (ms), bucket ttl (ms).
- * Returns {1|0, spent, reserved}.
+ * cap in credit units (-1: no cap), now, hold expiry (ms), forget-expired delay (ms), bucket ttl (ms),
+ * minimum credit units (-1: none). Returns {1|0, spent, reserved, held units}.
  */
-export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]');
+export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]');
 
 /**
  * A request's admission (GatewayStore.admit), the one round trip before its upstream call: check the
@@ -147,9 +154,9 @@ export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARG
  * when it is within the limit and a hold is asked for, reserve its credits (RESERVE_LUA).
  * KEYS: key, secrets, rl, credits:<month>. ARGV: sha, expected version, now, window (ms), limit,
  * then (or nothing, for no hold) reservation id, credit units, cap units (-1: none), hold expiry
- * (ms), forget-expired delay (ms), bucket ttl (ms).
+ * (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: none).
  * Returns {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits, window ms
- * left[, 1|0, spent, reserved]}.
+ * left[, 1|0, spent, reserved, held units]}.
  */
 export const ADMIT = `
 local state = redis.call('HGET', KEYS[2], ARGV[1])
@@ -168,10 +175,10 @@ if left <= 0 then
 end
 if #ARGV < 6 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end
 local function reserve()
-${RESERVE_LUA('KEYS[4]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]', 'ARGV[3]', 'ARGV[9]', 'ARGV[10]', 'ARGV[11]')}
+${RESERVE_LUA('KEYS[4]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]', 'ARGV[3]', 'ARGV[9]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]')}
 end
 local held = reserve()
-return {'admitted', hits, left, held[1], held[2], held[3]}
+return {'admitted', hits, left, held[1], held[2], held[3], held[4]}
 `;
 
 /**

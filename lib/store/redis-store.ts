@@ -11,7 +11,7 @@ import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
-import { RedisAdmission } from './redis-admission';
+import { heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
 import { createRedisKey, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
@@ -25,7 +25,7 @@ import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
-  type NewKey, type Reservation, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
+  type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
 
@@ -133,18 +133,18 @@ export class RedisStore implements GatewayStore {
     return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult> {
+  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
     const now = this.clock();
     const id = crypto.randomUUID();
     const units = toCreditUnitsCeil(credits);
-    const [ok, spent, reserved] = (await this.connection.run(
+    const [ok, spent, reserved, held] = (await this.connection.run(
       RESERVE_CREDITS,
       [this.keys.credits(keyId, month)],
       [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
-        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS)],
-    )) as [number, number, number];
+        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(minCredits)],
+    )) as [number, number, number, number];
     if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
-    return { ok: true, reservation: { id, keyId, month, credits }, spent: fromCreditUnits(spent) };
+    return { ok: true, reservation: { id, keyId, month, credits: heldCredits(held, units, credits) }, spent: fromCreditUnits(spent) };
   }
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
@@ -241,6 +241,19 @@ export class RedisStore implements GatewayStore {
 
   async finishBudgetAlert(id: string): Promise<void> {
     await this.connection.commands.multi().zRem(this.keys.alertsDue, id).hDel(this.keys.alertsPending, id).exec();
+  }
+
+  async savePin(pin: PinnedObject, ttlMs: number): Promise<void> {
+    await this.connection.commands.set(this.keys.pin(pin.kind, pin.id), JSON.stringify(pin), { PX: ttlMs });
+  }
+
+  async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
+    const text = await this.connection.commands.get(this.keys.pin(kind, id));
+    return text === null ? null : (JSON.parse(text) as PinnedObject);
+  }
+
+  async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
+    return (await this.connection.commands.del(this.keys.pin(kind, id))) > 0;
   }
 
   async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {

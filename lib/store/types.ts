@@ -131,6 +131,20 @@ export interface StoredResponse {
   sessionId?: string;
 }
 
+/**
+ * An object the upstream keeps for the gateway's credential that only the key which made it may see
+ * (a message batch, a file): its id, that key, and what the gateway needs to know of it.
+ */
+export interface PinnedObject {
+  /** `batch` (Message Batches) or `file` (Files). */
+  kind: 'batch' | 'file';
+  /** The upstream's id (`msgbatch_...`, `file_...`). */
+  id: string;
+  keyId: string;
+  /** What the route keeps about it (JSON). */
+  data: Record<string, unknown>;
+}
+
 export interface GatewayStore {
   /** Which implementation this is (`memory` or `redis`), for /health and logs. */
   readonly kind: string;
@@ -159,9 +173,11 @@ export interface GatewayStore {
   rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now?: number): Promise<KeyRecord>;
   /**
    * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when
-   * spent + reserved + credits <= cap (a null cap always succeeds). Holds expire after `ttlMs`.
+   * spent + reserved + credits <= cap (a null cap always succeeds). With `minCredits` (<= credits),
+   * when `credits` do not fit but `minCredits` do, holds all that is left (cap - spent - reserved)
+   * instead; the reservation's `credits` say what was held. Holds expire after `ttlMs`.
    */
-  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number): Promise<ReserveResult>;
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult>;
   /**
    * Extend a live hold to `ttlMs` from now, for a request still in flight (a long stream), so its
    * credits keep counting against the cap until it settles. Returns false when the hold has already
@@ -183,6 +199,12 @@ export interface GatewayStore {
   getResponse(id: string): Promise<StoredResponse | null>;
   /** Delete a stored response; false when there was none. */
   deleteResponse(id: string): Promise<boolean>;
+  /** Keep `pin` (replacing one of the same kind and id) for `ttlMs`. */
+  savePin(pin: PinnedObject, ttlMs: number): Promise<void>;
+  /** The pin of this kind and id, or null when there is none or its time is up. */
+  getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null>;
+  /** Forget a pin; false when there was none. */
+  deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean>;
   /** Throws when the backing service is unreachable. */
   ping(): Promise<void>;
   /** Waits for operations under way (settlements of closing requests), then releases the connection. */

@@ -74,11 +74,16 @@ export function faultOptionsOf(upstream: Required<UpstreamFaultOptions>): Upstre
 }
 
 export interface UpstreamRequest {
+  /** Default `POST`. */
+  method?: string;
   /** Path on the upstream, e.g. `/v1/messages`. */
   path: string;
   /** Extra headers; the credential and content headers are set here. */
   headers: Record<string, string>;
-  body: Buffer;
+  /** The JSON body; none (no content headers) for a GET or DELETE. */
+  body?: Buffer;
+  /** The body's content type when it is not JSON (a multipart upload). Default `application/json`. */
+  contentType?: string;
 }
 
 /** Starts one attempt with `credential` at `target`: the request it sent (http-proxy's, or the client's own). */
@@ -105,7 +110,7 @@ export interface UpstreamClient {
    * @throws GatewayError 502 when the upstream cannot be reached, 504 when no head comes in `timeoutMs`
    */
   exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply>;
-  /** POST `request` through `exchange`. */
+  /** Send `request` (POST unless it says otherwise) through `exchange`. */
   send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply>;
   /** True when an HTTP answer (any status) comes back from some target within `timeoutMs` ms. */
   ping(timeoutMs?: number): Promise<boolean>;
@@ -215,14 +220,15 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   function send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply> {
     return exchange((credential, target) => {
       const { url } = target;
+      const body = request.body;
       const req = target.transport.request({
-        protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: 'POST', path: target.basePath + request.path, agent: target.agent,
+        protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: request.method ?? 'POST', path: target.basePath + request.path, agent: target.agent,
         headers: {
-          ...request.headers, ...credential.headers,
-          'content-type': 'application/json', 'content-length': String(request.body.length), 'accept-encoding': 'identity',
+          ...request.headers, ...credential.headers, 'accept-encoding': 'identity',
+          ...(body ? { 'content-type': request.contentType ?? 'application/json', 'content-length': String(body.length) } : {}),
         },
       });
-      req.end(request.body);
+      req.end(body);
       return req;
     }, signal, route);
   }

@@ -18,6 +18,7 @@ export interface RecordedRequest {
 /** What the fake upstream does with one request. */
 export type FakeReply =
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'text'; status?: number; text: string; contentType: string }
   | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
   | { kind: 'hang' }
   | { kind: 'destroy' };
@@ -61,6 +62,68 @@ export function nativeTextEvents(pieces: string[], usage = { input_tokens: 10, o
   ];
 }
 
+/**
+ * Models of the shipped catalogue that offer fast mode (config.json `fastModeMultiplier`), as the
+ * provider lists them (platform.claude.com/docs/en/build-with-claude/fast-mode, read 2026-11-25).
+ */
+export const FAST_MODE_MODELS = ['model-opus-5', 'model-opus-4.8', 'model-opus-4.7', 'model-opus-4.6'];
+
+/** Token counts a fake reply bills: the reply's own, and optionally a compaction step's and server tool counts. */
+export interface FakeTokens {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
+  /** Of the cache writes, those to the 1-hour cache. */
+  cache_1h_input_tokens?: number;
+  web_search_requests?: number;
+  web_fetch_requests?: number;
+  /** Tokens of the server-side compaction step, when the request asked for one. */
+  compaction?: { input_tokens: number; output_tokens: number };
+}
+
+/**
+ * The `usage` object the real API reports for a request `body` billed `tokens`:
+ * - `cache_creation` splits the writes by lifetime (prompt caching page);
+ * - `server_tool_use` counts web searches and fetches (web search / web fetch tool pages);
+ * - `service_tier`: `standard` (`batch` for a Message Batches result) (API reference, Messages);
+ * - `inference_geo`: the request's, else `global` (data residency page: "The response usage object
+ *   includes an inference_geo field indicating where inference ran");
+ * - `speed`: `fast` when the request asked for fast mode, else `standard` (fast mode page);
+ * - `iterations` when a compaction ran: the compaction step first, then the message step, whose counts
+ *   are the top-level ones ("the top-level input_tokens and output_tokens do not include compaction
+ *   iteration usage", compaction page, platform.claude.com/docs/en/build-with-claude/compaction).
+ */
+export function reportedUsage(body: any, tokens: FakeTokens, serviceTier = 'standard'): Record<string, unknown> {
+  const writes = tokens.cache_creation_input_tokens ?? 0;
+  const oneHour = tokens.cache_1h_input_tokens ?? 0;
+  const top = {
+    input_tokens: tokens.input_tokens, output_tokens: tokens.output_tokens,
+    cache_creation_input_tokens: writes, cache_read_input_tokens: tokens.cache_read_input_tokens ?? 0,
+  };
+  return {
+    ...top,
+    cache_creation: { ephemeral_5m_input_tokens: writes - oneHour, ephemeral_1h_input_tokens: oneHour },
+    server_tool_use: { web_search_requests: tokens.web_search_requests ?? 0, web_fetch_requests: tokens.web_fetch_requests ?? 0 },
+    service_tier: serviceTier,
+    inference_geo: typeof body?.inference_geo === 'string' ? body.inference_geo : 'global',
+    speed: body?.speed === 'fast' ? 'fast' : 'standard',
+    ...(tokens.compaction ? { iterations: [{ type: 'compaction', ...tokens.compaction }, { type: 'message', ...top }] } : {}),
+  };
+}
+
+/**
+ * What the real API refuses of a request's billing fields, as a 400 `invalid_request_error` body, or
+ * null: fast mode on a model that does not offer it ("supported on" list of the fast mode page), and
+ * an `inference_geo` other than `global` or `us` (data residency page, "Inference geo" table).
+ */
+export function refusedBillingFields(body: any): Record<string, unknown> | null {
+  const refuse = (message: string) => ({ type: 'error', error: { type: 'invalid_request_error', message } });
+  if (body?.speed === 'fast' && !FAST_MODE_MODELS.includes(body.model)) return refuse(`fast mode is not supported for model ${body.model}`);
+  if (body?.inference_geo !== undefined && !['global', 'us'].includes(body.inference_geo)) return refuse('inference_geo: must be one of "global", "us"');
+  return null;
+}
+
 /** Default behaviour: a text reply (streamed when asked) echoing the model it was sent. */
 export const defaultHandler: FakeHandler = (request) => {
   if (request.url.startsWith('/v1/messages/count_tokens')) return { kind: 'json', body: { input_tokens: 42 } };
@@ -99,6 +162,11 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       const reply = current(recorded);
       if (reply.kind === 'hang') return;
       if (reply.kind === 'destroy') return req.socket.destroy();
+      if (reply.kind === 'text') {
+        res.writeHead(reply.status ?? 200, { 'content-type': reply.contentType, 'request-id': 'req_upstream_1' });
+        res.end(reply.text);
+        return;
+      }
       if (reply.kind === 'json') {
         const payload = JSON.stringify(reply.body);
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'request-id': 'req_upstream_1', ...reply.headers });

@@ -83,10 +83,20 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
 
   describe('admission (auth check, rate-limit count and credit hold in one step)', () => {
     const SECRET = 'sk-cs4-secret-adm-aaaa';
-    const admit = async (reservation: { credits: number } | null, snapshot?: KeySnapshot) => f.store.admit({
+    const admit = async (reservation: { credits: number; minCredits?: number } | null, snapshot?: KeySnapshot) => f.store.admit({
       snapshot: snapshot ?? (await f.store.identifyKey(hashSecret(SECRET), T0))!,
       secretSha256: hashSecret(SECRET), now: T0, rateLimitWindowMs: 60_000,
-      reservation: reservation && { month: '2025-06', credits: reservation.credits, ttlMs: 60_000 },
+      reservation: reservation && { month: '2025-06', credits: reservation.credits, minCredits: reservation.minCredits, ttlMs: 60_000 },
+    });
+
+    it('holds what is left under the cap when the credits do not fit but the minimum does', async () => {
+      await f.store.createKey(newKey('k1', SECRET, { rateLimitPerMinute: 10, monthlyCreditCap: 10 }));
+      const first = await admit({ credits: 8, minCredits: 1 });
+      expect(first.outcome === 'admitted' && first.reserved?.ok && first.reserved.reservation.credits).to.equal(8);
+      const second = await admit({ credits: 8, minCredits: 1 });
+      expect(second.outcome === 'admitted' && second.reserved?.ok && second.reserved.reservation.credits).to.equal(2);
+      const third = await admit({ credits: 8, minCredits: 1 });
+      expect(third.outcome === 'admitted' && third.reserved).to.deep.include({ ok: false, reserved: 10, cap: 10 });
     });
 
     it('counts each request in the window and holds credits against the cap while within the limit', async () => {
@@ -189,6 +199,23 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       // 1.5 spent + 4 held + 4 = 9.5 fits now
       const d = await f.store.reserveCredits('k1', '2025-06', 4, 10, 60_000);
       expect(d).to.deep.include({ ok: true, spent: 1.5 });
+    });
+
+    it('with a minimum, holds all that is left when the credits do not fit but the minimum does, and says how much', async () => {
+      const a = await f.store.reserveCredits('k1', '2025-06', 7, 10, 60_000, 1);
+      expect(a).to.deep.include({ ok: true, spent: 0 });
+      expect(a.ok && a.reservation.credits, 'fits whole: the credits asked').to.equal(7);
+      const b = await f.store.reserveCredits('k1', '2025-06', 7, 10, 60_000, 1);
+      expect(b.ok && b.reservation.credits, 'the 3 left').to.equal(3);
+      const c = await f.store.reserveCredits('k1', '2025-06', 7, 10, 60_000, 0.000001);
+      expect(c, 'nothing left').to.deep.include({ ok: false, spent: 0, reserved: 10, cap: 10 });
+      if (!a.ok || !b.ok) throw new Error('unreachable');
+      await f.store.settleCredits(a.reservation, usage(6.5));
+      await f.store.settleCredits(b.reservation, usage(2.9));
+      // 0.6 left: a minimum of 0.7 does not fit, one of 0.6 does (exactly).
+      expect((await f.store.reserveCredits('k1', '2025-06', 5, 10, 60_000, 0.7)).ok).to.equal(false);
+      const d = await f.store.reserveCredits('k1', '2025-06', 5, 10, 60_000, 0.6);
+      expect(d.ok && d.reservation.credits).to.equal(0.6);
     });
 
     it('no cap never refuses; a cap of 0 refuses everything', async () => {
@@ -399,6 +426,25 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       await f.store.finishBudgetAlert(alert.id);
       expect(await f.store.leaseBudgetAlert(T0 + DAY, 30_000)).to.equal(null);
       expect(await f.store.claimBudgetAlert(alert), 'never claimed again').to.equal(false);
+    });
+  });
+
+  describe('pins (message batches, files)', () => {
+    it('keeps a pin per kind and id until it is deleted or its time is up', async () => {
+      const pin = { kind: 'batch' as const, id: `msgbatch_${Math.random().toString(36).slice(2)}`, keyId: 'k1', data: { billed: false, models: { a: 'm' } } };
+      await f.store.savePin(pin, HOUR);
+      expect(await f.store.getPin('batch', pin.id)).to.deep.equal(pin);
+      expect(await f.store.getPin('file', pin.id), 'kinds apart').to.equal(null);
+      await f.store.savePin({ ...pin, data: { billed: true } }, HOUR);
+      expect((await f.store.getPin('batch', pin.id))!.data).to.deep.equal({ billed: true });
+      expect(await f.store.deletePin('batch', pin.id)).to.equal(true);
+      expect(await f.store.getPin('batch', pin.id)).to.equal(null);
+      expect(await f.store.deletePin('batch', pin.id)).to.equal(false);
+      const file = { kind: 'file' as const, id: `file_${Math.random().toString(36).slice(2)}`, keyId: 'k2', data: {} };
+      await f.store.savePin(file, 5);
+      f.setNow(T0 + 10);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(await f.store.getPin('file', file.id)).to.equal(null);
     });
   });
 

@@ -1,5 +1,6 @@
 /**
- * Hard cap under load: 50 requests in flight at once for one key whose cap fits 10 of them.
+ * Hard cap under load: 50 requests in flight at once for one key whose cap fits 10 of them whole, and
+ * an eleventh with its max_tokens lowered to what the credit left pays.
  */
 import { expect } from 'chai';
 import { createCatalogue } from '../../lib/catalogue';
@@ -28,7 +29,7 @@ for (const kind of ['memory', 'redis'] as const) {
       if (redis) await deleteRedisPrefix(redis.prefix);
     });
 
-    it('lets exactly the 10 that fit through; the spend never passes the cap', async () => {
+    it('lets the 10 that fit through whole and an 11th cut to the credit left; the spend never passes the cap', async () => {
       redis = kind === 'redis' ? await connectTestRedisStore() : undefined;
       const config = parseConfig(testConfigObject('http://127.0.0.1:9'), {});
       const haiku = createCatalogue(config).resolve('haiku')!;
@@ -56,28 +57,34 @@ for (const kind of ['memory', 'redis'] as const) {
           return res.status;
         }),
       );
-      // All 50 are in flight: 10 held at the upstream, the rest refused.
-      await upstream.waitForReceived(10);
+      // All 50 are in flight: 11 held at the upstream, the rest refused.
+      await upstream.waitForReceived(11);
       const deadline = Date.now() + 15_000;
-      while (statuses.length < 40 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(statuses).to.have.length(40);
+      while (statuses.length < 39 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(statuses).to.have.length(39);
       expect(statuses.every((status) => status === 402)).to.equal(true);
-      expect(upstream.received()).to.equal(10);
+      expect(upstream.received()).to.equal(11);
+      // The 11th holds the half worst case left: its output bound is cut to what that pays.
+      const sent = upstream.maxTokens();
+      expect(sent.filter((max) => max === 2000)).to.have.length(10);
+      const lowered = sent.find((max) => max !== 2000)!;
+      expect(priceWorstCase(haiku, inputBound, lowered)).to.be.at.most(cap - 10 * worstCase + 1e-9);
+      expect(priceWorstCase(haiku, inputBound, lowered + 1)).to.be.above(cap - 10 * worstCase);
 
       upstream.release();
       const all = await Promise.all(replies);
-      expect(all.filter((status) => status === 200)).to.have.length(10);
-      expect(all.filter((status) => status === 402)).to.have.length(40);
+      expect(all.filter((status) => status === 200)).to.have.length(11);
+      expect(all.filter((status) => status === 402)).to.have.length(39);
 
       const month = utcMonth(Date.now());
       let spend = 0;
       for (let i = 0; i < 300 && spend === 0; i++) {
         const usage = await gw.gateway.store.getUsage('burst', month);
-        if (usage[0]?.requests === 10) spend = await gw.gateway.store.getMonthSpend('burst', month);
+        if (usage[0]?.requests === 11) spend = await gw.gateway.store.getMonthSpend('burst', month);
         else await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      const realCost = (inputBound * 1 + 2000 * 5) / 1e6;
-      expect(spend).to.be.closeTo(10 * realCost, 1e-9);
+      const realCost = (outputTokens: number) => (inputBound * 1 + outputTokens * 5) / 1e6;
+      expect(spend).to.be.closeTo(10 * realCost(2000) + realCost(lowered), 1e-9);
       expect(spend).to.be.at.most(cap);
     });
   });

@@ -65,22 +65,26 @@ describe('two gateway processes sharing one Redis', function () {
     await deleteRedisPrefix(prefix);
   });
 
-  it('holds one credit cap: of 10 requests in flight across both, exactly the 4 that fit reach the upstream', async () => {
+  it('holds one credit cap: of 10 requests in flight across both, the 4 that fit and a 5th cut to the credit left reach the upstream', async () => {
     const early: number[] = [];
     const replies = Array.from({ length: 10 }, (_, i) => native(i % 2 ? a.url : b.url, CAP_KEY).then((status) => {
       early.push(status);
       return status;
     }));
     // While the upstream holds the requests that fit, every other one must already be refused.
-    await upstream.waitForReceived(4);
-    for (let i = 0; i < 1500 && early.length < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(early).to.deep.equal([402, 402, 402, 402, 402, 402]);
-    expect(upstream.received()).to.equal(4);
+    await upstream.waitForReceived(5);
+    for (let i = 0; i < 1500 && early.length < 5; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(early).to.deep.equal([402, 402, 402, 402, 402]);
+    expect(upstream.received()).to.equal(5);
+    // Four whole, one with its max_tokens cut to the half worst case left.
+    const sent = upstream.maxTokens();
+    expect(sent.filter((max) => max === 1000)).to.have.length(4);
+    expect(sent.find((max) => max !== 1000)).to.be.within(16, 999);
     upstream.release();
     const statuses = await Promise.all(replies);
-    expect(statuses.filter((s) => s === 200)).to.have.length(4);
-    expect(statuses.filter((s) => s === 402)).to.have.length(6);
-    expect(upstream.received()).to.equal(4);
+    expect(statuses.filter((s) => s === 200)).to.have.length(5);
+    expect(statuses.filter((s) => s === 402)).to.have.length(5);
+    expect(upstream.received()).to.equal(5);
   });
 
   it('holds one rate limit: a key with 4 per minute gets 4 in total across both, then 429 from each', async () => {

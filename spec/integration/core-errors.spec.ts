@@ -172,7 +172,9 @@ describe('integration: error table', () => {
     expect(live.body).to.deep.equal({ status: 'ok' });
     const health = await call(t, { path: '/health', method: 'GET' });
     expect(health.status).to.equal(200);
-    expect(health.body).to.deep.include({ status: 'ok', upstream: { reachable: true, simulated: false } });
+    expect(health.body.status).to.equal('ok');
+    // The error cases above may have opened the one target's breaker: its state is reported, the upstream still answers.
+    expect(health.body.upstream).to.include({ reachable: true, simulated: false });
     expect(health.body.store).to.include({ kind: 'memory', reachable: true });
   });
 });

@@ -121,7 +121,11 @@ describe('no bypass', () => {
       }
     }
     expect(calls).to.be.greaterThan(20);
-    // /health probes the upstream with HEAD; nothing else may have reached it.
-    expect(gw.upstream.requests.filter((r) => r.method !== 'HEAD')).to.have.length(0);
+    // /health probes the upstream with HEAD, and listing Message Batches or Files (no model) asks the
+    // upstream for its page before keeping this key's own; nothing else may have reached it.
+    const listed = (r: { method: string; url: string }) => r.method === 'GET' && (r.url === '/v1/messages/batches' || r.url === '/v1/files');
+    expect(gw.upstream.requests.filter((r) => r.method !== 'HEAD' && !listed(r))).to.have.length(0);
+    // And only with a valid key and the version header: the one haikuOnly attempt that carries both, per list.
+    expect(gw.upstream.requests.filter(listed)).to.have.length(2);
   });
 });

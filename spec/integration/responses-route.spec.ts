@@ -101,18 +101,22 @@ describe('Responses route', () => {
     expect(lines[lines.length - 1].dropped_tools).to.deep.equal(['local_shell', 'image_generation']);
   });
 
-  it('the credit reservation reads max_output_tokens: a cap it would overrun refuses before the upstream', async () => {
+  it('the credit reservation reads max_output_tokens: one the cap cannot pay is cut to the credit left, and the reply says so', async () => {
     const capped = await startTestGateway({
       overrides: { keys: [{ id: 'capped', key: 'sk-cs4-test-capped-key-0009', monthlyCreditCap: 0.5, rateLimitPerMinute: 1000 }] },
     });
     try {
-      // sonnet output is priced per million tokens: 200000 output tokens cost more than the cap.
-      const refused = await post(capped, { model: 'sonnet', input: 'hi', max_output_tokens: 200000 }, chatHeaders('sk-cs4-test-capped-key-0009'));
-      expect(refused.status).to.equal(402);
-      expect(refused.json.error.code).to.equal('insufficient_quota');
+      // sonnet output costs 15 credits per million tokens: 200000 output tokens cost more than the cap.
+      const cut = await post(capped, { model: 'sonnet', input: 'hi', max_output_tokens: 200000 }, chatHeaders('sk-cs4-test-capped-key-0009'));
+      expect(cut.status).to.equal(200);
+      const lowered = Number(cut.headers['x-gateway-max-tokens']);
+      expect(lowered).to.be.within(30000, 33333);
+      expect(cut.headers['x-gateway-warning']).to.include(`max_output_tokens lowered from 200000 to ${lowered}`);
+      expect(capped.upstream.requests[0].body.max_tokens).to.equal(lowered);
       const served = await post(capped, { model: 'sonnet', input: 'hi', max_output_tokens: 100 }, chatHeaders('sk-cs4-test-capped-key-0009'));
       expect(served.status).to.equal(200);
-      expect(capped.upstream.requests).to.have.length(1);
+      expect(served.headers['x-gateway-max-tokens']).to.equal(undefined);
+      expect(capped.upstream.requests[1].body.max_tokens).to.equal(100);
     } finally {
       await capped.close();
     }

@@ -7,7 +7,8 @@ import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
 import { EventEmitter } from 'node:events';
 import { boundInputTokens, boundWebSearches, createReservationRenewer, createCreditReservation, maxOutputTokens, priceWorstCase } from '../../middleware/credit-reservation';
-import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
+import { batchWorstCase, estimateWorstCase, fitOutputTokens, worstCaseCredits } from '../../middleware/worst-case';
+import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 
 const CAPPED = 'sk-cs4-test-capped-key-0020';
@@ -30,8 +31,8 @@ function post(url: string, path: string, secret: string, body: Record<string, un
 
 describe('credit reservation: the worst case', () => {
   it('bounds input tokens by body bytes per token plus the overhead', () => {
-    expect(boundInputTokens(1000, { bytesPerInputToken: 1, overheadInputTokens: 1024, webSearchesPerRequest: 10 })).to.equal(2024);
-    expect(boundInputTokens(1001, { bytesPerInputToken: 2, overheadInputTokens: 0, webSearchesPerRequest: 10 })).to.equal(501);
+    expect(boundInputTokens(1000, { bytesPerInputToken: 1, overheadInputTokens: 1024, webSearchesPerRequest: 10, minOutputTokens: 16 })).to.equal(2024);
+    expect(boundInputTokens(1001, { bytesPerInputToken: 2, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 })).to.equal(501);
   });
 
   it('prices input at the model\'s highest input price (a 1-hour cache write costs more than plain input)', () => {
@@ -41,8 +42,37 @@ describe('credit reservation: the worst case', () => {
     expect(priceWorstCase(haiku, 0, 0, 5)).to.equal(0.05);
   });
 
+  it('prices the rate the body asks for (fast mode, a pinned inference_geo) and a compaction step', () => {
+    const opus = catalogue.resolve('model-opus-4.8')!; // fast mode 2x
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
+    const plain = estimateWorstCase(opus, {}, 1000, 100, reservation);
+    expect(worstCaseCredits(plain)).to.be.closeTo(priceWorstCase(opus, 1000, 100), 1e-12);
+    expect(worstCaseCredits(estimateWorstCase(opus, { speed: 'fast' }, 1000, 100, reservation))).to.be.closeTo(2 * worstCaseCredits(plain), 1e-12);
+    expect(worstCaseCredits(estimateWorstCase(opus, { inference_geo: 'us' }, 1000, 100, reservation))).to.be.closeTo(1.1 * worstCaseCredits(plain), 1e-12);
+    expect(worstCaseCredits(estimateWorstCase(haiku, { speed: 'fast' }, 1000, 100, reservation)), 'no fast mode on haiku')
+      .to.be.closeTo(priceWorstCase(haiku, 1000, 100), 1e-12);
+    const compacting = { context_management: { edits: [{ type: 'compact_20260112' }] } };
+    expect(worstCaseCredits(estimateWorstCase(opus, compacting, 1000, 100, reservation))).to.be.closeTo(2 * worstCaseCredits(plain), 1e-12);
+    // A batch request: the batch rate (0.5x) on its tokens.
+    const params = { model: 'opus', max_tokens: 100, messages: [] };
+    expect(batchWorstCase(opus, params, 4096, reservation)).to.be.closeTo(priceWorstCase(opus, Buffer.byteLength(JSON.stringify(params)), 100) / 2, 1e-12);
+  });
+
+  it('cuts the output to what a hold pays, never past it', () => {
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
+    const worst = estimateWorstCase(haiku, {}, 1000, 4000, reservation);
+    for (const credits of [0.0021, 0.01, 0.0123457]) {
+      const tokens = fitOutputTokens(worst, credits);
+      expect(worstCaseCredits(worst, tokens)).to.be.at.most(credits);
+      // One token more would not fit (or fit exactly: the cut errs a hair under an exact quotient).
+      if (tokens < 4000) expect(worstCaseCredits(worst, tokens + 1)).to.be.above(credits - 1e-12);
+    }
+    expect(fitOutputTokens(worst, 0.0019), 'not even the input').to.equal(0);
+    expect(fitOutputTokens(worst, 1), 'at most max_tokens').to.equal(4000);
+  });
+
   it('holds web searches for each web search tool offered: its max_uses, else the configured default', () => {
-    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 };
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
     expect(boundWebSearches({ tools: [{ name: 'Bash', input_schema: {} }] }, reservation)).to.equal(0);
     expect(boundWebSearches({ tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] }, reservation)).to.equal(3);
     expect(boundWebSearches({ tools: [{ type: 'web_search_20260101', name: 'web_search' }, null, 'x'] }, reservation)).to.equal(10);
@@ -71,7 +101,7 @@ describe('credit reservation: the worst case', () => {
         return true;
       },
     } as unknown as GatewayStore;
-    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 };
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
     const step = createCreditReservation({ store, catalogue, format: 'native', reservation, reservationTtlMs: 1000 });
     const body = { model: 'haiku', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] };
     const run = (bodyBytes: number | undefined) => new Promise<void>((resolve, reject) => {
@@ -81,10 +111,9 @@ describe('credit reservation: the worst case', () => {
     });
     await run(5000); // e.g. a pretty-printed body: its bytes on the wire are what the bound counts
     await run(undefined);
-    expect(reserved).to.deep.equal([
-      priceWorstCase(haiku, 5000, 1),
-      priceWorstCase(haiku, Buffer.byteLength(JSON.stringify(body)), 1),
-    ]);
+    expect(reserved).to.have.length(2);
+    expect(reserved[0]).to.be.closeTo(priceWorstCase(haiku, 5000, 1), 1e-12);
+    expect(reserved[1]).to.be.closeTo(priceWorstCase(haiku, Buffer.byteLength(JSON.stringify(body)), 1), 1e-12);
   });
 
   it('releases the hold at once when the client went away while it was being made', async () => {
@@ -102,7 +131,7 @@ describe('credit reservation: the worst case', () => {
         throw new Error('a released hold must not be renewed');
       },
     } as unknown as GatewayStore;
-    const step = createCreditReservation({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10 }, reservationTtlMs: 1000 });
+    const step = createCreditReservation({ store, catalogue, format: 'native', reservation: { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 }, reservationTtlMs: 1000 });
     const ctx: Record<string, unknown> = { key: { id: 'k', monthlyCreditCap: null }, model: haiku, bodyBytes: 10 };
     const listeners: string[] = [];
     const res = { locals: { gateway: ctx }, destroyed: false, once: (event: string) => listeners.push(event) };
@@ -184,13 +213,62 @@ describe('monthly credit cap through the gateway', () => {
     expect(await gw.gateway.store.getMonthSpend('capped', '2025-02')).to.equal(0.01);
   });
 
-  it('refuses a request whose max_tokens alone could pass the cap, and lets a smaller one through', async () => {
+  it('lowers the max_tokens of a request whose worst case does not fit to what the credit left pays, and says so', async () => {
     await start(0.01);
     // 4000 output tokens of haiku = 0.02 credits: more than the whole cap
     const big = await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 4000 });
-    expect(big.status).to.equal(402);
-    expect(((await big.json()) as any).error.message).to.match(/may cost up to 0\.02\d*/);
-    expect((await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 100 })).status).to.equal(200);
+    expect(big.status).to.equal(200);
+    const sent = gw.upstream.requests[0].body;
+    const lowered = Number(big.headers.get('x-gateway-max-tokens'));
+    expect(sent.max_tokens).to.equal(lowered);
+    expect(lowered).to.be.within(16, 3999);
+    expect(big.headers.get('x-gateway-warning')).to.include(`max_tokens lowered from 4000 to ${lowered}`);
+    // The lowered request's worst case fits the cap, and one more token would not.
+    const bodyBytes = Buffer.byteLength(JSON.stringify({ model: 'haiku', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4000 }));
+    const inputBound = boundInputTokens(bodyBytes, config.reservation);
+    expect(priceWorstCase(haiku, inputBound, lowered)).to.be.at.most(0.01);
+    expect(priceWorstCase(haiku, inputBound, lowered + 1)).to.be.above(0.01);
+    // The other fields arrive as sent.
+    expect(sent.messages).to.deep.equal([{ role: 'user', content: 'hi' }]);
+    // A request that fits is sent unchanged, without the header.
+    await settled('capped', 1);
+    const small = await post(gw.url, '/v1/messages', FREE, { max_tokens: 100 });
+    expect(small.headers.get('x-gateway-max-tokens')).to.equal(null);
+    expect(gw.upstream.requests[1].body.max_tokens).to.equal(100);
+  });
+
+  it('refuses with 402 only when not even a minimal reply fits: what is left, what the request needs, how to fit it', async () => {
+    // haiku: a minimal reply (16 output tokens) with the input bound of this request (79 + 1024 tokens) costs 0.002286
+    await start(0.002);
+    const refused = await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 4000 });
+    expect(refused.status).to.equal(402);
+    expect(refused.headers.get('retry-after')).to.equal(null);
+    const message = ((await refused.json()) as any).error.message as string;
+    expect(message).to.include('0 of 0.002 credits spent in 2025-01 (UTC), 0.002 left');
+    expect(message).to.match(/needs at least 0\.002286 \(its input and a minimal reply; up to 0\.022206 with its output bound\)/);
+    expect(message).to.include('send a shorter request');
+    expect(message).not.to.include('cap reached');
+    expect(gw.upstream.requests).to.have.length(0);
+  });
+
+  it('a 402 caused by holds of requests in flight says so and carries retry-after', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    await start(0.01, (request) => request.body.max_tokens === 1000
+      ? { kind: 'stream', events: [{ until: released }, ...nativeTextEvents(['ok'], { input_tokens: 10, output_tokens: 5 }, 'model-haiku-4.5')] }
+      : { kind: 'json', body: nativeMessage('hi', undefined, 'model-haiku-4.5') });
+    const first = post(gw.url, '/v1/messages', CAPPED, { max_tokens: 1000, stream: true });
+    while (gw.upstream.requests.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Its input alone (a 1,000-character message) does not fit beside the first request's hold, but fits the cap.
+    const refused = await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 100, messages: [{ role: 'user', content: 'x'.repeat(1000) }] });
+    expect(refused.status).to.equal(402);
+    expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
+    expect(((await refused.json()) as any).error.message).to.match(/held by requests in flight.*Retry when requests in flight have finished/);
+    release();
+    await (await first).text();
+    await settled('capped', 1);
+    const retried = await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 100, messages: [{ role: 'user', content: 'x'.repeat(1000) }] });
+    expect(retried.status).to.equal(200);
   });
 
   it('does not bill count_tokens: a key at its cap can still count', async () => {

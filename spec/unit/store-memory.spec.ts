@@ -96,6 +96,28 @@ describe('MemoryStore', () => {
       expect(await after.claimBudgetAlert(alert)).to.equal(false);
     });
 
+    it('keeps pins across save and load, and the holds of a batch not yet billed (so it is billed once, later)', async () => {
+      const file = path.join(dir, 'state.json');
+      const now = () => Date.UTC(2025, 5, 15);
+      const before = new MemoryStore(now);
+      const hold = await before.reserveCredits('k1', '2025-06', 6, 10, 30 * 86_400_000);
+      if (!hold.ok) throw new Error('reserve failed');
+      await before.savePin({ kind: 'batch', id: 'msgbatch_1', keyId: 'k1', data: { billed: false, models: {}, holds: [{ model: 'm', reservation: hold.reservation }] } }, 30 * 86_400_000);
+      await before.savePin({ kind: 'file', id: 'file_1', keyId: 'k1', data: {} }, 86_400_000);
+      saveMemoryState(before, file);
+
+      const after = new MemoryStore(now);
+      loadMemoryState(after, file);
+      expect((await after.getPin('batch', 'msgbatch_1'))!.keyId).to.equal('k1');
+      expect((await after.getPin('file', 'file_1'))!.keyId).to.equal('k1');
+      // The batch's hold still counts against the cap, and settles once.
+      expect((await after.reserveCredits('k1', '2025-06', 5, 10, 60_000)).ok).to.equal(false);
+      await after.settleCredits(hold.reservation, { model: 'm', inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 2 });
+      await after.settleCredits(hold.reservation, { model: 'm', inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 2 });
+      expect(await after.getMonthSpend('k1', '2025-06')).to.equal(2);
+      expect((await after.reserveCredits('k1', '2025-06', 5, 10, 60_000)).ok).to.equal(true);
+    });
+
     it('starts empty without a file, and refuses a file it cannot read back', () => {
       expect(loadMemoryState(new MemoryStore(), path.join(dir, 'none.json'))).to.equal(false);
       const bad = path.join(dir, 'bad.json');

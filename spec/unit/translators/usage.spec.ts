@@ -36,7 +36,7 @@ describe('usage mapping', () => {
       cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 200 }, server_tool_use: { web_search_requests: 3 },
     });
     expect(usage).to.deep.equal({
-      input_tokens: 50, output_tokens: 7, cache_creation_input_tokens: 300, cache_read_input_tokens: 20,
+      ...emptyUsage(), input_tokens: 50, output_tokens: 7, cache_creation_input_tokens: 300, cache_read_input_tokens: 20,
       cache_creation_1h_input_tokens: 200, web_search_requests: 3,
     });
     // A split without the total gives the total; a null server_tool_use leaves the count as it was.

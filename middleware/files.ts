@@ -1,0 +1,139 @@
+/**
+ * Files on the native route (platform.claude.com/docs/en/build-with-claude/files):
+ *   POST   /v1/files              upload (multipart/form-data, passed through), at most `limits.fileBytes`
+ *   GET    /v1/files              list: only this key's files
+ *   GET    /v1/files/:id          metadata
+ *   GET    /v1/files/:id/content  download
+ *   DELETE /v1/files/:id          delete
+ * Each file is pinned to the key that uploaded it: for another key it does not exist (404), and a
+ * Messages (or Message Batches) request naming another key's file in a `file_id` is refused with 404
+ * before the upstream (`createFileAccessCheck`), so no key reads what another uploaded.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { getContext, type RequestContext } from '../lib/context';
+import { errors } from '../lib/errors';
+import type { GatewayStore } from '../lib/store/types';
+import type { UpstreamClient } from '../lib/upstream';
+import { callUpstream, ownEntries, ownPin, parseJson, relay } from './pinned-upstream';
+
+/** How long a file stays pinned: files are kept upstream until deleted. */
+export const FILE_PIN_TTL_MS = 400 * 24 * 3600_000;
+
+export interface FilesOptions {
+  store: GatewayStore;
+  /** The upstream of the request's key group (a refusal when it has no native upstream). */
+  upstreamFor: (ctx: RequestContext) => UpstreamClient;
+  /** Largest upload accepted, bytes (config `limits.fileBytes`), read per request. */
+  limitBytes: () => number;
+}
+
+/**
+ * Read an upload whole, refusing it (413) as soon as it is larger than `limitBytes`, or at once when
+ * its `content-length` says it will be.
+ */
+async function readUpload(req: Request, limitBytes: number): Promise<Buffer> {
+  const tooLarge = () => errors.tooLarge(`file upload larger than ${limitBytes} bytes (limits.fileBytes)`);
+  if (Number(req.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limitBytes) {
+      req.destroy();
+      throw tooLarge();
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Build the five handlers. */
+export function createFiles(options: FilesOptions): Record<'upload' | 'list' | 'metadata' | 'content' | 'remove', RequestHandler> {
+  const { store } = options;
+  const upstreamOf = (res: Response) => options.upstreamFor(getContext(res));
+  const ownFile = (res: Response, id: string) => ownPin(store, res, 'file', id, 'file');
+  const wrap = (handler: (req: Request, res: Response) => Promise<void>): RequestHandler => (req, res, next) => {
+    handler(req, res).catch(next);
+  };
+  const path = (id: string, tail = '') => `/v1/files/${encodeURIComponent(id)}${tail}`;
+
+  return {
+    upload: wrap(async (req, res) => {
+      const type = req.headers['content-type'];
+      if (typeof type !== 'string' || !type.toLowerCase().startsWith('multipart/form-data')) {
+        throw errors.unsupportedMediaType('a file upload is multipart/form-data with the file in the part named "file"');
+      }
+      const body = await readUpload(req, options.limitBytes());
+      const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', body, type);
+      const file = answer.status === 200 ? parseJson(answer) : null;
+      if (typeof file?.id === 'string') {
+        await store.savePin({ kind: 'file', id: file.id, keyId: getContext(res).key!.id, data: {} }, FILE_PIN_TTL_MS);
+      }
+      relay(res, answer);
+    }),
+
+    list: wrap(async (req, res) => {
+      const query = new URLSearchParams(req.query as Record<string, string>).toString();
+      const answer = await callUpstream(upstreamOf(res), req, 'GET', `/v1/files${query ? `?${query}` : ''}`);
+      const page = answer.status === 200 ? parseJson(answer) : null;
+      if (!page || !Array.isArray(page.data)) return relay(res, answer);
+      // A page holds this key's files among those the upstream listed: it may be shorter than `limit`.
+      const own = await ownEntries(store, res, 'file', page.data);
+      relay(res, { ...answer, body: Buffer.from(JSON.stringify({ ...page, data: own, first_id: own[0]?.id ?? null, last_id: own.at(-1)?.id ?? null })) });
+    }),
+
+    metadata: wrap(async (req, res) => {
+      const pin = await ownFile(res, String(req.params.id));
+      relay(res, await callUpstream(upstreamOf(res), req, 'GET', path(pin.id)));
+    }),
+
+    content: wrap(async (req, res) => {
+      const pin = await ownFile(res, String(req.params.id));
+      relay(res, await callUpstream(upstreamOf(res), req, 'GET', path(pin.id, '/content')));
+    }),
+
+    remove: wrap(async (req, res) => {
+      const pin = await ownFile(res, String(req.params.id));
+      const answer = await callUpstream(upstreamOf(res), req, 'DELETE', path(pin.id));
+      if (answer.status === 200) await store.deletePin('file', pin.id);
+      relay(res, answer);
+    }),
+  };
+}
+
+/**
+ * The `file_id`s a Messages body names: content blocks whose `source` is `{type: "file", file_id}`
+ * (documents, images) and `container_upload` blocks, in `messages[].content` and in `system`.
+ */
+export function referencedFileIds(body: unknown): string[] {
+  const ids = new Set<string>();
+  const visit = (blocks: unknown) => {
+    if (!Array.isArray(blocks)) return;
+    for (const block of blocks) {
+      if (!block || typeof block !== 'object') continue;
+      const { source, file_id: fileId, content } = block as { source?: { type?: unknown; file_id?: unknown }; file_id?: unknown; content?: unknown };
+      if (source?.type === 'file' && typeof source.file_id === 'string') ids.add(source.file_id);
+      if (typeof fileId === 'string') ids.add(fileId);
+      visit(content);
+    }
+  };
+  const { messages, system } = (body ?? {}) as { messages?: unknown; system?: unknown };
+  visit(system);
+  if (Array.isArray(messages)) for (const message of messages) visit((message as { content?: unknown } | null)?.content);
+  return [...ids];
+}
+
+/** Refuse (404) a body naming a file the key did not upload; resolves when every file is its own. */
+export async function checkFileAccess(store: GatewayStore, keyId: string, body: unknown, where = 'file_id'): Promise<void> {
+  for (const id of referencedFileIds(body)) {
+    const pin = await store.getPin('file', id);
+    if (!pin || pin.keyId !== keyId) throw errors.notFound(`${where}: no file "${id.slice(0, 100)}" for this key`);
+  }
+}
+
+/** The pipeline step of the Messages routes that runs `checkFileAccess` on the request body. */
+export function createFileAccessCheck(store: GatewayStore): RequestHandler {
+  return (req, res, next) => {
+    checkFileAccess(store, getContext(res).key!.id, req.body).then(() => next(), next);
+  };
+}

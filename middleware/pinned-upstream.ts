@@ -1,0 +1,68 @@
+/**
+ * What the routes of objects the upstream keeps for the gateway (Message Batches, Files) share: one
+ * upstream call whose whole reply is read, the relay of that reply to the client, and the lookup of
+ * an object pinned to the request's key (a pin of another key, or none, is a 404).
+ */
+import type { Request, Response } from 'express';
+import { getContext } from '../lib/context';
+import { errors } from '../lib/errors';
+import type { GatewayStore, PinnedObject } from '../lib/store/types';
+import type { UpstreamClient } from '../lib/upstream';
+
+/** An upstream reply read whole. */
+export interface UpstreamAnswer {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+/** The native headers such a call carries upstream: the version, and the beta flags the client asked for. */
+function forwardedHeaders(req: Request): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of ['anthropic-version', 'anthropic-beta']) {
+    const value = req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * Send `method path` upstream (with `body`, JSON unless `contentType` says otherwise) and read the reply.
+ * @throws GatewayError 502/504 when the upstream cannot be reached or does not answer in time
+ */
+export async function callUpstream(upstream: UpstreamClient, req: Request, method: string, path: string, body?: Buffer, contentType?: string): Promise<UpstreamAnswer> {
+  const reply = await upstream.send({ method, path, headers: forwardedHeaders(req), body, contentType });
+  const chunks: Buffer[] = [];
+  for await (const chunk of reply.response) chunks.push(chunk as Buffer);
+  return { status: reply.response.statusCode ?? 502, contentType: String(reply.response.headers['content-type'] ?? 'application/json'), body: Buffer.concat(chunks) };
+}
+
+/** Write an upstream reply to the client as it came (status, content type, body). */
+export function relay(res: Response, answer: UpstreamAnswer): void {
+  res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': String(answer.body.length) });
+  res.end(answer.body);
+}
+
+/** The reply's JSON body, or null. */
+export function parseJson(answer: UpstreamAnswer): Record<string, any> | null {
+  try {
+    return JSON.parse(answer.body.toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/** The request key's pin of `kind` `id`; 404 (`what` named) for an unknown id and for another key's. */
+export async function ownPin(store: GatewayStore, res: Response, kind: PinnedObject['kind'], id: string, what: string): Promise<PinnedObject> {
+  const pin = await store.getPin(kind, id);
+  if (!pin || pin.keyId !== getContext(res).key!.id) throw errors.notFound(`no ${what} "${id.slice(0, 100)}" for this key`);
+  return pin;
+}
+
+/** The entries of an upstream list page (`data`) pinned to the request's key, in order. */
+export async function ownEntries(store: GatewayStore, res: Response, kind: PinnedObject['kind'], data: unknown[]): Promise<any[]> {
+  const keyId = getContext(res).key!.id;
+  const own = [];
+  for (const entry of data) if ((await store.getPin(kind, String((entry as { id?: unknown })?.id)))?.keyId === keyId) own.push(entry);
+  return own;
+}

@@ -1,0 +1,107 @@
+/**
+ * The Message Batches API of the fake upstream, as the real one behaves
+ * (platform.claude.com/docs/en/build-with-claude/batch-processing and the API reference, "Message Batches"):
+ * - create answers a `message_batch` object `in_progress` with `request_counts`, `results_url: null`;
+ *   a `custom_id` used twice in one batch is refused (400 `invalid_request_error`: "custom_id must be
+ *   unique within a batch"), as is a batch of no request or of more than 100,000;
+ * - a batch ends when the test says (`end`): `processing_status: "ended"`, `ended_at`, `results_url`;
+ * - results are JSON Lines, one `{custom_id, result}` per request, only once the batch has ended (before:
+ *   404 `not_found_error`); each succeeded message's usage says `service_tier: "batch"`;
+ * - only an ended batch can be deleted (else 400), answering `{id, type: "message_batch_deleted"}`;
+ * - list answers `{data, has_more, first_id, last_id}`, newest first.
+ */
+import { nativeMessage, reportedUsage, type FakeHandler, type FakeReply, type RecordedRequest } from './fake-upstream';
+
+export interface FakeBatches {
+  /** The handler: batch paths here, every other request to `fallback`. */
+  handler: FakeHandler;
+  /** End a batch (every request succeeded), or all of them. */
+  end(id?: string): void;
+  /** The create bodies received, by batch id. */
+  created: Map<string, any>;
+  /** How many times each batch's results were read. */
+  resultReads: Map<string, number>;
+}
+
+/** Tokens each batch request is billed: 100 input, and its max_tokens up to 50 output. */
+export function batchRequestTokens(params: any): { input_tokens: number; output_tokens: number } {
+  return { input_tokens: 100, output_tokens: Math.min(50, Number(params?.max_tokens) || 50) };
+}
+
+export function createFakeBatches(fallback: FakeHandler): FakeBatches {
+  const batches = new Map<string, { object: Record<string, any>; requests: any[] }>();
+  const created = new Map<string, any>();
+  const resultReads = new Map<string, number>();
+  let next = 0;
+  const json = (status: number, body: unknown): FakeReply => ({ kind: 'json', status, body });
+  const error = (status: number, type: string, message: string) => json(status, { type: 'error', error: { type, message } });
+
+  function create(request: RecordedRequest): FakeReply {
+    const requests = request.body?.requests;
+    if (!Array.isArray(requests) || requests.length === 0 || requests.length > 100_000) return error(400, 'invalid_request_error', 'requests: must hold 1 to 100000 requests');
+    const ids = new Set(requests.map((r: any) => r?.custom_id));
+    if (ids.size !== requests.length) return error(400, 'invalid_request_error', 'custom_id must be unique within a batch');
+    const id = `msgbatch_fake_${String((next += 1)).padStart(4, '0')}`;
+    const object = {
+      id, type: 'message_batch', processing_status: 'in_progress',
+      request_counts: { processing: requests.length, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
+      ended_at: null, created_at: new Date().toISOString(), expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+      cancel_initiated_at: null, archived_at: null, results_url: null,
+    };
+    batches.set(id, { object, requests });
+    created.set(id, request.body);
+    return json(200, object);
+  }
+
+  function results(id: string): FakeReply {
+    const batch = batches.get(id)!;
+    if (batch.object.processing_status !== 'ended') return error(404, 'not_found_error', `results of ${id} are not available until it has ended`);
+    resultReads.set(id, (resultReads.get(id) ?? 0) + 1);
+    const lines = batch.requests.map((r) => JSON.stringify({
+      custom_id: r.custom_id,
+      result: { type: 'succeeded', message: { ...nativeMessage('ok', undefined, r.params.model), usage: reportedUsage(r.params, batchRequestTokens(r.params), 'batch') } },
+    }));
+    return { kind: 'text', text: `${lines.join('\n')}\n`, contentType: 'application/x-jsonl' };
+  }
+
+  const handler: FakeHandler = (request) => {
+    const match = /^\/v1\/messages\/batches(?:\/([^/?]+))?(\/results|\/cancel)?(?:\?.*)?$/.exec(request.url);
+    if (!match) return fallback(request);
+    const [, id, action] = match;
+    if (!id) {
+      if (request.method === 'POST') return create(request);
+      const data = [...batches.values()].map((b) => b.object).reverse();
+      return json(200, { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    }
+    const batch = batches.get(id);
+    if (!batch) return error(404, 'not_found_error', `batch ${id} not found`);
+    if (action === '/results') return results(id);
+    if (action === '/cancel') {
+      batch.object.processing_status = 'canceling';
+      batch.object.cancel_initiated_at = new Date().toISOString();
+      return json(200, batch.object);
+    }
+    if (request.method === 'DELETE') {
+      if (batch.object.processing_status !== 'ended') return error(400, 'invalid_request_error', `batch ${id} has not ended and cannot be deleted`);
+      batches.delete(id);
+      return json(200, { id, type: 'message_batch_deleted' });
+    }
+    return json(200, batch.object);
+  };
+
+  return {
+    handler,
+    created,
+    resultReads,
+    end(id) {
+      for (const [batchId, batch] of batches) {
+        if (id !== undefined && batchId !== id) continue;
+        const n = batch.requests.length;
+        Object.assign(batch.object, {
+          processing_status: 'ended', ended_at: new Date().toISOString(), results_url: `/v1/messages/batches/${batchId}/results`,
+          request_counts: { processing: 0, succeeded: n, errored: 0, canceled: 0, expired: 0 },
+        });
+      }
+    },
+  };
+}
