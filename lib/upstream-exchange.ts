@@ -202,3 +202,13 @@ export function failExchange(err: unknown, res: Response, next: NextFunction): v
   if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
   next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
 }
+
+/**
+ * The headers of a translated request's reply that tell the client what the translation changed:
+ * `x-gateway-warning` (lossy conversions, `; `-separated) and `x-gateway-dropped-params` (the sampling
+ * fields the model refuses, dropped before the upstream saw them, `, `-separated). Unset when empty.
+ */
+export function setTranslationHeaders(res: Response, warnings: readonly string[], droppedParams: readonly string[]): void {
+  if (warnings.length > 0) res.setHeader('x-gateway-warning', warnings.join('; '));
+  if (droppedParams.length > 0) res.setHeader('x-gateway-dropped-params', droppedParams.join(', '));
+}

@@ -8,12 +8,13 @@
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
+import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
 import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
+  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
@@ -26,6 +27,8 @@ export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
   catalogue: Catalogue;
   logger: Logger;
+  /** The `responses` config section (its `thinkingBudgets` serve budget-only models), read per request. */
+  settings: () => Pick<GatewayConfig['responses'], 'thinkingBudgets'>;
 }
 
 export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {
@@ -43,12 +46,14 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
     try {
       const body = req.body as ChatCompletionRequest;
       const model = ctx.model!;
-      const { request, warnings } = convertChatRequest(body, {
+      const { request, warnings, droppedParams } = convertChatRequest(body, {
         upstreamModel: model.upstreamModel,
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
+        capabilities: model.capabilities,
+        thinkingBudgets: options.settings().thinkingBudgets,
       });
       ctx.warnings.push(...warnings);
-      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+      setTranslationHeaders(res, ctx.warnings, droppedParams);
       const reply = await sendNativeRequest(res, upstream, request);
       if (!reply) return;
       const { response } = reply;

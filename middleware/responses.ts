@@ -21,7 +21,7 @@ import { formatSse } from '../lib/sse';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
+  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
 import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
@@ -103,11 +103,12 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         upstreamModel: model.upstreamModel,
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
         thinkingBudgets: settings.thinkingBudgets,
+        capabilities: model.capabilities,
         previousItems,
       });
       ctx.warnings.push(...converted.warnings);
       if (converted.droppedTools.length > 0) ctx.droppedTools = converted.droppedTools;
-      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+      setTranslationHeaders(res, ctx.warnings, converted.droppedParams);
 
       const responseOptions: ResponseOptions = {
         id: newResponsesId('resp'), createdAt: Math.floor(Date.now() / 1000), model: model.id, request: body,

@@ -188,6 +188,8 @@ export const chatCompletionsSchema = {
     max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
     temperature: { type: ['number', 'null'] },
     top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    top_k: { type: ['integer', 'null'], minimum: 0 },
+    reasoning_effort: { type: ['string', 'null'] },
     n: { type: ['integer', 'null'], minimum: 1 },
     stop: { type: ['string', 'array', 'null'], items: { type: 'string' } },
     stream_options: { type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } },

@@ -67,6 +67,10 @@ export interface ChatCompletionRequest {
   tool_choice?: ChatToolChoice;
   parallel_tool_calls?: boolean | null;
   response_format?: ChatResponseFormat | null;
+  /** `none`, `minimal`, `low`, `medium`, `high`, `xhigh` (and `max` on some clients). */
+  reasoning_effort?: string | null;
+  /** Not in the chat format; some clients send it as an extra body field. */
+  top_k?: number | null;
   [field: string]: unknown;
 }
 

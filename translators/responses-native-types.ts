@@ -3,6 +3,7 @@
  * import nothing from lib/). Source: docs/wire-formats.md §1 (request), §2 (reply), §2.2
  * (usage).
  */
+import type { NativeThinking } from './model-capabilities';
 
 export interface NativeBlock {
   type: string;
@@ -43,7 +44,9 @@ export interface NativeRequest {
   metadata?: { user_id: string };
   tools?: Array<NativeToolDefinition | NativeServerTool>;
   tool_choice?: NativeToolChoiceParam;
-  thinking?: { type: 'enabled'; budget_tokens: number };
+  thinking?: NativeThinking;
+  /** `effort` of adaptive thinking (wire-formats.md §1.1). */
+  output_config?: { effort?: string };
 }
 
 /** Native usage as reported (fields may be absent or null). */

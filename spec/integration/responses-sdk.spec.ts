@@ -122,7 +122,8 @@ describe('Responses API (openai SDK)', () => {
     expect(summary.join('')).to.equal(THINKING.thinking);
     const reasoning = first.output.find((item) => item.type === 'reasoning');
     expect(reasoning?.type === 'reasoning' && reasoning.encrypted_content).to.be.a('string');
-    expect(gw.upstream.requests[0].body.thinking).to.deep.equal({ type: 'enabled', budget_tokens: 2048 });
+    expect(gw.upstream.requests[0].body.thinking).to.deep.equal({ type: 'adaptive' });
+    expect(gw.upstream.requests[0].body.output_config).to.deep.equal({ effort: 'low' });
     const call = first.output.find((item) => item.type === 'function_call');
     await client.responses.create({
       ...common,

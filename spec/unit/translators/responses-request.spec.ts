@@ -1,11 +1,14 @@
 import { expect } from 'chai';
 import { encodeReasoning } from '../../../translators/responses-reasoning';
 import { convertResponsesRequest, DEFAULT_THINKING_BUDGETS } from '../../../translators/responses-request';
+import type { ModelCapabilities } from '../../../translators/model-capabilities';
 import { convertNativeReply, viewOutputForClient } from '../../../translators/responses-response';
 import { TranslationError, type ResponsesRequest } from '../../../translators/responses-types';
 import { counterIds } from '../../helpers/responses-fixtures';
 
-const OPTIONS = { upstreamModel: 'up-sonnet', defaultMaxTokens: 4096, thinkingBudgets: DEFAULT_THINKING_BUDGETS };
+/** A budget-only model taking every sampling field (the rules per model are in model-capabilities.spec.ts). */
+const BUDGET_MODEL: ModelCapabilities = { thinking: 'budget', sampling: ['temperature', 'top_p', 'top_k'], maxOutputTokens: 64000, contextWindow: 200000, minCacheableTokens: 1024 };
+const OPTIONS = { upstreamModel: 'up-sonnet', defaultMaxTokens: 4096, thinkingBudgets: DEFAULT_THINKING_BUDGETS, capabilities: BUDGET_MODEL };
 const convert = (body: Partial<ResponsesRequest>) => convertResponsesRequest({ model: 'sonnet', input: 'hi', ...body } as ResponsesRequest, OPTIONS);
 const PNG = 'iVBORw0KGgo=';
 
