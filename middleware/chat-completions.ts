@@ -51,6 +51,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
         capabilities: model.capabilities,
         thinkingBudgets: options.settings().thinkingBudgets,
+        promptCache: { ttl: catalogue.keyGroup(ctx.keyGroup ?? '')?.promptCacheTtl ?? '5m', minCacheableTokens: model.capabilities?.minCacheableTokens },
       });
       ctx.warnings.push(...warnings);
       setTranslationHeaders(res, ctx.warnings, droppedParams);

@@ -104,6 +104,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
         thinkingBudgets: settings.thinkingBudgets,
         capabilities: model.capabilities,
+        promptCache: { ttl: catalogue.keyGroup(ctx.keyGroup ?? '')?.promptCacheTtl ?? '5m', minCacheableTokens: model.capabilities?.minCacheableTokens },
         previousItems,
       });
       ctx.warnings.push(...converted.warnings);

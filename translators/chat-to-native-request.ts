@@ -9,6 +9,7 @@ import { convertToolChoice, convertTools } from './chat-to-native-tools';
 import type { ChatCompletionRequest, ChatResponseFormat } from './chat-types';
 import type { NativeMessagesRequest } from './native-types';
 import { applyModelRules, type ModelCapabilities, type SamplingField, type ThinkingBudgets } from './model-capabilities';
+import { addCacheBreakpoints, type CacheableRequest, type PromptCacheOptions } from './prompt-cache';
 
 export interface ConvertChatRequestOptions {
   /** Model name to send upstream (already resolved from the catalogue). */
@@ -19,6 +20,8 @@ export interface ConvertChatRequestOptions {
   capabilities?: ModelCapabilities;
   /** Thinking budget per `reasoning_effort` for budget-only models (config `responses.thinkingBudgets`). Default none. */
   thinkingBudgets?: ThinkingBudgets;
+  /** Mark cache breakpoints (prompt-cache.ts) with this TTL. Default: none marked. */
+  promptCache?: PromptCacheOptions;
 }
 
 export interface ConvertedChatRequest {
@@ -84,6 +87,7 @@ export function convertChatRequest(body: ChatCompletionRequest, options: Convert
     thinkingBudgets: options.thinkingBudgets ?? {}, effortField: 'reasoning_effort',
   });
   warnings.push(...rules.warnings);
+  if (options.promptCache) addCacheBreakpoints(request as unknown as CacheableRequest, options.promptCache);
   return { request, warnings, droppedParams: rules.dropped };
 }
 

@@ -4,6 +4,7 @@
  * (usage).
  */
 import type { NativeThinking } from './model-capabilities';
+import type { CacheControl } from './prompt-cache';
 
 export interface NativeBlock {
   type: string;
@@ -37,7 +38,8 @@ export interface NativeRequest {
   model: string;
   max_tokens: number;
   messages: NativeTurn[];
-  system?: string;
+  /** A string as converted; text blocks once a cache breakpoint marks it (prompt-cache.ts). */
+  system?: string | Array<{ type: 'text'; text: string; cache_control?: CacheControl }>;
   stream?: boolean;
   temperature?: number;
   top_p?: number;

@@ -10,16 +10,19 @@
  * - `reasoning.effort` -> adaptive thinking plus `output_config.effort`, or a budget
  *   (`thinkingBudgets`) on budget-only models, as the model's capabilities say (model-capabilities.ts);
  *   `none`/`minimal` -> no thinking where the model allows it.
+ * - cache breakpoints on the last tool, the system prompt and the end of the conversation so far
+ *   (prompt-cache.ts), when `promptCache` is given.
  * - no `max_output_tokens` -> the model's output ceiling (`defaultMaxTokens`); a larger one is lowered to it.
  * - `text.format` `json_object` / `json_schema` -> an instruction in the system text (best effort, as
  *   the chat route does with `response_format`: the native format has no guaranteed JSON mode on every
  *   model), with a warning.
- * - `safety_identifier`, else `user` -> `metadata.user_id`. `metadata`, `prompt_cache_key`, `store`,
+ * - `safety_identifier`, else `user` -> `metadata.user_id`. `metadata`, `store`,
  *   `include`, `truncation`, `service_tier`, `client_metadata`, ... have no native counterpart: ignored.
  */
 import { convertResponsesInput } from './responses-items';
 import { convertResponsesTools } from './responses-tools';
 import { applyModelRules, type ModelCapabilities, type SamplingField, type ThinkingBudgets } from './model-capabilities';
+import { addCacheBreakpoints, type CacheableRequest, type PromptCacheOptions } from './prompt-cache';
 import { TranslationError, type NativeRequest, type ResponsesInputItem, type ResponsesRequest, type ResponsesTextFormat, type ToolNameTable } from './responses-types';
 
 export type { ThinkingBudgets } from './model-capabilities';
@@ -35,6 +38,8 @@ export interface ConvertResponsesRequestOptions {
   thinkingBudgets: ThinkingBudgets;
   /** What the model accepts (config.json `models[].capabilities`); absent: fields pass as given, no thinking. */
   capabilities?: ModelCapabilities;
+  /** Mark cache breakpoints (prompt-cache.ts) with this TTL. Default: none marked. */
+  promptCache?: PromptCacheOptions;
   /**
    * Items of the stored conversation `previous_response_id` continues (its input and output items),
    * placed before this request's input. Default none.
@@ -100,6 +105,7 @@ export function convertResponsesRequest(body: ResponsesRequest, options: Convert
     thinkingBudgets: options.thinkingBudgets, effortField: 'reasoning.effort',
   });
   warnings.push(...rules.warnings);
+  if (options.promptCache) addCacheBreakpoints(request as unknown as CacheableRequest, options.promptCache);
   const user = typeof body.safety_identifier === 'string' && body.safety_identifier !== '' ? body.safety_identifier : body.user;
   if (typeof user === 'string' && user !== '') request.metadata = { user_id: user };
   return { request, toolNames: tools.names, warnings, droppedTools: tools.dropped, droppedParams: rules.dropped };

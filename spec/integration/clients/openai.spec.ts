@@ -81,6 +81,35 @@ describe('clients: openai (chat completions) through the chat route', () => {
         expect(result).to.deep.include({ type: 'tool_result', tool_use_id: call.id });
       });
 
+      it('reasoning_effort on opus reaches the upstream as adaptive thinking with the effort; the sampling fields opus refuses are dropped and named', async () => {
+        const { response } = await client.chat.completions.create({
+          model: 'opus', reasoning_effort: 'high', temperature: 0.4, top_p: 0.9, messages: [{ role: 'user', content: 'hello' }],
+        }).withResponse();
+        expect(response.status).to.equal(200);
+        expect(response.headers.get('x-gateway-dropped-params')).to.equal('temperature, top_p');
+        const sent = c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body;
+        expect(sent).to.deep.include({ thinking: { type: 'adaptive' }, output_config: { effort: 'high' }, max_tokens: 128000 });
+        expect(sent).not.to.have.any.keys('temperature', 'top_p');
+      });
+
+      it('two requests with the same long system prompt: the second reads the prompt cache, billed at the cache-read price', async () => {
+        const system = `You are a careful assistant. ${'Follow the house rules for every answer. '.repeat(400)}`;
+        const ask = (content: string) => client.chat.completions.create({ model: 'sonnet', messages: [{ role: 'system', content: system }, { role: 'user', content }] });
+        const creditsOf = async () => (await c.gw.gateway.store.getUsage(keyId, new Date().toISOString().slice(0, 7))).reduce((sum, row) => sum + row.credits, 0);
+        await ask('first question');
+        const before = await creditsOf();
+        const second = await ask('second question');
+        const reply = c.agent.reported[c.agent.reported.length - 1];
+        expect(reply.cache_read_input_tokens, 'the system prompt read from the cache').to.be.greaterThan(3000);
+        expect(second.usage?.prompt_tokens_details?.cached_tokens).to.equal(reply.cache_read_input_tokens);
+        const pricing = c.gw.config.models.find((m) => m.id === 'model-sonnet-4.6')!.pricing;
+        const expected = (reply.input_tokens * pricing.inputPerMillion + reply.output_tokens * pricing.outputPerMillion
+          + reply.cache_creation_input_tokens * pricing.cacheWritePerMillion! + reply.cache_read_input_tokens * pricing.cacheReadPerMillion!) / 1_000_000;
+        let after = await creditsOf();
+        for (let i = 0; i < 100 && Math.abs(after - before - expected) > 1e-9; i++) after = await new Promise((r) => setTimeout(r, 50)).then(creditsOf);
+        expect(after - before).to.be.closeTo(expected, 1e-9);
+      });
+
       it("bills the key exactly the usage the upstream reported", async () => {
         await expectLedgerEquals(c.gw, keyId, c.agent.reported.slice(billedFrom.index));
       });
