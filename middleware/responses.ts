@@ -49,7 +49,8 @@ export function newResponsesId(prefix: string): string {
 
 /** The conversation a stored response continues, for this key (another key's is not found). */
 async function loadPrevious(store: GatewayStore, id: string, keyId: string): Promise<ResponsesInputItem[]> {
-  const stored = await store.getResponse(id);
+  // Only `resp_` ids: the store also keeps the chat route's thinking under other ids.
+  const stored = id.startsWith('resp_') ? await store.getResponse(id) : null;
   if (!stored || stored.keyId !== keyId) {
     throw new GatewayError(404, 'not_found_error', `previous_response_id: no stored response "${id}" for this key (responses are kept only with store: true, for a limited time)`, {
       chatCode: 'previous_response_not_found', param: 'previous_response_id',

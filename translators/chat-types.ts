@@ -18,8 +18,18 @@ export interface ChatToolCall {
   function: { name: string; arguments: string };
 }
 
+/**
+ * A signed thinking block as chat-compatible gateways carry it (LiteLLM's `thinking_blocks`): the
+ * native block, byte for byte, so a client that sends the assistant message back returns it intact.
+ */
+export type ChatThinkingBlock =
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
+
 export interface ChatMessage {
   role: string;
+  /** Assistant messages: the model's thinking, as the gateway replied it (restored before tool_use). */
+  thinking_blocks?: ChatThinkingBlock[] | null;
   content?: string | ChatContentPart[] | null;
   name?: string;
   tool_calls?: ChatToolCall[];
@@ -82,7 +92,16 @@ export interface ChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: ChatToolCall[] };
+    message: {
+      role: 'assistant';
+      content: string | null;
+      refusal: null;
+      tool_calls?: ChatToolCall[];
+      /** The model's thinking text (what chat clients show as reasoning). */
+      reasoning_content?: string;
+      /** The signed thinking blocks, to send back with the message. */
+      thinking_blocks?: ChatThinkingBlock[];
+    };
     logprobs: null;
     finish_reason: FinishReason;
   }>;
@@ -101,6 +120,10 @@ export interface ChatChunkDelta {
   role?: 'assistant';
   content?: string | null;
   tool_calls?: ChatToolCallDelta[];
+  /** Thinking text as it streams. */
+  reasoning_content?: string;
+  /** A thinking block once complete (with its signature), or a redacted one. */
+  thinking_blocks?: ChatThinkingBlock[];
 }
 
 /** One streamed record, `object: "chat.completion.chunk"`. */

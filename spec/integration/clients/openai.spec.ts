@@ -110,6 +110,69 @@ describe('clients: openai (chat completions) through the chat route', () => {
         expect(after - before).to.be.closeTo(expected, 1e-9);
       });
 
+      describe('a tool loop with thinking on opus (the upstream requires the signed thinking block before the tool_use)', () => {
+        const firstLeg = async () => {
+          c.agent.setScript({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+          const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
+          const first = await client.chat.completions.create({ model: 'opus', reasoning_effort: 'high', tools: [WEATHER_TOOL], messages });
+          const message = first.choices[0].message as OpenAI.ChatCompletionMessage & { reasoning_content?: string; thinking_blocks?: Array<{ type: string; signature?: string }> };
+          return { messages, message };
+        };
+        const secondLeg = (messages: OpenAI.ChatCompletionMessageParam[]) => client.chat.completions.create({ model: 'opus', reasoning_effort: 'high', tools: [WEATHER_TOOL], messages }).withResponse();
+        const sentAssistantTurn = () => {
+          const body = c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body;
+          return body.messages[body.messages.length - 2];
+        };
+
+        it('the reply carries reasoning_content and the signed thinking_blocks; the message echoed back carries them upstream', async () => {
+          const { messages, message } = await firstLeg();
+          expect(message.reasoning_content).to.be.a('string').and.not.equal('');
+          expect(message.thinking_blocks).to.have.length(1);
+          const [block] = message.thinking_blocks!;
+          messages.push(message as OpenAI.ChatCompletionMessageParam, { role: 'tool', tool_call_id: message.tool_calls![0].id, content: '18 C and sunny' });
+          const { data, response } = await secondLeg(messages);
+          expect(response.status).to.equal(200);
+          expect(data.choices[0].message.content).to.equal(toolAnswer('get_weather', '18 C and sunny'));
+          expect(sentAssistantTurn().content[0]).to.deep.equal(block);
+        });
+
+        it('a rebuilt assistant message (content and tool_calls only) still succeeds: the gateway restores the signed block it saw', async () => {
+          const { messages, message } = await firstLeg();
+          messages.push({ role: 'assistant', content: message.content, tool_calls: message.tool_calls }, { role: 'tool', tool_call_id: message.tool_calls![0].id, content: '18 C and sunny' });
+          const { response } = await secondLeg(messages);
+          expect(response.status).to.equal(200);
+          expect(response.headers.get('x-gateway-warning') ?? '').not.to.contain('thinking left out');
+          expect(sentAssistantTurn().content[0]).to.deep.equal(message.thinking_blocks![0]);
+        });
+
+        it('a tool call the gateway holds no thinking for goes on without thinking for that turn, never a 400', async () => {
+          c.agent.setScript({});
+          const { data, response } = await secondLeg([
+            { role: 'user', content: 'Weather in Paris?' },
+            { role: 'assistant', content: null, tool_calls: [{ id: 'toolu_unknown_01', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+            { role: 'tool', tool_call_id: 'toolu_unknown_01', content: '18 C and sunny' },
+          ]);
+          expect(response.status).to.equal(200);
+          expect(data.choices[0].message.content).to.equal(toolAnswer('get_weather', '18 C and sunny'));
+          expect(response.headers.get('x-gateway-warning')).to.contain('thinking left out for this turn');
+          expect(c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body).not.to.have.property('thinking');
+        });
+
+        it('streams the thinking as reasoning_content deltas and the signed block whole', async () => {
+          const stream = await client.chat.completions.create({ model: 'opus', reasoning_effort: 'low', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+          const reasoning: string[] = [];
+          const blocks: unknown[] = [];
+          for await (const chunk of stream) {
+            const delta = chunk.choices[0]?.delta as { reasoning_content?: string; thinking_blocks?: unknown[] } | undefined;
+            if (delta?.reasoning_content) reasoning.push(delta.reasoning_content);
+            if (delta?.thinking_blocks) blocks.push(...delta.thinking_blocks);
+          }
+          expect(reasoning.join('')).to.match(/^Thinking about turn \d+\.$/);
+          expect(blocks).to.have.length(1);
+          expect(blocks[0]).to.include({ type: 'thinking', thinking: reasoning.join('') }).and.to.have.property('signature').that.matches(/^sig_fake_/);
+        });
+      });
+
       it("bills the key exactly the usage the upstream reported", async () => {
         await expectLedgerEquals(c.gw, keyId, c.agent.reported.slice(billedFrom.index));
       });
