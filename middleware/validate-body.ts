@@ -210,7 +210,7 @@ export const chatCompletionsSchema = {
 };
 
 /** Input item types the Responses translator reads (a `message` may leave `type` out). */
-export const RESPONSES_ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'reasoning', 'web_search_call'];
+export const RESPONSES_ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'local_shell_call', 'local_shell_call_output', 'reasoning', 'web_search_call'];
 
 /**
  * `POST /v1/responses` (openai-node `ResponseCreateParams`): the fields the translator reads, by

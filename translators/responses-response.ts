@@ -90,10 +90,11 @@ export function mapStopReasonToStatus(stopReason: string | null): Pick<Responses
   return { status: 'completed', incomplete_details: null };
 }
 
-/** A `function_call` or `custom_tool_call` item for a native tool_use (input given as its JSON text). */
+/** A `function_call`, `custom_tool_call` or `local_shell_call` item for a native tool_use (input given as its JSON text). */
 export function createCallItem(block: { id: string; name: string }, argumentsJson: string, toolNames: ToolNameTable, itemId: string): ResponsesOutputItem {
   const entry = toolNames.get(block.name);
   const namespace = entry?.namespace ? { namespace: entry.namespace } : {};
+  if (entry?.kind === 'local_shell') return createLocalShellCall(block.id, argumentsJson, itemId);
   if (entry?.kind === 'custom') {
     let input = '';
     try {
@@ -105,6 +106,21 @@ export function createCallItem(block: { id: string; name: string }, argumentsJso
     return { type: 'custom_tool_call', id: itemId, call_id: block.id, name: entry.name, input, ...namespace };
   }
   return { type: 'function_call', id: itemId, status: 'completed', call_id: block.id, name: entry?.name ?? block.name, arguments: argumentsJson === '' ? '{}' : argumentsJson, ...namespace };
+}
+
+/** A `local_shell_call` item for the native stand-in's input (`{command, workdir?, timeout_ms?}` as JSON text; unreadable: an empty command). */
+export function createLocalShellCall(callId: string, inputJson: string, itemId: string): ResponsesOutputItem {
+  let input: { command?: unknown; workdir?: unknown; timeout_ms?: unknown } = {};
+  try {
+    input = (JSON.parse(inputJson || '{}') ?? {}) as typeof input;
+  } catch {
+    // an unreadable input is an empty command (the client reports the failure)
+  }
+  const command = Array.isArray(input.command) ? input.command.map(String) : typeof input.command === 'string' ? [input.command] : [];
+  return {
+    type: 'local_shell_call', id: itemId, call_id: callId, status: 'completed',
+    action: { type: 'exec', command, working_directory: typeof input.workdir === 'string' ? input.workdir : null, timeout_ms: typeof input.timeout_ms === 'number' ? input.timeout_ms : null, env: {}, user: null },
+  };
 }
 
 /** The output item of one native content block, or undefined for blocks not listed (server tool results). */

@@ -147,7 +147,7 @@ describe('Responses request translator', () => {
       { title: 'function tools', body: { tools: [fn] }, tools: ['get_weather'] },
       { title: 'web_search -> the native web search server tool', body: { tools: [{ type: 'web_search' }] }, tools: ['web_search'] },
       { title: 'namespace tools flattened as <namespace>__<name>', body: { tools: [{ type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }] }, tools: ['crm__lookup'] },
-      { title: 'tools with no native counterpart dropped, never refused', body: { tools: [fn, { type: 'local_shell' }, { type: 'image_generation' }] }, tools: ['get_weather'], dropped: ['local_shell', 'image_generation'] },
+      { title: 'tools with no native counterpart dropped, never refused; local_shell mapped', body: { tools: [fn, { type: 'local_shell' }, { type: 'image_generation' }] }, tools: ['get_weather', 'local_shell'], dropped: ['image_generation'] },
       { title: 'tool_choice required -> any', body: { tools: [fn], tool_choice: 'required' }, choice: { type: 'any' } },
       { title: 'tool_choice none', body: { tools: [fn], tool_choice: 'none' }, choice: { type: 'none' } },
       { title: 'tool_choice function -> tool', body: { tools: [fn], tool_choice: { type: 'function', name: 'get_weather' } }, choice: { type: 'tool', name: 'get_weather' } },
