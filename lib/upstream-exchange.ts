@@ -51,9 +51,21 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
 /** The native API version the translating routes speak upstream. */
 export const NATIVE_API_VERSION = '2023-06-01';
 
-/** Send a native messages request (a translating route's) for the client behind `res`; see sendForClient. */
-export function sendNativeRequest(res: Response, upstream: UpstreamClient, body: unknown): Promise<UpstreamReply | undefined> {
-  return sendForClient(res, upstream, { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)) });
+/**
+ * Send a native messages request (a translating route's) for the client behind `res`; see
+ * sendForClient. `affinity` keeps requests on one upstream credential (UpstreamRequest.affinity).
+ */
+export function sendNativeRequest(res: Response, upstream: UpstreamClient, body: unknown, affinity?: string): Promise<UpstreamReply | undefined> {
+  return sendForClient(res, upstream, { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)), affinity });
+}
+
+/**
+ * The credential affinity of a translated request: its key and the client's `prompt_cache_key`, so
+ * requests sharing a cache key reach the same upstream credential (and its prompt cache); undefined
+ * without a key.
+ */
+export function promptCacheAffinity(keyId: string, promptCacheKey: unknown): string | undefined {
+  return typeof promptCacheKey === 'string' && promptCacheKey !== '' ? `${keyId}\n${promptCacheKey}` : undefined;
 }
 
 /** Send a chat-completions request to a chat-completions upstream for the client behind `res`; see sendForClient. */

@@ -15,7 +15,7 @@ import type { GatewayStore } from '../lib/store/types';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
+  failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
@@ -68,7 +68,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       if (restored) ctx.warnings.push(restored);
       setTranslationHeaders(res, ctx.warnings, droppedParams);
       const keep = (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => keepThinking(options.store, logger, ctx, blocks, toolCallIds, settings.storeTtlMs);
-      const reply = await sendNativeRequest(res, upstream, request);
+      const reply = await sendNativeRequest(res, upstream, request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
       if (!reply) return;
       const { response } = reply;
       const created = Math.floor(Date.now() / 1000);

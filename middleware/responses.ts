@@ -21,7 +21,7 @@ import { formatSse } from '../lib/sse';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
+  failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
 import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
@@ -119,7 +119,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       const includeEncrypted = wantsEncryptedReasoning(body.include);
       const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
 
-      const reply = await sendNativeRequest(res, upstream, converted.request);
+      const reply = await sendNativeRequest(res, upstream, converted.request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
       if (!reply) return;
       const { response } = reply;
       if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);

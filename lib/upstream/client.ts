@@ -68,6 +68,12 @@ export interface UpstreamRequest {
   /** Extra headers; the credential and content headers are set here. */
   headers: Record<string, string>;
   body: Buffer;
+  /**
+   * Requests with the same affinity go to the same credential while it is awake (a prompt cache
+   * belongs to the credential's organization; e.g. the key and its `prompt_cache_key`). Default: the
+   * rotation.
+   */
+  affinity?: string;
 }
 
 /** Starts one attempt with `credential`: the request it sent (http-proxy's, or the client's own). */
@@ -78,8 +84,8 @@ export interface UpstreamClient {
   readonly agent: http.Agent;
   readonly timeoutMs: number;
   readonly streamIdleTimeoutMs: number;
-  /** The next credential in turn, skipping rested ones. */
-  pickCredential(): UpstreamCredential;
+  /** The next credential in turn (or the one `affinity` names), skipping rested ones. */
+  pickCredential(affinity?: string): UpstreamCredential;
   /**
    * Record an attempt's outcome (a 401/429 rests its credential) and decide whether to try again.
    * @param retriesDone retries already made for this request (0 after the first attempt)
@@ -94,7 +100,7 @@ export interface UpstreamClient {
    * @param signal cancels the attempt under way and any retry wait (the client went away)
    * @throws GatewayError 502 when the upstream cannot be reached, 504 when no head comes in `timeoutMs`
    */
-  exchange(start: StartAttempt, signal?: CancelSignal): Promise<UpstreamReply>;
+  exchange(start: StartAttempt, signal?: CancelSignal, affinity?: string): Promise<UpstreamReply>;
   /** POST `request` through `exchange`. */
   send(request: UpstreamRequest, signal?: CancelSignal): Promise<UpstreamReply>;
   /** True when an HTTP answer (any status) comes back within `timeoutMs` ms. */
@@ -130,9 +136,9 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   const credentials = createCredentialRotation(options.apiKeys ?? (options.apiKey ? [options.apiKey] : []), options.auth ?? 'x-api-key', now);
   const planRetry = createRetryPolicy({ ...settings, now, random: options.random ?? Math.random }, credentials);
 
-  async function exchange(start: StartAttempt, signal?: CancelSignal): Promise<UpstreamReply> {
+  async function exchange(start: StartAttempt, signal?: CancelSignal, affinity?: string): Promise<UpstreamReply> {
     for (let retriesDone = 0; ; retriesDone++) {
-      const credential = credentials.pick();
+      const credential = credentials.pick(affinity);
       let outcome: AttemptOutcome;
       let reply: UpstreamReply | undefined;
       try {
@@ -168,7 +174,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       });
       req.end(request.body);
       return req;
-    }, signal);
+    }, signal, request.affinity);
   }
 
   function ping(timeoutMs = 2000): Promise<boolean> {
