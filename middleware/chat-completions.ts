@@ -20,12 +20,11 @@ import {
 import { relayTranslatedStream } from '../lib/upstream-stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
 import { collectThinkingBlocks, convertNativeResponse } from '../translators/native-to-chat-response';
-import { continueWithoutThinking, findUnsignedToolTurn, restoreThinking, thinkingStoreId } from '../translators/chat-thinking';
+import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
 import type { ChatThinkingBlock } from '../translators/chat-types';
 import { createChatStreamTransform } from '../translators/native-to-chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
-import type { ModelCapabilities } from '../translators/model-capabilities';
-import type { NativeMessage, NativeMessagesRequest } from '../translators/native-types';
+import type { NativeMessage } from '../translators/native-types';
 
 export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
@@ -107,34 +106,4 @@ function streamReply(
   // (only when there is some: otherwise they go out in the same write as the rest of the chunk).
   relayTranslatedStream(response, res, transform, (record) => formatSse(record),
     () => (transform.thinkingBlocks.length > 0 && transform.toolCallIds.length > 0 ? keep(transform.thinkingBlocks, transform.toolCallIds) : undefined));
-}
-
-/**
- * A tool loop's assistant turn that came back without its thinking (findUnsignedToolTurn): the blocks
- * kept for its first tool call by this key are put back; without them the turn goes on without
- * thinking. Returns the warning of the latter. A store that fails counts as holding nothing.
- */
-async function restoreToolLoopThinking(store: GatewayStore, keyId: string, request: NativeMessagesRequest, caps: ModelCapabilities | undefined): Promise<string | undefined> {
-  const turn = findUnsignedToolTurn(request, caps);
-  if (!turn) return undefined;
-  const kept = await store.getResponse(thinkingStoreId(turn.toolUseIds[0])).catch(() => null);
-  if (kept && kept.keyId === keyId && Array.isArray(kept.items) && kept.items.length > 0) {
-    restoreThinking(turn, kept.items as ChatThinkingBlock[]);
-    return undefined;
-  }
-  return continueWithoutThinking(request, caps!);
-}
-
-/**
- * Keep a reply's thinking for its first tool call, for this key, `ttlMs` long (nothing to keep
- * without both). A store that fails costs the client nothing now: it is logged, and the next turn
- * goes on without thinking if the client drops the blocks. Never rejects.
- */
-async function keepThinking(store: GatewayStore, logger: Logger, ctx: RequestContext, blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[], ttlMs: number): Promise<void> {
-  if (blocks.length === 0 || toolCallIds.length === 0) return;
-  try {
-    await store.saveResponse({ id: thinkingStoreId(toolCallIds[0]), keyId: ctx.key!.id, response: {}, items: [...blocks] }, ttlMs);
-  } catch (err) {
-    logger.warn({ message: 'thinking of a tool call not kept: the store failed', request_id: ctx.requestId, error: (err as Error).message });
-  }
 }

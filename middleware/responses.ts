@@ -24,12 +24,14 @@ import {
   failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
-import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
+import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
+import type { ChatThinkingBlock } from '../translators/chat-types';
+import { decodeReasoning, wantsEncryptedReasoning } from '../translators/responses-reasoning';
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { createResponsesStreamTransform } from '../translators/responses-stream';
 import {
-  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse,
+  type NativeReply, type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse,
 } from '../translators/responses-types';
 
 export interface ResponsesOptions {
@@ -65,12 +67,27 @@ function inputItems(body: ResponsesRequest): ResponsesInputItem[] {
   return body.input ?? [];
 }
 
+/** The signed thinking blocks of a response's full output (its reasoning items' encrypted_content). */
+function thinkingOf(output: readonly ResponsesOutputItem[]): ChatThinkingBlock[] {
+  return output.flatMap((item) => {
+    const block = item.type === 'reasoning' ? decodeReasoning(item) : undefined;
+    return block ? [block as ChatThinkingBlock] : [];
+  });
+}
+
+/** The call ids of a response's tool calls, in order. */
+function callIdsOf(output: readonly ResponsesOutputItem[]): string[] {
+  return output.flatMap((item) => ('call_id' in item && typeof item.call_id === 'string' ? [item.call_id] : []));
+}
+
 /** What keeps one request's conversation: the response's full output, and what the client received. */
 type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Promise<void>;
 
 /**
  * Keep the conversation (called before the client hears the response is done), unless `store: false`:
- * every input item so far, then the full output (reasoning with its encrypted_content). A store that
+ * every input item so far, then the full output (reasoning with its encrypted_content). Whatever
+ * `store` says, the thinking of a reply with tool calls is kept for its first call id
+ * (lib/tool-loop-thinking.ts), for a client that sends the reasoning back without encrypted_content. A store that
  * fails does not cost the client its paid-for reply: the reply still goes out and the failure is
  * logged (a later `previous_response_id` naming it gets 404). Never rejects.
  */
@@ -79,6 +96,7 @@ function createKeeper(options: {
 }): Keeper {
   const { store, logger, ctx, body } = options;
   return async (response, clientView) => {
+    await keepThinking(store, logger, ctx, thinkingOf(response.output), callIdsOf(response.output), options.ttlMs);
     if (body.store === false) return;
     try {
       await store.saveResponse({
@@ -109,6 +127,8 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         previousItems,
       });
       ctx.warnings.push(...converted.warnings);
+      const restored = await restoreToolLoopThinking(store, ctx.key!.id, converted.request, model.capabilities);
+      if (restored) ctx.warnings.push(restored);
       if (converted.droppedTools.length > 0) ctx.droppedTools = converted.droppedTools;
       setTranslationHeaders(res, ctx.warnings, converted.droppedParams);
 

@@ -18,9 +18,9 @@ import { tempDir } from '../helpers/temp-dir';
 const CODEX = path.resolve(__dirname, '../../../node_modules/@openai/codex/bin/codex.js');
 
 /** The provider block of docs/responses.md, for a gateway at `baseUrl`. */
-function codexConfig(baseUrl: string): string {
+function codexConfig(baseUrl: string, model = 'sonnet'): string {
   return [
-    'model = "sonnet"',
+    `model = "${model}"`,
     'model_provider = "gateway"',
     'approval_policy = "never"',
     // The test's command runs without Codex's sandbox (bubblewrap needs namespaces a CI box may lack).
@@ -49,9 +49,9 @@ function codexConfig(baseUrl: string): string {
 }
 
 /** Run `codex exec <prompt>` in a fresh CODEX_HOME; resolves with its exit code and output. */
-function codexExec(gw: TestGateway, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function codexExec(gw: TestGateway, prompt: string, model?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const home = tempDir('codex-home-');
-  fs.writeFileSync(path.join(home, 'config.toml'), codexConfig(gw.url));
+  fs.writeFileSync(path.join(home, 'config.toml'), codexConfig(gw.url, model));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CODEX, 'exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', prompt], {
       cwd: home,
@@ -153,4 +153,16 @@ describe('Responses API (Codex CLI, codex exec)', function () {
     expect(run.stdout + run.stderr).to.contain("ran out of room in the model's context window");
     expect(gw.upstream.requests, 'no retry of the turn').to.have.length(1);
   });
+
+  for (const [mode, model] of [['adaptive only', 'opus'], ['budget only', 'haiku'], ['thinking by default', 'model-opus-5'], ['always thinking', 'model-fable-5']]) {
+    it(`a tool round trip on ${model} (${mode}) passes the upstream's rules for that model`, async () => {
+      const agent = createAgentUpstream({ chooseTool: (offered) => (offered.includes('exec_command') ? { name: 'exec_command', input: { cmd: 'echo mode' } } : null) });
+      gw.upstream.setHandler(agent.handler);
+      const run = await codexExec(gw, 'Run the echo command', model);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(gw.upstream.requests.map((request) => request.body.model)).to.have.length(2);
+      const [, result] = gw.upstream.requests[1].body.messages.slice(-2);
+      expect(result.content[0]).to.include({ type: 'tool_result' });
+    });
+  }
 });
