@@ -83,9 +83,17 @@ export function readThinkingTokens(report: NativeUsageReport | null | undefined)
   return typeof value === 'number' && value >= 0 ? value : undefined;
 }
 
-/** Status of a finished reply: `max_tokens` (and a full context) -> incomplete `max_output_tokens`, `refusal` -> incomplete `content_filter`. */
-export function mapStopReasonToStatus(stopReason: string | null): Pick<ResponsesResponse, 'status' | 'incomplete_details'> {
-  if (stopReason === 'max_tokens' || stopReason === 'model_context_window_exceeded') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+/**
+ * Status of a finished reply: `max_tokens` -> incomplete `max_output_tokens` (the model really stopped
+ * at the limit), `refusal` -> incomplete `content_filter`, a full context window
+ * (`model_context_window_exceeded`) -> failed with `error.code` `context_length_exceeded` (what Codex
+ * recovers from, see responses-stream.ts).
+ */
+export function mapStopReasonToStatus(stopReason: string | null): Pick<ResponsesResponse, 'status' | 'incomplete_details'> & { error?: ResponsesResponse['error'] } {
+  if (stopReason === 'max_tokens') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+  if (stopReason === 'model_context_window_exceeded') {
+    return { status: 'failed', incomplete_details: null, error: { code: 'context_length_exceeded', message: 'the conversation filled the model\'s context window' } };
+  }
   if (stopReason === 'refusal') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
   return { status: 'completed', incomplete_details: null };
 }

@@ -60,3 +60,13 @@ describe("Codex's own tools on the Responses route", () => {
     for (const [json, text] of cases) expect(readPartialJsonString(json, 'input'), json).to.equal(text);
   });
 });
+
+describe('a reply that fills the context window (Responses, whole)', () => {
+  it('is failed with code context_length_exceeded, not incomplete: incomplete means the model stopped at max_output_tokens', () => {
+    const base = { id: 'msg_1', type: 'message' as const, model: 'm', usage: { input_tokens: 1, output_tokens: 1 }, content: [{ type: 'text', text: 'Part' }] };
+    const options = { id: 'resp_1', createdAt: 1, model: 'm', request: { model: 'm' }, toolNames: new Map(), newId: counterIds() };
+    const full = convertNativeReply({ ...base, stop_reason: 'model_context_window_exceeded' }, options);
+    expect(full).to.deep.include({ status: 'failed', incomplete_details: null, error: { code: 'context_length_exceeded', message: "the conversation filled the model's context window" } });
+    expect(convertNativeReply({ ...base, stop_reason: 'max_tokens' }, options)).to.deep.include({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
+  });
+});
