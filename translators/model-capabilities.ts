@@ -90,8 +90,9 @@ export interface ModelRuleResult {
  * Fit `request` to the model, in place: `max_tokens` above the ceiling is lowered to it; the effort
  * becomes adaptive thinking with `output_config.effort` or a budget (`none`/`minimal` mean no thinking
  * where the model allows it); thinking is left out when `tool_choice` forces a tool (the native format
- * refuses both together); the sampling fields the model refuses, or refuses with thinking on, are
- * dropped. Never throws: what cannot apply is dropped with a warning (compatibility rule 2).
+ * refuses both together), or, on a model that always thinks, the forced choice becomes `auto`; the
+ * sampling fields the model refuses, or refuses with thinking on, are dropped. Never throws: what
+ * cannot apply is dropped with a warning (compatibility rule 2).
  */
 export function applyModelRules(request: TunableRequest, input: ModelRuleInput): ModelRuleResult {
   const warnings: string[] = [];
@@ -114,6 +115,12 @@ export function thinks(request: TunableRequest, caps: ModelCapabilities): boolea
 
 function applyThinking(request: TunableRequest, input: ModelRuleInput, caps: ModelCapabilities, warnings: string[]): void {
   const effort = input.effort;
+  if (caps.thinkingDefault === 'always' && (request.tool_choice?.type === 'any' || request.tool_choice?.type === 'tool')) {
+    // A model that always thinks takes only auto or none (thinking refuses a forced tool).
+    request.tool_choice = { ...request.tool_choice, type: 'auto' };
+    delete (request.tool_choice as { name?: string }).name;
+    warnings.push('tool_choice relaxed to auto: the model always thinks, and thinking cannot be combined with a forced tool');
+  }
   if (typeof effort !== 'string' || caps.thinking === 'none') {
     if (typeof effort === 'string' && effort !== 'none') warnings.push(`${input.effortField} ${effort} ignored: the model does not think`);
     return;
