@@ -158,6 +158,24 @@ describe('clients: openai (chat completions) through the chat route', () => {
           expect(c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body).not.to.have.property('thinking');
         });
 
+        for (const [mode, model, thinking] of [
+          ['budget only', 'haiku', { type: 'enabled', budget_tokens: 16384 }],
+          ['thinking by default', 'model-opus-5', { type: 'adaptive' }],
+          ['always thinking', 'model-fable-5', { type: 'adaptive' }],
+        ] as const) {
+          it(`on ${model} (${mode}) too, with the assistant message rebuilt`, async () => {
+            c.agent.setScript({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+            const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
+            const first = await client.chat.completions.create({ model, reasoning_effort: 'high', tools: [WEATHER_TOOL], messages });
+            expect(c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body.thinking).to.deep.equal(thinking);
+            const { message } = first.choices[0];
+            messages.push({ role: 'assistant', content: message.content, tool_calls: message.tool_calls }, { role: 'tool', tool_call_id: message.tool_calls![0].id, content: '18 C and sunny' });
+            const answer = await client.chat.completions.create({ model, reasoning_effort: 'high', tools: [WEATHER_TOOL], messages });
+            expect(answer.choices[0].message.content).to.equal(toolAnswer('get_weather', '18 C and sunny'));
+            expect(sentAssistantTurn().content[0]).to.include({ type: 'thinking' });
+          });
+        }
+
         it('streams the thinking as reasoning_content deltas and the signed block whole', async () => {
           const stream = await client.chat.completions.create({ model: 'opus', reasoning_effort: 'low', stream: true, messages: [{ role: 'user', content: 'hello' }] });
           const reasoning: string[] = [];
