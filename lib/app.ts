@@ -216,7 +216,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     ? createNativeProxy({ upstream: client, path: '/v1/messages/count_tokens' })
     : createRouteRefusal(`POST /v1/messages/count_tokens is not available for key group "${group.id}" (its upstream speaks chat-completions)`));
   const chatHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
-    ? createChatCompletions({ upstream: client, catalogue, logger })
+    ? createChatCompletions({ upstream: client, catalogue, logger, store, settings: () => source.config.responses })
     : createChatPassthrough({ upstream: client }));
   // Responses: translated for native upstreams; refused for chat-completions upstreams (docs/responses.md).
   const responsesHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'

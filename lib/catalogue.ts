@@ -9,7 +9,11 @@ export interface Catalogue {
   readonly keyGroups: readonly KeyGroupConfig[];
   /** The entry a model ID or alias names, or undefined. Aliases resolve to their canonical entry. */
   resolve(modelOrAlias: string): ModelConfig | undefined;
-  /** Default `max_tokens` for a model (model's own, else the configured default). */
+  /**
+   * `max_tokens` of a translated request that gives none: the model's `defaultMaxTokens`, else its
+   * output ceiling (`capabilities.maxOutputTokens`, as the Responses API's own default), else
+   * `defaults.maxTokens`.
+   */
   defaultMaxTokens(model: ModelConfig): number;
   /** The key group a canonical model ID belongs to (its model family), or undefined. */
   groupOfModel(modelId: string): KeyGroupConfig | undefined;
@@ -29,7 +33,7 @@ export function createCatalogue(config: GatewayConfig): Catalogue {
       return byId.get(modelOrAlias) ?? byId.get(config.aliases[modelOrAlias] ?? '');
     },
     defaultMaxTokens(model) {
-      return model.defaultMaxTokens ?? config.defaults.maxTokens;
+      return model.defaultMaxTokens ?? model.capabilities?.maxOutputTokens ?? config.defaults.maxTokens;
     },
     groupOfModel(modelId) {
       return groupByModel.get(modelId);

@@ -46,6 +46,11 @@ export interface KeyGroupConfig {
    * chat-completions and the replies back. Default false (the native route answers 400).
    */
   reverseTranslation: boolean;
+  /**
+   * Lifetime of the prompt-cache breakpoints the translated routes put on requests (docs/translation.md
+   * "Prompt caching"): `5m` (default) or `1h` (cache writes cost more, a cached prefix lives longer).
+   */
+  promptCacheTtl: '5m' | '1h';
 }
 
 /** JSON schema of one `keyGroups[]` entry. */
@@ -69,6 +74,7 @@ export const keyGroupSchema = {
       },
     },
     reverseTranslation: { type: 'boolean' },
+    promptCacheTtl: { enum: ['5m', '1h'] },
   },
 } as const;
 
@@ -150,6 +156,7 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
         timeoutMs: entry.upstream?.timeoutMs ?? upstream.timeoutMs,
       },
       reverseTranslation: entry.reverseTranslation ?? false,
+      promptCacheTtl: entry.promptCacheTtl ?? '5m',
     });
   });
 
@@ -158,6 +165,7 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
     basic = {
       id: DEFAULT_KEY_GROUP, keyPrefix: DEFAULT_KEY_PREFIX, models: [],
       upstream: { kind: 'native', url: null, apiKeyEnv: upstream.apiKeyEnv, targets: upstream.targets, timeoutMs: upstream.timeoutMs }, reverseTranslation: false,
+      promptCacheTtl: '5m',
     };
     groups.unshift(basic);
   } else {

@@ -91,9 +91,21 @@ function startUpstreamSpan(ctx: RequestContext, upstream: UpstreamClient, reques
 /** The native API version the translating routes speak upstream. */
 export const NATIVE_API_VERSION = '2023-06-01';
 
-/** Send a native messages request (a translating route's) for the client behind `res`; see sendForClient. */
-export function sendNativeRequest(res: Response, upstream: UpstreamClient, body: unknown): Promise<UpstreamReply | undefined> {
-  return sendForClient(res, upstream, { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)) });
+/**
+ * Send a native messages request (a translating route's) for the client behind `res`; see
+ * sendForClient. `affinity` keeps requests on one upstream credential (UpstreamRequest.affinity).
+ */
+export function sendNativeRequest(res: Response, upstream: UpstreamClient, body: unknown, affinity?: string): Promise<UpstreamReply | undefined> {
+  return sendForClient(res, upstream, { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)), affinity });
+}
+
+/**
+ * The credential affinity of a translated request: its key and the client's `prompt_cache_key`, so
+ * requests sharing a cache key reach the same upstream credential (and its prompt cache); undefined
+ * without a key.
+ */
+export function promptCacheAffinity(keyId: string, promptCacheKey: unknown): string | undefined {
+  return typeof promptCacheKey === 'string' && promptCacheKey !== '' ? `${keyId}\n${promptCacheKey}` : undefined;
 }
 
 /** Send a chat-completions request to a chat-completions upstream for the client behind `res`; see sendForClient. */
@@ -241,4 +253,14 @@ export function failExchange(err: unknown, res: Response, next: NextFunction): v
   if (translated) return next(translated);
   if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
   next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+}
+
+/**
+ * The headers of a translated request's reply that tell the client what the translation changed:
+ * `x-gateway-warning` (lossy conversions, `; `-separated) and `x-gateway-dropped-params` (the sampling
+ * fields the model refuses, dropped before the upstream saw them, `, `-separated). Unset when empty.
+ */
+export function setTranslationHeaders(res: Response, warnings: readonly string[], droppedParams: readonly string[]): void {
+  if (warnings.length > 0) res.setHeader('x-gateway-warning', warnings.join('; '));
+  if (droppedParams.length > 0) res.setHeader('x-gateway-dropped-params', droppedParams.join(', '));
 }

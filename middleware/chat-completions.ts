@@ -8,16 +8,20 @@
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
+import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
 import type { Logger } from '../lib/logger';
+import type { GatewayStore } from '../lib/store/types';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
+  failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
-import { convertNativeResponse } from '../translators/native-to-chat-response';
+import { collectThinkingBlocks, convertNativeResponse } from '../translators/native-to-chat-response';
+import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
+import type { ChatThinkingBlock } from '../translators/chat-types';
 import { createChatStreamTransform } from '../translators/native-to-chat-stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import type { NativeMessage } from '../translators/native-types';
@@ -26,6 +30,13 @@ export interface ChatCompletionsOptions {
   upstream: UpstreamClient;
   catalogue: Catalogue;
   logger: Logger;
+  /**
+   * The `responses` config section, read per request: `thinkingBudgets` serve budget-only models,
+   * `storeTtlMs` is how long a reply's thinking is kept for its tool calls.
+   */
+  settings: () => GatewayConfig['responses'];
+  /** Where a reply's signed thinking is kept per key for the next turn of its tool loop. */
+  store: GatewayStore;
 }
 
 export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {
@@ -43,20 +54,28 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
     try {
       const body = req.body as ChatCompletionRequest;
       const model = ctx.model!;
-      const { request, warnings } = convertChatRequest(body, {
+      const settings = options.settings();
+      const { request, warnings, droppedParams } = convertChatRequest(body, {
         upstreamModel: model.upstreamModel,
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
+        capabilities: model.capabilities,
+        thinkingBudgets: settings.thinkingBudgets,
+        promptCache: { ttl: catalogue.keyGroup(ctx.keyGroup ?? '')?.promptCacheTtl ?? '5m', minCacheableTokens: model.capabilities?.minCacheableTokens },
       });
       ctx.warnings.push(...warnings);
-      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
-      const reply = await sendNativeRequest(res, upstream, request);
+      const restored = await restoreToolLoopThinking(options.store, ctx.key!.id, request, model.capabilities);
+      if (restored) ctx.warnings.push(restored);
+      setTranslationHeaders(res, ctx.warnings, droppedParams);
+      const keep = (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => keepThinking(options.store, logger, ctx, blocks, toolCallIds, settings.storeTtlMs);
+      const reply = await sendNativeRequest(res, upstream, request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
       if (!reply) return;
       const { response } = reply;
       const created = Math.floor(Date.now() / 1000);
       if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);
-      if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason);
+      if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason, keep);
       const message = await readNativeMessage<NativeMessage>(response, ctx);
       const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
+      await keep(collectThinkingBlocks(message.content ?? []), (completion.choices[0].message.tool_calls ?? []).map((call) => call.id));
       sendJsonReply(res, 200, completion);
     } catch (err) {
       failExchange(err, res, next);
@@ -75,6 +94,7 @@ function streamReply(
   created: number,
   body: ChatCompletionRequest,
   onUnknownStopReason: (value: string) => void,
+  keep: (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => Promise<void>,
 ): void {
   const transform = createChatStreamTransform({
     model: ctx.model!.id,
@@ -82,5 +102,8 @@ function streamReply(
     includeUsage: body.stream_options?.include_usage === true,
     onUnknownStopReason,
   });
-  relayTranslatedStream(response, res, transform, (record) => formatSse(record));
+  // The records that end the stream wait until the thinking is kept, so the next turn finds it
+  // (only when there is some: otherwise they go out in the same write as the rest of the chunk).
+  relayTranslatedStream(response, res, transform, (record) => formatSse(record),
+    () => (transform.thinkingBlocks.length > 0 && transform.toolCallIds.length > 0 ? keep(transform.thinkingBlocks, transform.toolCallIds) : undefined));
 }

@@ -21,15 +21,17 @@ import { formatSse } from '../lib/sse';
 import type { GatewayStore, StoredResponse } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
-  failExchange, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape,
+  failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
 } from '../lib/upstream-exchange';
 import { relayTranslatedStream } from '../lib/upstream-stream';
-import { wantsEncryptedReasoning } from '../translators/responses-reasoning';
+import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
+import type { ChatThinkingBlock } from '../translators/chat-types';
+import { decodeReasoning, wantsEncryptedReasoning } from '../translators/responses-reasoning';
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { createResponsesStreamTransform } from '../translators/responses-stream';
 import {
-  type NativeReply, type ResponsesInputItem, type ResponsesRequest, type ResponsesResponse,
+  type NativeReply, type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse,
 } from '../translators/responses-types';
 
 export interface ResponsesOptions {
@@ -49,7 +51,8 @@ export function newResponsesId(prefix: string): string {
 
 /** The stored response `previous_response_id` names, for this key (another key's is not found). */
 async function loadPrevious(store: GatewayStore, id: string, keyId: string): Promise<StoredResponse> {
-  const stored = await store.getResponse(id);
+  // Only `resp_` ids: the store also keeps the chat route's thinking under other ids.
+  const stored = id.startsWith('resp_') ? await store.getResponse(id) : null;
   if (!stored || stored.keyId !== keyId) {
     throw new GatewayError(404, 'not_found_error', `previous_response_id: no stored response "${id}" for this key (responses are kept only with store: true, for a limited time)`, {
       chatCode: 'previous_response_not_found', param: 'previous_response_id',
@@ -64,12 +67,27 @@ function inputItems(body: ResponsesRequest): ResponsesInputItem[] {
   return body.input ?? [];
 }
 
+/** The signed thinking blocks of a response's full output (its reasoning items' encrypted_content). */
+function thinkingOf(output: readonly ResponsesOutputItem[]): ChatThinkingBlock[] {
+  return output.flatMap((item) => {
+    const block = item.type === 'reasoning' ? decodeReasoning(item) : undefined;
+    return block ? [block as ChatThinkingBlock] : [];
+  });
+}
+
+/** The call ids of a response's tool calls, in order. */
+function callIdsOf(output: readonly ResponsesOutputItem[]): string[] {
+  return output.flatMap((item) => ('call_id' in item && typeof item.call_id === 'string' ? [item.call_id] : []));
+}
+
 /** What keeps one request's conversation: the response's full output, and what the client received. */
 type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Promise<void>;
 
 /**
  * Keep the conversation (called before the client hears the response is done), unless `store: false`:
- * every input item so far, then the full output (reasoning with its encrypted_content). A store that
+ * every input item so far, then the full output (reasoning with its encrypted_content). Whatever
+ * `store` says, the thinking of a reply with tool calls is kept for its first call id
+ * (lib/tool-loop-thinking.ts), for a client that sends the reasoning back without encrypted_content. A store that
  * fails does not cost the client its paid-for reply: the reply still goes out and the failure is
  * logged (a later `previous_response_id` naming it gets 404). Never rejects.
  */
@@ -78,6 +96,7 @@ function createKeeper(options: {
 }): Keeper {
   const { store, logger, ctx, body } = options;
   return async (response, clientView) => {
+    await keepThinking(store, logger, ctx, thinkingOf(response.output), callIdsOf(response.output), options.ttlMs);
     if (body.store === false) return;
     try {
       await store.saveResponse({
@@ -104,11 +123,15 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         upstreamModel: model.upstreamModel,
         defaultMaxTokens: catalogue.defaultMaxTokens(model),
         thinkingBudgets: settings.thinkingBudgets,
+        capabilities: model.capabilities,
+        promptCache: { ttl: catalogue.keyGroup(ctx.keyGroup ?? '')?.promptCacheTtl ?? '5m', minCacheableTokens: model.capabilities?.minCacheableTokens },
         previousItems,
       });
       ctx.warnings.push(...converted.warnings);
+      const restored = await restoreToolLoopThinking(store, ctx.key!.id, converted.request, model.capabilities);
+      if (restored) ctx.warnings.push(restored);
       if (converted.droppedTools.length > 0) ctx.droppedTools = converted.droppedTools;
-      if (ctx.warnings.length > 0) res.setHeader('x-gateway-warning', ctx.warnings.join('; '));
+      setTranslationHeaders(res, ctx.warnings, converted.droppedParams);
 
       const responseOptions: ResponseOptions = {
         id: newResponsesId('resp'), createdAt: Math.floor(Date.now() / 1000), model: model.id, request: body,
@@ -119,7 +142,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       const includeEncrypted = wantsEncryptedReasoning(body.include);
       const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
 
-      const reply = await sendNativeRequest(res, upstream, converted.request);
+      const reply = await sendNativeRequest(res, upstream, converted.request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
       if (!reply) return;
       const { response } = reply;
       if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);

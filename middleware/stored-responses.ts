@@ -17,8 +17,9 @@ function notFound(id: string): GatewayError {
   return new GatewayError(404, 'not_found_error', `no stored response "${id.slice(0, 100)}" for this key`, { chatCode: 'not_found' });
 }
 
-/** The stored response `req.params.id` names, if this key made it. */
+/** The stored response `req.params.id` names, if this key made it (only `resp_` ids: the store also keeps the chat route's thinking). */
 async function findOwn(store: GatewayStore, id: string, keyId: string): Promise<StoredResponse> {
+  if (!id.startsWith('resp_')) throw notFound(id);
   const stored = await store.getResponse(id);
   if (!stored || stored.keyId !== keyId) throw notFound(id);
   return stored;

@@ -188,6 +188,8 @@ export const chatCompletionsSchema = {
     max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
     temperature: { type: ['number', 'null'] },
     top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
+    top_k: { type: ['integer', 'null'], minimum: 0 },
+    reasoning_effort: { type: ['string', 'null'] },
     n: { type: ['integer', 'null'], minimum: 1 },
     stop: { type: ['string', 'array', 'null'], items: { type: 'string' } },
     stream_options: { type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } },
@@ -208,7 +210,7 @@ export const chatCompletionsSchema = {
 };
 
 /** Input item types the Responses translator reads (a `message` may leave `type` out). */
-export const RESPONSES_ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'reasoning', 'web_search_call'];
+export const RESPONSES_ITEM_TYPES = ['message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'local_shell_call', 'local_shell_call_output', 'reasoning', 'web_search_call'];
 
 /**
  * `POST /v1/responses` (openai-node `ResponseCreateParams`): the fields the translator reads, by

@@ -53,7 +53,8 @@ export function convertChatMessages(chatMessages: ChatMessage[]): ConvertedMessa
       case 'user':
         return appendTurn(messages, 'user', convertUserContent(message.content, `messages[${index}]`));
       case 'assistant': {
-        const blocks = convertAssistantMessage(message, index);
+        // The signed thinking blocks the gateway replied go back first, byte for byte (§1.2).
+        const blocks = [...convertThinkingBlocks(message.thinking_blocks), ...convertAssistantMessage(message, index)];
         if (message.function_call) lastFunctionCallId = functionCallId(index);
         return appendTurn(messages, 'assistant', blocks);
       }
@@ -70,6 +71,22 @@ export function convertChatMessages(chatMessages: ChatMessage[]): ConvertedMessa
     }
   });
   return { system, messages };
+}
+
+/**
+ * An assistant message's `thinking_blocks` (as the gateway replied them) as native blocks; anything
+ * that is not a well-formed thinking or redacted_thinking block is left out (the upstream would
+ * refuse it, and a turn without thinking is restored or continued without it).
+ */
+export function convertThinkingBlocks(blocks: unknown): NativeContentBlock[] {
+  if (!Array.isArray(blocks)) return [];
+  return blocks.flatMap((block): NativeContentBlock[] => {
+    if (block?.type === 'thinking' && typeof block.thinking === 'string' && typeof block.signature === 'string') {
+      return [{ type: 'thinking', thinking: block.thinking, signature: block.signature }];
+    }
+    if (block?.type === 'redacted_thinking' && typeof block.data === 'string') return [{ type: 'redacted_thinking', data: block.data }];
+    return [];
+  });
 }
 
 /** Text of a string or text-part content (system, developer); other parts are rejected. */

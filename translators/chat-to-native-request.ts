@@ -8,18 +8,28 @@ import { convertChatMessages } from './chat-to-native-messages';
 import { convertToolChoice, convertTools } from './chat-to-native-tools';
 import type { ChatCompletionRequest, ChatResponseFormat } from './chat-types';
 import type { NativeMessagesRequest } from './native-types';
+import { applyModelRules, type ModelCapabilities, type SamplingField, type ThinkingBudgets } from './model-capabilities';
+import { addCacheBreakpoints, type CacheableRequest, type PromptCacheOptions } from './prompt-cache';
 
 export interface ConvertChatRequestOptions {
   /** Model name to send upstream (already resolved from the catalogue). */
   upstreamModel: string;
-  /** `max_tokens` to use when the request gives neither `max_completion_tokens` nor `max_tokens`. */
+  /** `max_tokens` to use when the request gives neither `max_completion_tokens` nor `max_tokens` (the model's output ceiling). */
   defaultMaxTokens: number;
+  /** What the model accepts (config.json `models[].capabilities`); absent: fields pass as given, no thinking. */
+  capabilities?: ModelCapabilities;
+  /** Thinking budget per `reasoning_effort` for budget-only models (config `responses.thinkingBudgets`). Default none. */
+  thinkingBudgets?: ThinkingBudgets;
+  /** Mark cache breakpoints (prompt-cache.ts) with this TTL. Default: none marked. */
+  promptCache?: PromptCacheOptions;
 }
 
 export interface ConvertedChatRequest {
   request: NativeMessagesRequest;
   /** Lossy conversions the client should hear about (sent in the `x-gateway-warning` header). */
   warnings: string[];
+  /** Sampling fields the model refuses, dropped (`x-gateway-dropped-params`). */
+  droppedParams: SamplingField[];
 }
 
 /** Native temperature range (wire-formats.md §1.1); chat allows 0 to 2. */
@@ -27,7 +37,8 @@ export const NATIVE_TEMPERATURE_RANGE = { min: 0, max: 1 } as const;
 
 /**
  * Convert a validated chat-completions request to a native request. Fields without a native
- * counterpart are ignored (compatibility rule 2).
+ * counterpart are ignored (compatibility rule 2). `reasoning_effort`, sampling fields and the token
+ * limit are fitted to the model's capabilities (applyModelRules, model-capabilities.ts).
  *
  * @throws GatewayError 400 (`invalid_request_error`, `param` naming the field) for `n` > 1, no turn with
  *   content, content the native format cannot take, unparsable tool-call arguments, unsupported tool types.
@@ -61,6 +72,7 @@ export function convertChatRequest(body: ChatCompletionRequest, options: Convert
     if (warning) warnings.push(warning);
   }
   if (typeof body.top_p === 'number') request.top_p = body.top_p;
+  if (typeof body.top_k === 'number') request.top_k = body.top_k;
 
   const stop = convertStop(body.stop);
   if (stop.stopSequences.length > 0) request.stop_sequences = stop.stopSequences;
@@ -69,7 +81,14 @@ export function convertChatRequest(body: ChatCompletionRequest, options: Convert
   if (typeof body.user === 'string' && body.user !== '') request.metadata = { user_id: body.user };
 
   Object.assign(request, convertToolFields(body));
-  return { request, warnings };
+  const clientLimit = typeof (body.max_completion_tokens ?? body.max_tokens) === 'number';
+  const rules = applyModelRules(request, {
+    effort: body.reasoning_effort, clientLimit, capabilities: options.capabilities,
+    thinkingBudgets: options.thinkingBudgets ?? {}, effortField: 'reasoning_effort',
+  });
+  warnings.push(...rules.warnings);
+  if (options.promptCache) addCacheBreakpoints(request as unknown as CacheableRequest, options.promptCache);
+  return { request, warnings, droppedParams: rules.dropped };
 }
 
 /**

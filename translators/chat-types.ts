@@ -18,8 +18,18 @@ export interface ChatToolCall {
   function: { name: string; arguments: string };
 }
 
+/**
+ * A signed thinking block as chat-compatible gateways carry it (LiteLLM's `thinking_blocks`): the
+ * native block, byte for byte, so a client that sends the assistant message back returns it intact.
+ */
+export type ChatThinkingBlock =
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
+
 export interface ChatMessage {
   role: string;
+  /** Assistant messages: the model's thinking, as the gateway replied it (restored before tool_use). */
+  thinking_blocks?: ChatThinkingBlock[] | null;
   content?: string | ChatContentPart[] | null;
   name?: string;
   tool_calls?: ChatToolCall[];
@@ -67,6 +77,10 @@ export interface ChatCompletionRequest {
   tool_choice?: ChatToolChoice;
   parallel_tool_calls?: boolean | null;
   response_format?: ChatResponseFormat | null;
+  /** `none`, `minimal`, `low`, `medium`, `high`, `xhigh` (and `max` on some clients). */
+  reasoning_effort?: string | null;
+  /** Not in the chat format; some clients send it as an extra body field. */
+  top_k?: number | null;
   [field: string]: unknown;
 }
 
@@ -78,7 +92,16 @@ export interface ChatCompletion {
   model: string;
   choices: Array<{
     index: number;
-    message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: ChatToolCall[] };
+    message: {
+      role: 'assistant';
+      content: string | null;
+      refusal: null;
+      tool_calls?: ChatToolCall[];
+      /** The model's thinking text (what chat clients show as reasoning). */
+      reasoning_content?: string;
+      /** The signed thinking blocks, to send back with the message. */
+      thinking_blocks?: ChatThinkingBlock[];
+    };
     logprobs: null;
     finish_reason: FinishReason;
   }>;
@@ -97,6 +120,10 @@ export interface ChatChunkDelta {
   role?: 'assistant';
   content?: string | null;
   tool_calls?: ChatToolCallDelta[];
+  /** Thinking text as it streams. */
+  reasoning_content?: string;
+  /** A thinking block once complete (with its signature), or a redacted one. */
+  thinking_blocks?: ChatThinkingBlock[];
 }
 
 /** One streamed record, `object: "chat.completion.chunk"`. */

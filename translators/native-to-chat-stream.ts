@@ -7,12 +7,12 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage } from './usage';
-import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody } from './chat-types';
+import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
 import type { StreamTransform } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
 import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './native-to-chat-errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
-import { convertUsageToChat, mergeNativeUsage } from './usage';
+import { convertUsageToChat, mergeNativeUsage, readThinkingTokenCount } from './usage';
 
 /** What the transform asks the caller to write: a chunk, an in-stream error record, or the terminator. */
 export type ChatStreamRecord = ChatCompletionChunk | ChatErrorBody | '[DONE]';
@@ -28,7 +28,12 @@ export interface ChatStreamOptions {
 }
 
 /** The transform of one streamed reply; closed by `[DONE]` or an error record (never `[DONE]` after an error). */
-export type ChatStreamTransform = StreamTransform<ChatStreamRecord>;
+export interface ChatStreamTransform extends StreamTransform<ChatStreamRecord> {
+  /** The reply's complete thinking blocks so far, signed, in order. */
+  readonly thinkingBlocks: readonly ChatThinkingBlock[];
+  /** The ids of the reply's tool calls so far, in order. */
+  readonly toolCallIds: readonly string[];
+}
 
 type Handler = (data: any) => ChatStreamRecord[];
 
@@ -48,6 +53,11 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   const usageField = options.includeUsage ? { usage: null } : {};
   /** Native block index -> tool_calls index, for tool_use blocks only (dense, from 0, in order of appearance). */
   const toolIndexes = new Map<number, number>();
+  const toolCallIds: string[] = [];
+  /** Native block index -> the thinking block being streamed there. */
+  const openThinking = new Map<number, { thinking: string; signature: string }>();
+  const thinkingBlocks: ChatThinkingBlock[] = [];
+  let thinkingTokens: number | undefined;
 
   const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
     id,
@@ -85,13 +95,32 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (block?.type === 'tool_use' && typeof data.index === 'number') {
         const index = toolIndexes.size;
         toolIndexes.set(data.index, index);
+        toolCallIds.push(String(block.id));
         return [chunk({ tool_calls: [{ index, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }] })];
       }
       if (block?.type === 'text' && typeof block.text === 'string' && block.text !== '') {
         streamedCharacters += block.text.length;
         return [chunk({ content: block.text })];
       }
-      return []; // thinking, redacted_thinking and server-tool blocks are not sent
+      if (block?.type === 'thinking' && typeof data.index === 'number') {
+        openThinking.set(data.index, { thinking: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
+        return block.thinking ? [chunk({ reasoning_content: String(block.thinking) })] : [];
+      }
+      if (block?.type === 'redacted_thinking' && typeof block.data === 'string') {
+        const redacted: ChatThinkingBlock = { type: 'redacted_thinking', data: block.data };
+        thinkingBlocks.push(redacted);
+        return [chunk({ thinking_blocks: [redacted] })];
+      }
+      return []; // server-tool blocks are not sent
+    },
+    content_block_stop(data) {
+      const open = openThinking.get(data?.index);
+      if (!open) return [];
+      openThinking.delete(data.index);
+      // The signed block goes out whole once its signature_delta has come (it precedes this stop).
+      const block: ChatThinkingBlock = { type: 'thinking', thinking: open.thinking, signature: open.signature };
+      thinkingBlocks.push(block);
+      return [chunk({ thinking_blocks: [block] })];
     },
     content_block_delta(data) {
       const delta = data?.delta;
@@ -105,10 +134,17 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
         streamedCharacters += delta.partial_json.length;
         return [chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
       }
-      return []; // thinking_delta, signature_delta, citations_delta
+      const open = openThinking.get(data?.index);
+      if (open && delta?.type === 'thinking_delta' && typeof delta.thinking === 'string' && delta.thinking !== '') {
+        open.thinking += delta.thinking;
+        return [chunk({ reasoning_content: delta.thinking })];
+      }
+      if (open && delta?.type === 'signature_delta' && typeof delta.signature === 'string') open.signature += delta.signature;
+      return []; // citations_delta
     },
     message_delta(data) {
       mergeNativeUsage(usage, data?.usage);
+      thinkingTokens = readThinkingTokenCount(data?.usage) ?? thinkingTokens;
       const reason = data?.delta?.stop_reason;
       if (typeof reason !== 'string') return [];
       stopReason = reason;
@@ -120,7 +156,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (options.includeUsage) {
         records.push({
           id, object: 'chat.completion.chunk', created: options.created, model: options.model, choices: [],
-          usage: convertUsageToChat(usage),
+          usage: convertUsageToChat(usage, thinkingTokens),
         });
       }
       records.push('[DONE]');
@@ -136,7 +172,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (closed) return [];
       const name = event.event ?? 'message';
       const handler = handlers[name];
-      if (!handler) return []; // ping, content_block_stop, and event types added later
+      if (!handler) return []; // ping, and event types added later
       let data: unknown;
       try {
         data = JSON.parse(event.data);
@@ -165,6 +201,12 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     },
     get error() {
       return error;
+    },
+    get thinkingBlocks() {
+      return thinkingBlocks;
+    },
+    get toolCallIds() {
+      return toolCallIds;
     },
   };
 }

@@ -2,6 +2,7 @@
  * Types of the native messages format, as far as the gateway reads it.
  * Source: docs/wire-formats.md §1-§4 (anthropic-sdk-typescript `messages.ts`).
  */
+import type { NativeThinking } from './model-capabilities';
 
 export interface NativeTextBlock { type: 'text'; text: string }
 export interface NativeToolUseBlock { type: 'tool_use'; id: string; name: string; input: unknown }
@@ -57,6 +58,8 @@ export interface NativeMessagesRequest {
   metadata?: { user_id?: string | null };
   tools?: NativeTool[];
   tool_choice?: NativeToolChoice;
+  thinking?: NativeThinking;
+  output_config?: { effort?: string; [field: string]: unknown };
   [field: string]: unknown;
 }
 

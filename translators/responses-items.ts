@@ -8,6 +8,8 @@
  *   `input_image` (URL or data URL) -> image, `input_file` (a PDF as data URL, base64 or URL) -> document.
  * - `function_call` / `custom_tool_call` -> assistant `tool_use` (its id is the `call_id`).
  * - `function_call_output` / `custom_tool_call_output` -> `tool_result` in the next user turn.
+ * - `local_shell_call` -> assistant `tool_use` of the `local_shell` stand-in (responses-tools.ts);
+ *   `local_shell_call_output` -> `tool_result`.
  * - `reasoning` -> the `thinking` / `redacted_thinking` block its `encrypted_content` carries; without
  *   one the item is left out (a warning): native thinking cannot be rebuilt from a summary.
  * - `web_search_call` -> left out (its results were the upstream's own; a warning).
@@ -140,7 +142,17 @@ export function convertResponsesInput(input: string | ResponsesInputItem[] | und
         push('assistant', [{ type: 'tool_use', id: callId, name, input }]);
         break;
       }
+      case 'local_shell_call': {
+        const callId = requireString(item.call_id, `${param}.call_id`);
+        const action = (item.action ?? {}) as { command?: unknown; working_directory?: unknown; timeout_ms?: unknown };
+        const input: Record<string, unknown> = { command: Array.isArray(action.command) ? action.command.map(String) : [] };
+        if (typeof action.working_directory === 'string') input.workdir = action.working_directory;
+        if (typeof action.timeout_ms === 'number') input.timeout_ms = action.timeout_ms;
+        push('assistant', [{ type: 'tool_use', id: callId, name: 'local_shell', input }]);
+        break;
+      }
       case 'function_call_output':
+      case 'local_shell_call_output':
       case 'custom_tool_call_output': {
         const callId = requireString(item.call_id, `${param}.call_id`);
         const content = convertToolOutput(item.output, `${param}.output`);

@@ -3,6 +3,8 @@
  * import nothing from lib/). Source: docs/wire-formats.md §1 (request), §2 (reply), §2.2
  * (usage).
  */
+import type { NativeThinking } from './model-capabilities';
+import type { CacheControl } from './prompt-cache';
 
 export interface NativeBlock {
   type: string;
@@ -36,14 +38,17 @@ export interface NativeRequest {
   model: string;
   max_tokens: number;
   messages: NativeTurn[];
-  system?: string;
+  /** A string as converted; text blocks once a cache breakpoint marks it (prompt-cache.ts). */
+  system?: string | Array<{ type: 'text'; text: string; cache_control?: CacheControl }>;
   stream?: boolean;
   temperature?: number;
   top_p?: number;
   metadata?: { user_id: string };
   tools?: Array<NativeToolDefinition | NativeServerTool>;
   tool_choice?: NativeToolChoiceParam;
-  thinking?: { type: 'enabled'; budget_tokens: number };
+  thinking?: NativeThinking;
+  /** `effort` of adaptive thinking (wire-formats.md §1.1). */
+  output_config?: { effort?: string };
 }
 
 /** Native usage as reported (fields may be absent or null). */

@@ -5,31 +5,30 @@
  *
  * - `instructions`, then `system`/`developer` input messages -> `system` (joined by blank lines).
  * - `max_output_tokens` -> `max_tokens` (absent: the model's default, `defaultMaxTokens`).
- * - `temperature` (clamped to the native 0..1), `top_p`: passed, except with extended thinking
- *   (the native format refuses them together: left out, with a warning).
- * - `reasoning.effort` -> `thinking: {type: "enabled", budget_tokens}` with the budget of that effort
- *   (`thinkingBudgets`); `none` or no budget -> no thinking. The budget must stay below `max_tokens`:
- *   it is cut to `max_output_tokens - 1` (or half the model default when the client set no limit),
- *   and thinking is left out when that is under the native minimum (1024) or when `tool_choice`
- *   forces a tool (the native format refuses both together).
+ * - `temperature` (clamped to the native 0..1), `top_p`: passed, unless the model refuses them
+ *   (applyModelRules: dropped, named in `x-gateway-dropped-params`).
+ * - `reasoning.effort` -> adaptive thinking plus `output_config.effort`, or a budget
+ *   (`thinkingBudgets`) on budget-only models, as the model's capabilities say (model-capabilities.ts);
+ *   `none`/`minimal` -> no thinking where the model allows it.
+ * - cache breakpoints on the last tool, the system prompt and the end of the conversation so far
+ *   (prompt-cache.ts), when `promptCache` is given.
+ * - no `max_output_tokens` -> the model's output ceiling (`defaultMaxTokens`); a larger one is lowered to it.
  * - `text.format` `json_object` / `json_schema` -> an instruction in the system text (best effort, as
  *   the chat route does with `response_format`: the native format has no guaranteed JSON mode on every
  *   model), with a warning.
- * - `safety_identifier`, else `user` -> `metadata.user_id`. `metadata`, `prompt_cache_key`, `store`,
+ * - `safety_identifier`, else `user` -> `metadata.user_id`. `metadata`, `store`,
  *   `include`, `truncation`, `service_tier`, `client_metadata`, ... have no native counterpart: ignored.
  */
 import { convertResponsesInput } from './responses-items';
 import { convertResponsesTools } from './responses-tools';
+import { applyModelRules, type ModelCapabilities, type SamplingField, type ThinkingBudgets } from './model-capabilities';
+import { addCacheBreakpoints, type CacheableRequest, type PromptCacheOptions } from './prompt-cache';
 import { TranslationError, type NativeRequest, type ResponsesInputItem, type ResponsesRequest, type ResponsesTextFormat, type ToolNameTable } from './responses-types';
 
-/** Thinking budget (tokens) per `reasoning.effort` value; an effort missing here turns thinking off. */
-export type ThinkingBudgets = Readonly<Record<string, number>>;
+export type { ThinkingBudgets } from './model-capabilities';
 
-/** Defaults of `responses.thinkingBudgets` in config.json. */
-export const DEFAULT_THINKING_BUDGETS: ThinkingBudgets = { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768 };
-
-/** The smallest native `thinking.budget_tokens` (wire-formats.md §1.1). */
-export const MIN_THINKING_BUDGET = 1024;
+/** Defaults of `responses.thinkingBudgets` in config.json (`none` and `minimal` mean no thinking). */
+export const DEFAULT_THINKING_BUDGETS: ThinkingBudgets = { low: 2048, medium: 8192, high: 16384, xhigh: 32768, max: 65536 };
 
 export interface ConvertResponsesRequestOptions {
   /** Model name to send upstream (already resolved from the catalogue). */
@@ -37,6 +36,10 @@ export interface ConvertResponsesRequestOptions {
   /** `max_tokens` when the request gives no `max_output_tokens`. */
   defaultMaxTokens: number;
   thinkingBudgets: ThinkingBudgets;
+  /** What the model accepts (config.json `models[].capabilities`); absent: fields pass as given, no thinking. */
+  capabilities?: ModelCapabilities;
+  /** Mark cache breakpoints (prompt-cache.ts) with this TTL. Default: none marked. */
+  promptCache?: PromptCacheOptions;
   /**
    * Items of the stored conversation `previous_response_id` continues (its input and output items),
    * placed before this request's input. Default none.
@@ -52,6 +55,8 @@ export interface ConvertedResponsesRequest {
   warnings: string[];
   /** Tool types left out (no native counterpart), for the log line. */
   droppedTools: string[];
+  /** Sampling fields the model refuses, dropped (`x-gateway-dropped-params`). */
+  droppedParams: SamplingField[];
 }
 
 /**
@@ -90,23 +95,20 @@ export function convertResponsesRequest(body: ResponsesRequest, options: Convert
   if (tools.tools.length > 0) request.tools = tools.tools;
   if (tools.tool_choice) request.tool_choice = tools.tool_choice;
 
-  const thinking = chooseThinking(body.reasoning?.effort, request, options.thinkingBudgets, warnings, typeof body.max_output_tokens === 'number');
-  if (thinking) request.thinking = thinking;
-
   if (typeof body.temperature === 'number') {
-    if (thinking) warnings.push('temperature left out (not accepted with extended thinking)');
-    else if (body.temperature > 1) {
-      request.temperature = 1;
-      warnings.push(`temperature ${body.temperature} clamped to 1 (native range is 0 to 1)`);
-    } else request.temperature = Math.max(0, body.temperature);
+    if (body.temperature > 1) warnings.push(`temperature ${body.temperature} clamped to 1 (native range is 0 to 1)`);
+    request.temperature = Math.min(1, Math.max(0, body.temperature));
   }
-  if (typeof body.top_p === 'number') {
-    if (thinking) warnings.push('top_p left out (not accepted with extended thinking)');
-    else request.top_p = body.top_p;
-  }
+  if (typeof body.top_p === 'number') request.top_p = body.top_p;
+  const rules = applyModelRules(request, {
+    effort: body.reasoning?.effort, clientLimit: typeof body.max_output_tokens === 'number', capabilities: options.capabilities,
+    thinkingBudgets: options.thinkingBudgets, effortField: 'reasoning.effort',
+  });
+  warnings.push(...rules.warnings);
+  if (options.promptCache) addCacheBreakpoints(request as unknown as CacheableRequest, options.promptCache);
   const user = typeof body.safety_identifier === 'string' && body.safety_identifier !== '' ? body.safety_identifier : body.user;
   if (typeof user === 'string' && user !== '') request.metadata = { user_id: user };
-  return { request, toolNames: tools.names, warnings, droppedTools: tools.dropped };
+  return { request, toolNames: tools.names, warnings, droppedTools: tools.dropped, droppedParams: rules.dropped };
 }
 
 /**
@@ -125,28 +127,6 @@ function refuseUnservedFeatures(body: ResponsesRequest): void {
   if (body.background === true) {
     throw new TranslationError('background: background responses are not served by this gateway; send the request without it (stream for long replies)', 'background');
   }
-}
-
-/**
- * The native thinking setting for `reasoning.effort`, or undefined (see the module comment). The
- * client's `max_output_tokens` covers reasoning and answer together (as in the Responses API), so the
- * budget may take all of it but one token; the model default (no `max_output_tokens`) is shared, half
- * at most for thinking, so a high effort does not leave the answer no room.
- */
-function chooseThinking(effort: string | null | undefined, request: NativeRequest, budgets: ThinkingBudgets, warnings: string[], clientLimit: boolean): NativeRequest['thinking'] {
-  if (typeof effort !== 'string') return undefined;
-  const wanted = budgets[effort];
-  if (wanted === undefined) return undefined;
-  if (request.tool_choice?.type === 'any' || request.tool_choice?.type === 'tool') {
-    warnings.push(`reasoning.effort ${effort} left out: extended thinking cannot be combined with a forced tool_choice`);
-    return undefined;
-  }
-  const budget = Math.min(wanted, clientLimit ? request.max_tokens - 1 : Math.floor(request.max_tokens / 2));
-  if (budget < MIN_THINKING_BUDGET) {
-    warnings.push(`reasoning.effort ${effort} left out: max_output_tokens ${request.max_tokens} leaves no room for the minimum thinking budget (${MIN_THINKING_BUDGET})`);
-    return undefined;
-  }
-  return { type: 'enabled', budget_tokens: budget };
 }
 
 /** The system-prompt instruction standing in for `text.format` (none for `text` or absent). */

@@ -83,17 +83,26 @@ export function readThinkingTokens(report: NativeUsageReport | null | undefined)
   return typeof value === 'number' && value >= 0 ? value : undefined;
 }
 
-/** Status of a finished reply: `max_tokens` (and a full context) -> incomplete `max_output_tokens`, `refusal` -> incomplete `content_filter`. */
-export function mapStopReasonToStatus(stopReason: string | null): Pick<ResponsesResponse, 'status' | 'incomplete_details'> {
-  if (stopReason === 'max_tokens' || stopReason === 'model_context_window_exceeded') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+/**
+ * Status of a finished reply: `max_tokens` -> incomplete `max_output_tokens` (the model really stopped
+ * at the limit), `refusal` -> incomplete `content_filter`, a full context window
+ * (`model_context_window_exceeded`) -> failed with `error.code` `context_length_exceeded` (what Codex
+ * recovers from, see responses-stream.ts).
+ */
+export function mapStopReasonToStatus(stopReason: string | null): Pick<ResponsesResponse, 'status' | 'incomplete_details'> & { error?: ResponsesResponse['error'] } {
+  if (stopReason === 'max_tokens') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+  if (stopReason === 'model_context_window_exceeded') {
+    return { status: 'failed', incomplete_details: null, error: { code: 'context_length_exceeded', message: 'the conversation filled the model\'s context window' } };
+  }
   if (stopReason === 'refusal') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
   return { status: 'completed', incomplete_details: null };
 }
 
-/** A `function_call` or `custom_tool_call` item for a native tool_use (input given as its JSON text). */
+/** A `function_call`, `custom_tool_call` or `local_shell_call` item for a native tool_use (input given as its JSON text). */
 export function createCallItem(block: { id: string; name: string }, argumentsJson: string, toolNames: ToolNameTable, itemId: string): ResponsesOutputItem {
   const entry = toolNames.get(block.name);
   const namespace = entry?.namespace ? { namespace: entry.namespace } : {};
+  if (entry?.kind === 'local_shell') return createLocalShellCall(block.id, argumentsJson, itemId);
   if (entry?.kind === 'custom') {
     let input = '';
     try {
@@ -105,6 +114,21 @@ export function createCallItem(block: { id: string; name: string }, argumentsJso
     return { type: 'custom_tool_call', id: itemId, call_id: block.id, name: entry.name, input, ...namespace };
   }
   return { type: 'function_call', id: itemId, status: 'completed', call_id: block.id, name: entry?.name ?? block.name, arguments: argumentsJson === '' ? '{}' : argumentsJson, ...namespace };
+}
+
+/** A `local_shell_call` item for the native stand-in's input (`{command, workdir?, timeout_ms?}` as JSON text; unreadable: an empty command). */
+export function createLocalShellCall(callId: string, inputJson: string, itemId: string): ResponsesOutputItem {
+  let input: { command?: unknown; workdir?: unknown; timeout_ms?: unknown } = {};
+  try {
+    input = (JSON.parse(inputJson || '{}') ?? {}) as typeof input;
+  } catch {
+    // an unreadable input is an empty command (the client reports the failure)
+  }
+  const command = Array.isArray(input.command) ? input.command.map(String) : typeof input.command === 'string' ? [input.command] : [];
+  return {
+    type: 'local_shell_call', id: itemId, call_id: callId, status: 'completed',
+    action: { type: 'exec', command, working_directory: typeof input.workdir === 'string' ? input.workdir : null, timeout_ms: typeof input.timeout_ms === 'number' ? input.timeout_ms : null, env: {}, user: null },
+  };
 }
 
 /** The output item of one native content block, or undefined for blocks not listed (server tool results). */

@@ -12,7 +12,7 @@
  *   `signature_delta` goes into `encrypted_content`; `redacted_thinking` -> a reasoning item with no
  *   summary;
  * - `tool_use` -> `function_call` (function_call_arguments.delta..., .done) or, for a free-text tool,
- *   `custom_tool_call` (custom_tool_call_input.done with the unwrapped text);
+ *   `custom_tool_call` (custom_tool_call_input.delta with the unwrapped text as it decodes, then .done);
  * - `server_tool_use` web search -> `web_search_call` (web_search_call.in_progress, .completed);
  * - other blocks (server tool results) -> nothing.
  */
@@ -56,6 +56,41 @@ interface OpenBlock {
   toolId: string;
   toolName: string;
   redactedData?: string;
+  /** Custom tool calls: characters of the unwrapped input already sent as deltas. */
+  inputSent?: number;
+}
+
+/**
+ * The decoded prefix of the string value of `field` in a partial JSON object text (as a native
+ * tool_use input streams in `input_json_delta` fragments): everything up to the closing quote or to
+ * the last complete character, an escape cut in half waiting for its next fragment. '' before the
+ * value starts.
+ */
+export function readPartialJsonString(json: string, field: string): string {
+  const start = new RegExp(`"${field}"\\s*:\\s*"`).exec(json);
+  if (!start) return '';
+  const escapes: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+  let out = '';
+  for (let i = start.index + start[0].length; i < json.length; i++) {
+    const c = json[i];
+    if (c === '"') break;
+    if (c !== '\\') {
+      out += c;
+      continue;
+    }
+    const next = json[i + 1];
+    if (next === undefined) break;
+    if (next === 'u') {
+      const hex = json.slice(i + 2, i + 6);
+      if (!/^[0-9a-fA-F]{4}$/.test(hex)) break;
+      out += String.fromCharCode(parseInt(hex, 16));
+      i += 5;
+    } else {
+      out += escapes[next] ?? next;
+      i += 1;
+    }
+  }
+  return out;
 }
 
 export function createOutputItems(options: OutputItemsOptions): OutputItems {
@@ -88,8 +123,17 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
   const appendArguments = (open: OpenBlock, json: string) => {
     open.text += json;
     streamedCharacters += json.length;
-    if (response.output[open.outputIndex].type !== 'function_call') return;
-    push({ type: 'response.function_call_arguments.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta: json });
+    const type = response.output[open.outputIndex].type;
+    if (type === 'function_call') {
+      push({ type: 'response.function_call_arguments.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta: json });
+    } else if (type === 'custom_tool_call') {
+      // The native stand-in wraps the free text as {"input": "..."}: stream the text as it decodes.
+      const input = readPartialJsonString(open.text, 'input');
+      const delta = input.slice(open.inputSent ?? 0);
+      if (delta === '') return;
+      open.inputSent = input.length;
+      push({ type: 'response.custom_tool_call_input.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta });
+    }
   };
 
   /** Per native block type: start the item. */
@@ -120,7 +164,9 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
       open.toolName = String(block.name);
       open.itemId = options.newId('fc');
       const item = createCallItem({ id: open.toolId, name: open.toolName }, '', options.toolNames, open.itemId);
-      add(open, item.type === 'function_call' ? { ...item, arguments: '', status: 'in_progress' } : item);
+      if (item.type === 'function_call') add(open, { ...item, arguments: '', status: 'in_progress' });
+      else if (item.type === 'local_shell_call') add(open, { ...item, status: 'in_progress' });
+      else add(open, item);
     },
     server_tool_use(open, block) {
       if (block.name !== 'web_search') return;

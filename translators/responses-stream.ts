@@ -43,6 +43,13 @@ const BROKEN_STREAM_STATUS = 502;
 
 type Handler = (data: any) => void;
 
+/** The failure a reply that filled the model's context window ends with. */
+export const CONTEXT_WINDOW_EXCEEDED: TranslatedError = {
+  status: 400,
+  body: { error: { message: 'the conversation filled the model\'s context window', type: 'invalid_request_error', param: null, code: 'context_length_exceeded' } },
+  headers: {},
+};
+
 export function createResponsesStreamTransform(options: ResponsesStreamOptions): ResponsesStreamTransform {
   const response = createResponseShell(options);
   const usage = emptyUsage();
@@ -107,6 +114,12 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
     message_stop() {
       start();
       items.closeAll();
+      if (stopReason === 'model_context_window_exceeded') {
+        // Codex recovers (compacts its history) from response.failed with this code, not from an
+        // incomplete response (codex-rs codex-api/src/sse/responses.rs, is_context_window_error).
+        failWith(CONTEXT_WINDOW_EXCEEDED);
+        return;
+      }
       closed = true;
       Object.assign(response, mapStopReasonToStatus(stopReason));
       response.usage = convertUsage(usage, thinkingTokens);

@@ -3,9 +3,11 @@
  * Sources: openai-node `responses.ts` (Tool, ToolChoiceOptions, ToolChoiceFunction,
  * ToolChoiceAllowed, NamespaceTool, CustomTool); wire-formats.md §1.3 (native tools, server tools).
  *
- * Mapped: `function`; `custom` (free text: a native tool taking `{input: string}`); `namespace` (its
- * function and custom tools, named `<namespace>__<name>`); `web_search*` (the native web search server
- * tool). Every other type (`local_shell`, `computer_use_preview`, `file_search`, `mcp`,
+ * Mapped: `function`; `custom` (free text: a native tool taking `{input: string}`, its `format`
+ * grammar, such as the Lark grammar of Codex's apply_patch, written into the description so the model
+ * follows it); `namespace` (its function and custom tools, named `<namespace>__<name>`); `local_shell`
+ * (Codex's shell: a native tool taking the argv list, replied as `local_shell_call`); `web_search*`
+ * (the native web search server tool). Every other type (`computer_use_preview`, `file_search`, `mcp`,
  * `image_generation`, `code_interpreter`, `tool_search`, ...) has no faithful native counterpart: it is
  * left out and named in `dropped`, never refused, since clients such as Codex always send them.
  */
@@ -22,6 +24,21 @@ const WEB_SEARCH_TYPES = new Set(['web_search', 'web_search_preview', 'web_searc
 
 /** Separator between a namespace and a tool name in the native tool name. */
 export const NAMESPACE_SEPARATOR = '__';
+
+/** The native stand-in for `local_shell` (codex-rs LocalShellExecAction: command, working_directory, timeout_ms). */
+export const LOCAL_SHELL_TOOL: NativeToolDefinition = {
+  name: 'local_shell',
+  description: 'Runs a command on the user\'s machine and returns its output. `command` is the argv list (e.g. ["bash", "-lc", "ls"]).',
+  input_schema: {
+    type: 'object',
+    properties: {
+      command: { type: 'array', items: { type: 'string' }, description: 'The command and its arguments.' },
+      workdir: { type: 'string', description: 'The working directory.' },
+      timeout_ms: { type: 'integer', description: 'Longest run, in milliseconds.' },
+    },
+    required: ['command'],
+  },
+};
 
 /** The schema of the native stand-in for a free-text (`custom`) tool. */
 export const CUSTOM_TOOL_SCHEMA = {
@@ -49,13 +66,25 @@ function convertFunction(tool: ResponsesFunctionTool | ResponsesCustomTool, name
   const prefix = namespaceDescription ? `${namespaceDescription}\n` : '';
   if (tool.type === 'custom') {
     names.set(name, { name: tool.name, namespace, kind: 'custom' });
-    const description = `${prefix}${tool.description ?? ''}`.trim();
+    const description = `${prefix}${tool.description ?? ''}${describeFormat(tool.format)}`.trim();
     return { name, ...(description ? { description } : {}), input_schema: CUSTOM_TOOL_SCHEMA };
   }
   names.set(name, { name: tool.name, namespace, kind: 'function' });
   const description = `${prefix}${tool.description ?? ''}`.trim();
   const schema = tool.parameters && typeof tool.parameters === 'object' ? tool.parameters : { type: 'object', properties: {} };
   return { name, ...(description ? { description } : {}), input_schema: { type: 'object', ...schema } };
+}
+
+/**
+ * The part of a custom tool's description that carries its `format` (openai-node CustomToolInputFormat):
+ * a grammar (`{type: "grammar", syntax: "lark" | "regex", definition}`) is written out for the model to
+ * follow; `text` or none adds nothing.
+ */
+export function describeFormat(format: unknown): string {
+  const f = format as { type?: unknown; syntax?: unknown; definition?: unknown } | null | undefined;
+  if (f?.type !== 'grammar' || typeof f.definition !== 'string' || f.definition === '') return '';
+  const syntax = typeof f.syntax === 'string' ? f.syntax : 'lark';
+  return `\n\nThe input must be free text matching this ${syntax} grammar exactly:\n${f.definition}`;
 }
 
 /**
@@ -76,6 +105,9 @@ export function convertResponsesTools(body: Pick<ResponsesRequest, 'tools' | 'to
         if (inner?.type === 'function' || inner?.type === 'custom') tools.push(convertFunction(inner as ResponsesFunctionTool, namespace, names, tool.description as string | undefined));
         else dropped.push(`${namespace}.${String(inner?.type)}`);
       }
+    } else if (tool.type === 'local_shell') {
+      if (!names.has(LOCAL_SHELL_TOOL.name)) tools.push({ ...LOCAL_SHELL_TOOL });
+      names.set(LOCAL_SHELL_TOOL.name, { name: LOCAL_SHELL_TOOL.name, kind: 'local_shell' });
     } else if (WEB_SEARCH_TYPES.has(tool.type)) {
       if (!tools.some((t) => t.name === NATIVE_WEB_SEARCH.name)) tools.push({ ...NATIVE_WEB_SEARCH });
     } else {

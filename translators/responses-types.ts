@@ -59,6 +59,18 @@ export interface ResponsesCustomToolCallItem {
   id?: string;
 }
 
+/**
+ * Codex's shell call (openai-node `responses.ts` ResponseItem.LocalShellCall; codex-rs
+ * `LocalShellAction::Exec`): the command as an argv list.
+ */
+export interface ResponsesLocalShellCallItem {
+  type: 'local_shell_call';
+  id: string;
+  call_id: string;
+  status: 'completed' | 'in_progress' | 'incomplete';
+  action: { type: 'exec'; command: string[]; working_directory: string | null; timeout_ms: number | null; env: Record<string, string>; user: string | null };
+}
+
 export interface ResponsesCustomToolCallOutputItem {
   type: 'custom_tool_call_output';
   call_id: string;
@@ -188,6 +200,7 @@ export type ResponsesOutputItem =
   | ResponsesOutputMessage
   | (ResponsesFunctionCallItem & { id: string; status: string })
   | (ResponsesCustomToolCallItem & { id: string })
+  | ResponsesLocalShellCallItem
   | ResponsesReasoningItem
   | ResponsesWebSearchCallItem;
 
@@ -251,6 +264,6 @@ export * from './responses-native-types';
 export interface ToolNameEntry {
   name: string;
   namespace?: string;
-  kind: 'function' | 'custom';
+  kind: 'function' | 'custom' | 'local_shell';
 }
 export type ToolNameTable = ReadonlyMap<string, ToolNameEntry>;

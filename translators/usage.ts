@@ -181,18 +181,28 @@ export interface ChatUsage {
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details: { cached_tokens: number };
+  /** Present when the upstream reports the thinking share of the output (`output_tokens_details.thinking_tokens`). */
+  completion_tokens_details?: { reasoning_tokens: number };
 }
 
 /**
  * Map native usage to chat usage: prompt = input + cache writes + cache reads; cached = cache reads;
- * completion = output (wire-formats.md §8.5).
+ * completion = output (wire-formats.md §8.5); reasoning = the upstream's thinking tokens when reported.
  */
-export function convertUsageToChat(usage: Usage): ChatUsage {
+export function convertUsageToChat(usage: Usage, thinkingTokens?: number): ChatUsage {
   const prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens;
-  return {
+  const chat: ChatUsage = {
     prompt_tokens: prompt,
     completion_tokens: usage.output_tokens,
     total_tokens: prompt + usage.output_tokens,
     prompt_tokens_details: { cached_tokens: usage.cache_read_input_tokens },
   };
+  if (thinkingTokens !== undefined) chat.completion_tokens_details = { reasoning_tokens: thinkingTokens };
+  return chat;
+}
+
+/** The thinking share of the output a native usage report gives (`output_tokens_details.thinking_tokens`), if any. */
+export function readThinkingTokenCount(report: { output_tokens_details?: { thinking_tokens?: unknown } | null } | null | undefined): number | undefined {
+  const count = report?.output_tokens_details?.thinking_tokens;
+  return typeof count === 'number' && Number.isFinite(count) && count >= 0 ? count : undefined;
 }

@@ -19,6 +19,23 @@ const pricingSchema = {
   },
 };
 
+/** A model's capabilities (translators/model-capabilities.ts). */
+const capabilitiesSchema = {
+  type: 'object',
+  required: ['thinking', 'sampling', 'maxOutputTokens', 'contextWindow', 'minCacheableTokens'],
+  additionalProperties: false,
+  properties: {
+    thinking: { enum: ['adaptive', 'budget', 'both', 'none'] },
+    thinkingDefault: { enum: ['off', 'on', 'always'] },
+    efforts: { type: 'array', uniqueItems: true, items: { enum: ['low', 'medium', 'high', 'xhigh', 'max'] } },
+    sampling: { type: 'array', uniqueItems: true, items: { enum: ['temperature', 'top_p', 'top_k'] } },
+    samplingExclusive: { type: 'boolean' },
+    maxOutputTokens: { type: 'integer', minimum: 1 },
+    contextWindow: { type: 'integer', minimum: 1 },
+    minCacheableTokens: { type: 'integer', minimum: 0 },
+  },
+};
+
 /** Budget alert thresholds: 1 to 10 distinct whole percentages of the monthly credit cap, 1 to 100. */
 export const alertThresholdsSchema = {
   type: 'array', minItems: 1, maxItems: 10, uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: 100 },
@@ -67,6 +84,7 @@ export const configSchema = {
           pricing: pricingSchema,
           defaultMaxTokens: { type: 'integer', minimum: 1 },
           displayName: { type: 'string' },
+          capabilities: capabilitiesSchema,
         },
       },
     },

@@ -4,6 +4,9 @@
  */
 import type { KeyGroupConfig } from '../key-groups';
 import type { UpstreamTargetConfig } from '../upstream-targets';
+import type { ModelCapabilities } from '../../translators/model-capabilities';
+
+export type { ModelCapabilities } from '../../translators/model-capabilities';
 
 /**
  * Prices of one model, in credits per million tokens (server tools: per request). A price left out
@@ -38,10 +41,19 @@ export interface ModelConfig {
   /** The model name sent upstream. */
   upstreamModel: string;
   pricing: ModelPricing;
-  /** `max_tokens` injected into chat-completions requests that give none. Default: `defaults.maxTokens`. */
+  /**
+   * `max_tokens` of translated requests (chat, Responses) that give none. Default: the output ceiling
+   * (`capabilities.maxOutputTokens`), else `defaults.maxTokens`.
+   */
   defaultMaxTokens?: number;
   /** Human-readable name for the models listing. Default: the id. */
   displayName?: string;
+  /**
+   * What the model accepts, read by the translated routes (thinking mode, efforts, sampling fields,
+   * output ceiling, context window, minimum cacheable prompt); see docs/translation.md "Model
+   * capabilities". Absent: requests pass as given, reasoning efforts are ignored.
+   */
+  capabilities?: ModelCapabilities;
 }
 
 /** A key declared in config.json. Exactly one of `key` and `keySha256` must be given. */
@@ -109,7 +121,7 @@ export interface GatewayConfig {
   /** The key groups, the basic group `default` first (see lib/key-groups.ts). */
   keyGroups: KeyGroupConfig[];
   defaults: {
-    /** Default `max_tokens` for chat-completions requests that give none. Default 4096. */
+    /** Default `max_tokens` of translated requests that give none, for models without `capabilities`. Default 4096. */
     maxTokens: number;
     /** Requests per minute for keys that set none. Default 60. */
     rateLimitPerMinute: number;
@@ -153,8 +165,9 @@ export interface GatewayConfig {
   /** The Responses route (`POST /v1/responses`, docs/responses.md). */
   responses: {
     /**
-     * Native thinking budget (tokens) per `reasoning.effort`; an effort not listed turns thinking off.
-     * Default {minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768}.
+     * Native thinking budget (tokens) per `reasoning.effort` (and chat `reasoning_effort`), for models
+     * whose thinking is budget-only; an effort not listed, `none` and `minimal` turn thinking off.
+     * Default {low: 2048, medium: 8192, high: 16384, xhigh: 32768, max: 65536}.
      */
     thinkingBudgets: Record<string, number>;
     /** How long a stored response (`store: true`) is kept for `previous_response_id` and GET, in ms. Default 86400000 (24 h). */

@@ -84,6 +84,12 @@ export interface UpstreamRequest {
   body?: Buffer;
   /** The body's content type when it is not JSON (a multipart upload). Default `application/json`. */
   contentType?: string;
+  /**
+   * Requests with the same affinity go to the same credential of a target while it is awake (a prompt
+   * cache belongs to the credential's organization; e.g. the key and its `prompt_cache_key`). Default:
+   * the rotation.
+   */
+  affinity?: string;
 }
 
 /** Starts one attempt with `credential` at `target`: the request it sent (http-proxy's, or the client's own). */
@@ -106,10 +112,11 @@ export interface UpstreamClient {
    * the request to another available target at once; with none left, the retry policy decides.
    * A reply body that stays idle longer than `streamIdleTimeoutMs` is destroyed with an UPSTREAM_IDLE error.
    * @param signal cancels the attempt under way and any retry wait (the client went away)
+   * @param affinity the credential affinity within the chosen target (UpstreamRequest.affinity)
    * @returns the reply, with `target` the id of the target that gave it
    * @throws GatewayError 502 when the upstream cannot be reached, 504 when no head comes in `timeoutMs`
    */
-  exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply>;
+  exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply>;
   /** Send `request` (POST unless it says otherwise) through `exchange`. */
   send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply>;
   /** True when an HTTP answer (any status) comes back from some target within `timeoutMs` ms. */
@@ -164,13 +171,13 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   const single = targets.length === 1 ? targets[0] : undefined;
   const choice = createTargetChoice(targets);
 
-  async function exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply> {
+  async function exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply> {
     let tried = 0;
     for (let retriesDone = 0; ;) {
       const target = single ?? choice.choose(route, tried, now());
       target.health.take(now);
       target.counters.requests++;
-      const credential = target.credentials.pick();
+      const credential = target.credentials.pick(affinity);
       let outcome: AttemptOutcome;
       let reply: UpstreamReply | undefined;
       try {
@@ -230,7 +237,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       });
       req.end(body);
       return req;
-    }, signal, route);
+    }, signal, route, request.affinity);
   }
 
   function pingTarget(target: HeldTarget, timeoutMs: number): Promise<boolean> {

@@ -2,6 +2,7 @@
  * The upstream credentials of one client, used in turn. A credential the upstream rejected (401) or
  * rate-limited (429) rests for a while, and the others carry the traffic meanwhile.
  */
+import { createHash } from 'node:crypto';
 
 /** One upstream credential as the rotation hands it out. */
 export interface UpstreamCredential {
@@ -12,8 +13,12 @@ export interface UpstreamCredential {
 }
 
 export interface CredentialRotation {
-  /** The next credential in turn, skipping resting ones (when all rest, the one that wakes first). */
-  pick(): UpstreamCredential;
+  /**
+   * The next credential in turn, skipping resting ones (when all rest, the one that wakes first). With
+   * `affinity`, the search starts at the credential that string hashes to, and the turn is not moved:
+   * the same affinity gets the same credential while it is awake.
+   */
+  pick(affinity?: string): UpstreamCredential;
   /** Leave the credential at `index` out of the rotation until `untilMs` (epoch ms). */
   rest(index: number, untilMs: number): void;
   /** True when a credential other than `index` is not resting. */
@@ -32,16 +37,17 @@ export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 
   const restingUntil = usable.map(() => 0);
   let turn = 0;
   return {
-    pick(): UpstreamCredential {
+    pick(affinity?: string): UpstreamCredential {
       if (usable.length === 0) return { index: -1, headers: {} };
       const at = now();
+      const start = affinity === undefined ? turn : createHash('sha256').update(affinity).digest().readUInt32BE(0) % usable.length;
       let chosen = -1;
       for (let step = 0; step < usable.length && chosen === -1; step++) {
-        const index = (turn + step) % usable.length;
+        const index = (start + step) % usable.length;
         if (restingUntil[index] <= at) chosen = index;
       }
       if (chosen === -1) chosen = restingUntil.indexOf(Math.min(...restingUntil));
-      turn = (chosen + 1) % usable.length;
+      if (affinity === undefined) turn = (chosen + 1) % usable.length;
       const secret = usable[chosen];
       return { index: chosen, headers: auth === 'bearer' ? { authorization: `Bearer ${secret}` } : { 'x-api-key': secret } };
     },

@@ -6,9 +6,13 @@
  * carries no `tool_result` gets a `tool_use` for a tool the request offers (when the test's script
  * picks one), else text; the turn carrying the tool's result gets text quoting that result. Replies
  * are streamed when the request says `stream: true`, JSON otherwise (wire-formats.md §2, §3).
- * Every reply reports a different usage, and `reported` keeps each one, so a test can compare the
- * key's ledger with what the upstream reported.
+ * A request that makes the model think (api-rules.ts `thinkingOn`) gets a signed thinking block
+ * first, as the real API sends it. Input and cache usage are what the prompt cache of api-rules.ts
+ * accounts for the request (no cache reads or writes unless the request marks breakpoints), output
+ * usage differs per reply, and `reported` keeps each one, so a test can compare the key's ledger with
+ * what the upstream reported. The real API's refusals come before this handler (fake-upstream.ts).
  */
+import { createPromptCache, thinkingOn } from './api-rules';
 import type { FakeHandler, FakeReply, RecordedRequest, StreamItem } from './fake-upstream';
 
 /** Native usage as the fake reports it (all four counters, so each one's billing is checked). */
@@ -90,6 +94,7 @@ function probeReply(request: RecordedRequest): FakeReply | null {
 /** Start an agent-like fake handler (give `handler` to `startTestGateway`). */
 export function createAgentUpstream(initial: AgentScript = {}): AgentUpstream {
   let script = initial;
+  const cache = createPromptCache();
   const reported: ReportedUsage[] = [];
   const toolUseIds: string[] = [];
 
@@ -99,8 +104,8 @@ export function createAgentUpstream(initial: AgentScript = {}): AgentUpstream {
     const body = request.body ?? {};
     const model = typeof body.model === 'string' ? body.model : 'model-sonnet-4.6';
     const n = reported.length + 1;
-    // Each reply reports different figures, so a ledger that dropped or doubled one would not match.
-    const usage: ReportedUsage = { model, input_tokens: 100 + n, output_tokens: 10 + n, cache_creation_input_tokens: 3 * n, cache_read_input_tokens: 2 * n };
+    // Output differs per reply, so a ledger that dropped or doubled one would not match.
+    const usage: ReportedUsage = { model, ...cache.account(body), output_tokens: 10 + n };
     reported.push(usage);
 
     const results = lastToolResults(body);
@@ -118,6 +123,7 @@ export function createAgentUpstream(initial: AgentScript = {}): AgentUpstream {
       pieces = script.pieces ?? TEXT_PIECES;
       content = [{ type: 'text', text: pieces.join('') }];
     }
+    if (thinkingOn(body)) content.unshift({ type: 'thinking', thinking: `Thinking about turn ${n}.`, signature: `sig_fake_${n}_${Math.random().toString(36).slice(2, 10)}` });
     const stopReason = call ? 'tool_use' : 'end_turn';
     const message = { id: `msg_fake_${n}`, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage: nativeUsage(usage) };
     return body.stream === true ? { kind: 'stream', events: streamEvents(message, pieces) } : { kind: 'json', body: message };
@@ -156,6 +162,11 @@ function streamEvents(message: any, pieces: string[] | null): StreamItem[] {
     if (block.type === 'text') {
       events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'text', text: '' } } });
       for (const text of pieces ?? [block.text]) events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'text_delta', text } } });
+    } else if (block.type === 'thinking') {
+      // thinking_deltas, then one signature_delta just before content_block_stop (wire-formats.md §3).
+      events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } } });
+      events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: block.thinking } } });
+      events.push({ event: 'content_block_delta', data: { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature } } });
     } else {
       events.push({ event: 'content_block_start', data: { type: 'content_block_start', index, content_block: { ...block, input: {} } } });
       const json = JSON.stringify(block.input);

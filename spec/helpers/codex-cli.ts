@@ -14,9 +14,9 @@ import { tempDir } from './temp-dir';
 const CODEX = path.join(TEST_CLIENT_MODULES, '@openai', 'codex', 'bin', 'codex.js');
 
 /** The provider block of docs/responses.md, for a gateway at `baseUrl`. */
-function codexConfig(baseUrl: string): string {
+function codexConfig(baseUrl: string, model = 'sonnet'): string {
   return [
-    'model = "sonnet"',
+    `model = "${model}"`,
     'model_provider = "gateway"',
     'approval_policy = "never"',
     // The test's command runs without Codex's sandbox (bubblewrap needs namespaces a CI box may lack).
@@ -45,9 +45,9 @@ function codexConfig(baseUrl: string): string {
 }
 
 /** Run `codex exec <prompt>` against the gateway at `gw.url` in a fresh CODEX_HOME; resolves with its exit code and output. */
-export function codexExec(gw: { url: string }, prompt: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function codexExec(gw: { url: string }, prompt: string, model?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const home = tempDir('codex-home-');
-  fs.writeFileSync(path.join(home, 'config.toml'), codexConfig(gw.url));
+  fs.writeFileSync(path.join(home, 'config.toml'), codexConfig(gw.url, model));
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CODEX, 'exec', '--strict-config', '--skip-git-repo-check', '--ephemeral', prompt], {
       cwd: home,

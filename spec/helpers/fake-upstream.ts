@@ -1,9 +1,11 @@
 /**
  * A local fake native upstream for tests: records every request and answers with what the test
- * scripts (a JSON reply, an error, or an SSE stream with optional pauses between events).
+ * scripts (a JSON reply, an error, or an SSE stream with optional pauses between events), unless
+ * the real API would refuse the request (api-rules.ts: then the API's 400).
  */
 import http from 'node:http';
 import { listenOnLoopback } from '../../lib/loopback';
+import { createApiJudge } from './api-rules';
 
 export interface RecordedRequest {
   method: string;
@@ -131,8 +133,13 @@ export const defaultHandler: FakeHandler = (request) => {
   return { kind: 'json', body: nativeMessage('Hello, world', undefined, request.body?.model) };
 };
 
-export async function startFakeUpstream(handler: FakeHandler = defaultHandler): Promise<FakeUpstream> {
+/**
+ * Start a fake upstream on loopback. With `apiRules` (default true) every message request is judged
+ * as the real API would judge it (api-rules.ts) before the handler answers.
+ */
+export async function startFakeUpstream(handler: FakeHandler = defaultHandler, options: { apiRules?: boolean } = {}): Promise<FakeUpstream> {
   let current = handler;
+  const api = options.apiRules === false ? { judge: () => null, note: () => undefined } : createApiJudge();
   const requests: RecordedRequest[] = [];
   const closed: Array<{ promise: Promise<number>; resolve: (t: number) => void }> = [];
   const slot = (i: number) => {
@@ -159,7 +166,8 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw };
       requests.push(recorded);
       res.once('close', () => slot(index).resolve(Date.now()));
-      const reply = current(recorded);
+      const reply = api.judge(recorded) ?? current(recorded);
+      api.note(reply);
       if (reply.kind === 'hang') return;
       if (reply.kind === 'destroy') return req.socket.destroy();
       if (reply.kind === 'text') {

@@ -67,6 +67,8 @@ export interface TestGateway {
 
 export interface TestGatewayOptions {
   handler?: FakeHandler;
+  /** Judge message requests by the real API's rules (api-rules.ts) before the handler answers. Default true. */
+  apiRules?: boolean;
   overrides?: Record<string, unknown>;
   /** Fields merged into the `upstream` section (its `url` is the fake upstream's unless given). */
   upstream?: Record<string, unknown>;
@@ -81,7 +83,7 @@ export interface TestGatewayOptions {
 }
 
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const upstream = await startFakeUpstream(options.handler);
+  const upstream = await startFakeUpstream(options.handler, { apiRules: options.apiRules });
   process.env.TEST_UPSTREAM_API_KEY = UPSTREAM_SECRET;
   const upstreamSection = { ...(options.upstreamTimeoutMs ? { timeoutMs: options.upstreamTimeoutMs } : {}), ...options.upstream };
   const config = parseConfig(testConfigObject(upstream.url, options.overrides, upstreamSection), { PORT: '0', ...options.env });

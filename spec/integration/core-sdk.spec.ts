@@ -111,7 +111,7 @@ describe('integration: official SDKs against the gateway', function () {
       expect(completion.choices[0].finish_reason).to.equal('stop');
       expect(completion.usage).to.include({ prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
       const sent = t.upstream.requests[0].body;
-      expect(sent).to.include({ model: 'upstream-sonnet-2026', system: 'Be brief.\nBe kind.', max_tokens: 4096 });
+      expect(sent).to.include({ model: 'upstream-sonnet-2026', system: 'Be brief.\nBe kind.', max_tokens: 64000 }); // no limit given: the model's output ceiling
       expect(sent.messages).to.deep.equal([{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }]);
       expect(t.upstream.requests[0].headers['anthropic-version']).to.equal('2023-06-01');
     });

@@ -9,19 +9,22 @@ import { expect } from 'chai';
 import OpenAI from 'openai-v6';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
+import { createAgentUpstream } from '../helpers/agent-upstream';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { ANSWER_USAGE, CALL_USAGE, billedTokens, roundTripHandler, waitForRequestLines } from '../helpers/responses-upstream';
 
 describe('Responses API (OpenAI Agents SDK)', () => {
   let gw: TestGateway;
   let agent: Agent;
+  let client: OpenAI;
+  let getWeather: ReturnType<typeof tool>;
   const toolCalls: Array<{ city: string }> = [];
 
   before(async () => {
     setTracingDisabled(true);
     gw = await startTestGateway({ handler: roundTripHandler() });
-    const client = new OpenAI({ apiKey: KEYS.all, baseURL: `${gw.url}/v1`, maxRetries: 0 });
-    const getWeather = tool({
+    client = new OpenAI({ apiKey: KEYS.all, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+    getWeather = tool({
       name: 'get_weather',
       description: 'Current weather for a city',
       parameters: z.object({ city: z.string() }),
@@ -64,4 +67,23 @@ describe('Responses API (OpenAI Agents SDK)', () => {
     expect(toolCalls).to.deep.equal([{ city: 'Paris' }]);
     expect(gw.upstream.requests.every((request) => request.body.stream === true)).to.equal(true);
   });
+
+  for (const [mode, model] of [['adaptive only', 'opus'], ['budget only', 'haiku'], ['always thinking', 'model-fable-5']]) {
+    it(`runs it with reasoning on ${model} (${mode}), streamed, against the upstream that requires the signed thinking`, async () => {
+      const upstream = createAgentUpstream({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+      gw.upstream.setHandler(upstream.handler);
+      const thinking = new Agent({
+        name: 'Weather', instructions: 'Answer weather questions.', model: new OpenAIResponsesModel(client as never, model), tools: [getWeather],
+        modelSettings: { reasoning: { effort: 'high' } },
+      });
+      const result = await run(thinking, 'Weather in Paris?', { stream: true });
+      for await (const _event of result.toTextStream()) void _event;
+      await result.completed;
+      expect(toolCalls).to.deep.equal([{ city: 'Paris' }]);
+      expect(gw.upstream.requests).to.have.length(2);
+      expect(gw.upstream.requests[0].body.thinking).to.be.an('object');
+      const sent = gw.upstream.requests[1].body;
+      expect(sent.messages[sent.messages.length - 2].content[0]).to.include({ type: 'thinking' });
+    });
+  }
 });

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { codexExec } from '../helpers/codex-cli';
 import type { FakeHandler } from '../helpers/fake-upstream';
 import { admin, ADMIN_TOKEN } from '../helpers/admin';
+import { createAgentUpstream } from '../helpers/agent-upstream';
 import { expectOneSession } from '../helpers/client-matrix';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { roundTripHandler, streamOf, waitForRequestLines } from '../helpers/responses-upstream';
@@ -35,7 +36,11 @@ describe('Responses API (Codex CLI, codex exec)', function () {
     const sent = gw.upstream.requests[0].body;
     expect(sent.model).to.equal('model-sonnet-4.6');
     expect(sent.stream).to.equal(true);
-    expect(sent.system).to.be.a('string').and.not.equal('');
+    // Codex sends no max_output_tokens: the model's output ceiling, as the Responses API's default.
+    expect(sent.max_tokens).to.equal(64000);
+    // Its long instructions are a cached prefix: a text block carrying a cache breakpoint.
+    expect(sent.system).to.have.length(1);
+    expect(sent.system[0]).to.include({ type: 'text' }).and.to.have.deep.property('cache_control', { type: 'ephemeral' });
     expect(sent.tools.map((tool: { name: string }) => tool.name)).to.include('exec_command');
     const [line] = (await waitForRequestLines(gw, lines + 1)).slice(-1);
     expect(line).to.include({ status: 200, input_tokens: 10, output_tokens: 5, key_id: 'team-all' });
@@ -76,4 +81,51 @@ describe('Responses API (Codex CLI, codex exec)', function () {
     expect(fresh[0].sessionId).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     await expectOneSession(gw, 'team-all', fresh[0].sessionId!, 2);
   });
+  it('its second turn reads the prompt cache the first wrote, and the ledger bills those tokens at the cache-read price', async () => {
+    const agent = createAgentUpstream({ chooseTool: (offered) => (offered.includes('exec_command') ? { name: 'exec_command', input: { cmd: 'echo cached' } } : null) });
+    gw.upstream.setHandler(agent.handler);
+    const month = new Date().toISOString().slice(0, 7);
+    const creditsOf = async () => (await gw.gateway.store.getUsage('team-all', month)).reduce((sum, row) => sum + row.credits, 0);
+    const before = await creditsOf();
+    const run = await codexExec(gw, 'Run the echo command');
+    expect(run.code, run.stderr).to.equal(0);
+    expect(agent.reported).to.have.length(2);
+    const [first, second] = agent.reported;
+    expect(first.cache_creation_input_tokens, 'the first turn writes its prefix').to.be.greaterThan(1000);
+    expect(second.cache_read_input_tokens, 'the second turn reads what the first wrote').to.equal(first.cache_creation_input_tokens);
+    const pricing = gw.config.models.find((m) => m.id === 'model-sonnet-4.6')!.pricing;
+    const expected = agent.reported.reduce((sum, u) => sum + (u.input_tokens * pricing.inputPerMillion + u.output_tokens * pricing.outputPerMillion
+      + u.cache_creation_input_tokens * pricing.cacheWritePerMillion! + u.cache_read_input_tokens * pricing.cacheReadPerMillion!) / 1_000_000, 0);
+    let after = await creditsOf();
+    for (let i = 0; i < 100 && Math.abs(after - before - expected) > 1e-9; i++) after = await new Promise((r) => setTimeout(r, 50)).then(creditsOf);
+    expect(after - before).to.be.closeTo(expected, 1e-9);
+  });
+
+  it('a prompt too long for the model reaches Codex as the context-window error it recovers from (compacting), not as a failed request', async () => {
+    // codex-rs matches the code context_length_exceeded, in an HTTP 400 body or a response.failed event.
+    gw.upstream.setHandler(() => ({ kind: 'json', status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 1000123 tokens > 1000000 maximum' } } }));
+    const run = await codexExec(gw, 'Say pong');
+    expect(run.code).not.to.equal(0);
+    expect(run.stdout + run.stderr).to.contain("ran out of room in the model's context window");
+  });
+
+  it('a reply that fills the context window ends in that same error, not as an incomplete reply Codex would retry', async () => {
+    gw.upstream.setHandler((request) => ({ kind: 'stream', events: streamOf([{ type: 'text', text: 'Part of a long' }], 'model_context_window_exceeded', { input_tokens: 10, output_tokens: 5 }, request.body.model) }));
+    const run = await codexExec(gw, 'Say pong');
+    expect(run.code).not.to.equal(0);
+    expect(run.stdout + run.stderr).to.contain("ran out of room in the model's context window");
+    expect(gw.upstream.requests, 'no retry of the turn').to.have.length(1);
+  });
+
+  for (const [mode, model] of [['adaptive only', 'opus'], ['budget only', 'haiku'], ['thinking by default', 'model-opus-5'], ['always thinking', 'model-fable-5']]) {
+    it(`a tool round trip on ${model} (${mode}) passes the upstream's rules for that model`, async () => {
+      const agent = createAgentUpstream({ chooseTool: (offered) => (offered.includes('exec_command') ? { name: 'exec_command', input: { cmd: 'echo mode' } } : null) });
+      gw.upstream.setHandler(agent.handler);
+      const run = await codexExec(gw, 'Run the echo command', model);
+      expect(run.code, run.stderr).to.equal(0);
+      expect(gw.upstream.requests.map((request) => request.body.model)).to.have.length(2);
+      const [, result] = gw.upstream.requests[1].body.messages.slice(-2);
+      expect(result.content[0]).to.include({ type: 'tool_result' });
+    });
+  }
 });

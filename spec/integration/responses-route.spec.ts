@@ -88,17 +88,18 @@ describe('Responses route', () => {
     expect(events[events.length - 1].event).to.equal('response.completed');
   });
 
-  it('tool types with no native counterpart are left out, never refused, and named in the log line', async () => {
+  it('tool types with no native counterpart are left out, never refused, and named in the log line; local_shell is mapped', async () => {
     const before = requestLines(gw).length;
     const reply = await post(gw, {
       model: 'sonnet', input: 'hi', store: false,
       tools: [{ type: 'function', name: 'shell', parameters: { type: 'object', properties: {} } }, { type: 'local_shell' }, { type: 'image_generation' }, { type: 'web_search' }],
     });
     expect(reply.status).to.equal(200);
-    expect(gw.upstream.requests[0].body.tools.map((tool: { name: string }) => tool.name)).to.deep.equal(['shell', 'web_search']);
-    expect(gw.upstream.requests[0].body.tools[1]).to.deep.equal({ type: 'web_search_20250305', name: 'web_search' });
+    // local_shell has a native stand-in (Codex's shell); image_generation has none.
+    expect(gw.upstream.requests[0].body.tools.map((tool: { name: string }) => tool.name)).to.deep.equal(['shell', 'local_shell', 'web_search']);
+    expect(gw.upstream.requests[0].body.tools[2]).to.deep.include({ type: 'web_search_20250305', name: 'web_search' });
     const lines = await waitForRequestLines(gw, before + 1);
-    expect(lines[lines.length - 1].dropped_tools).to.deep.equal(['local_shell', 'image_generation']);
+    expect(lines[lines.length - 1].dropped_tools).to.deep.equal(['image_generation']);
   });
 
   it('the credit reservation reads max_output_tokens: one the cap cannot pay is cut to the credit left, and the reply says so', async () => {

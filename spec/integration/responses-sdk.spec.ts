@@ -5,6 +5,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
+import { createAgentUpstream, toolAnswer } from '../helpers/agent-upstream';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import {
   ANSWER_USAGE, THINKING, billedTokens, roundTripHandler, waitForRequestLines,
@@ -122,7 +123,8 @@ describe('Responses API (openai SDK)', () => {
     expect(summary.join('')).to.equal(THINKING.thinking);
     const reasoning = first.output.find((item) => item.type === 'reasoning');
     expect(reasoning?.type === 'reasoning' && reasoning.encrypted_content).to.be.a('string');
-    expect(gw.upstream.requests[0].body.thinking).to.deep.equal({ type: 'enabled', budget_tokens: 2048 });
+    expect(gw.upstream.requests[0].body.thinking).to.deep.equal({ type: 'adaptive' });
+    expect(gw.upstream.requests[0].body.output_config).to.deep.equal({ effort: 'low' });
     const call = first.output.find((item) => item.type === 'function_call');
     await client.responses.create({
       ...common,
@@ -164,6 +166,45 @@ describe('Responses API (openai SDK)', () => {
       input: [{ type: 'function_call_output', call_id: 'toolu_01Paris', output: '18°C' }],
     });
     expect(gw.upstream.requests[1].body.messages[1].content[0]).to.deep.equal(THINKING);
+  });
+
+  describe('a tool loop with reasoning, per thinking mode, against an upstream that requires the signed thinking', () => {
+    const MODES: Array<[string, string, Record<string, unknown>]> = [
+      ['opus (adaptive only)', 'opus', { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }],
+      ['sonnet (adaptive or budget)', 'sonnet', { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }],
+      ['haiku (budget only)', 'haiku', { thinking: { type: 'enabled', budget_tokens: 16384 } }],
+      ['opus 5 (thinks by default)', 'model-opus-5', { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }],
+      ['fable 5 (always thinks)', 'model-fable-5', { thinking: { type: 'adaptive' }, output_config: { effort: 'high' } }],
+    ];
+    const weatherAgent = () => createAgentUpstream({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+    for (const [name, model, thinking] of MODES) {
+      it(`${name}: through previous_response_id, and with store: false plus include reasoning.encrypted_content`, async () => {
+        gw.upstream.setHandler(weatherAgent().handler);
+        const common = { model, tools: [WEATHER_TOOL], reasoning: { effort: 'high' as const } };
+        const first = await client.responses.create({ ...common, input: 'Weather in Paris?' });
+        expect(gw.upstream.requests[0].body).to.deep.include(thinking);
+        const call = first.output.find((item) => item.type === 'function_call');
+        expect(call?.type).to.equal('function_call');
+        const callId = call!.type === 'function_call' ? call!.call_id : '';
+        const viaStore = await client.responses.create({ ...common, previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: callId, output: '18 C' }] });
+        expect(viaStore.status).to.equal('completed');
+        expect(viaStore.output_text).to.equal(toolAnswer('get_weather', '18 C'));
+
+        const input: ResponseInputItem[] = [{ role: 'user', content: 'Weather in Paris?' }];
+        const stateless = { ...common, store: false, include: ['reasoning.encrypted_content' as const] };
+        const again = await client.responses.create({ ...stateless, input });
+        const againCall = again.output.find((item) => item.type === 'function_call');
+        const reasoning = again.output.find((item) => item.type === 'reasoning');
+        expect(reasoning?.type === 'reasoning' && reasoning.encrypted_content).to.be.a('string');
+        const answer = await client.responses.create({
+          ...stateless,
+          input: [...input, ...(again.output as ResponseInputItem[]), { type: 'function_call_output', call_id: againCall?.type === 'function_call' ? againCall.call_id : '', output: '18 C' }],
+        });
+        expect(answer.output_text).to.equal(toolAnswer('get_weather', '18 C'));
+        const sent = gw.upstream.requests[3].body;
+        expect(sent.messages[sent.messages.length - 2].content[0]).to.include({ type: 'thinking' });
+      });
+    }
   });
 
   it('GET and DELETE /v1/responses/{id} work for the key that made it; another key gets 404', async () => {

@@ -80,14 +80,14 @@ describe('credit reservation: the worst case', () => {
     expect(boundWebSearches(null, reservation)).to.equal(0);
   });
 
-  it('takes max_tokens from the route\'s own field, else the model default', () => {
+  it('takes max_tokens from the route\'s own field, else the model\'s output ceiling', () => {
     const req = (body: unknown) => ({ body }) as never;
     expect(maxOutputTokens(req({ max_tokens: 300 }), 'native', haiku, catalogue)).to.equal(300);
     expect(maxOutputTokens(req({ max_tokens: 300, max_completion_tokens: 200 }), 'chat', haiku, catalogue)).to.equal(200);
     expect(maxOutputTokens(req({ max_tokens: 300 }), 'chat', haiku, catalogue)).to.equal(300);
-    expect(maxOutputTokens(req({}), 'chat', haiku, catalogue)).to.equal(4096);
+    expect(maxOutputTokens(req({}), 'chat', haiku, catalogue)).to.equal(64000);
     expect(maxOutputTokens(req({ max_output_tokens: 700, max_tokens: 300 }), 'responses', haiku, catalogue)).to.equal(700);
-    expect(maxOutputTokens(req({ max_tokens: 300 }), 'responses', haiku, catalogue)).to.equal(4096);
+    expect(maxOutputTokens(req({ max_tokens: 300 }), 'responses', haiku, catalogue)).to.equal(64000);
   });
 
   it('bounds the input by the body size as received (set by the JSON body step), else by the body serialised', async () => {

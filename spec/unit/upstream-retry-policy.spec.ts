@@ -67,6 +67,18 @@ describe('upstream retry policy', () => {
     expect([1, 2].map(() => c.pickCredential().index)).to.deep.equal([0, 1]);
   });
 
+  it('an affinity (a prompt_cache_key) keeps its credential while it is awake, and leaves the rotation alone', () => {
+    const clock = { now: 1_000_000 };
+    const c = client({ apiKeys: ['key-a', 'key-b', 'key-c', 'key-d'] }, clock);
+    const affinities = ['team-1\nsession-a', 'team-1\nsession-b', 'team-2\nsession-a', 'team-3\nx'];
+    const first = affinities.map((affinity) => c.pickCredential(affinity).index);
+    expect(affinities.map((affinity) => c.pickCredential(affinity).index)).to.deep.equal(first);
+    expect(new Set(first).size, 'affinities spread over the credentials').to.be.greaterThan(1);
+    expect([1, 2, 3].map(() => c.pickCredential().index)).to.deep.equal([0, 1, 2]);
+    c.planRetry(c.pickCredential(affinities[0]), status(429), 0);
+    expect(c.pickCredential(affinities[0]).index, 'a resting credential is skipped').to.equal((first[0] + 1) % 4);
+  });
+
   it('when every credential rests, uses the one that wakes first', () => {
     const clock = { now: 0 };
     const c = client({}, clock);

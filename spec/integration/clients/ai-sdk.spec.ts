@@ -19,9 +19,9 @@ describe('clients: Vercel AI SDK (ai) through both routes', () => {
   let c: ClientGateway;
   let ai: Ai;
   let providers: Record<string, () => any>;
+  let openai: AiOpenAi;
   before(async () => {
     let anthropic: AiAnthropic;
-    let openai: AiOpenAi;
     [c, ai, anthropic, openai] = await Promise.all([
       startClientGateway(['ai-sdk-anthropic', 'ai-sdk-openai']),
       importEsm<Ai>('ai'),
@@ -70,6 +70,26 @@ describe('clients: Vercel AI SDK (ai) through both routes', () => {
         const [toolResult] = lastToolResults(c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body);
         expect(toolResult.tool_use_id).to.equal(c.agent.toolUseIds[c.agent.toolUseIds.length - 1]);
       });
+
+      if (keyId === 'ai-sdk-openai') {
+        it('a tool loop with thinking on opus: the AI SDK rebuilds the assistant message without the signed block, the gateway restores it', async () => {
+          c.agent.setScript({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+          const getWeather = ai.tool({
+            description: 'Weather of a city',
+            inputSchema: ai.jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+            execute: async ({ city }: { city: string }) => `18 C in ${city}`,
+          });
+          const model = openai.createOpenAI({ baseURL: `${c.gw.url}/v1`, apiKey: c.keys[keyId] }).chat('opus');
+          const result = ai.streamText({
+            model, prompt: 'Weather in Paris?', tools: { get_weather: getWeather }, stopWhen: ai.stepCountIs(3),
+            providerOptions: { openai: { reasoningEffort: 'high', forceReasoning: true } },
+          });
+          expect(await result.text).to.equal(toolAnswer('get_weather', '18 C in Paris'));
+          const [first, second] = c.gw.upstream.requests.slice(-2).map((request) => request.body);
+          expect(first).to.deep.include({ thinking: { type: 'adaptive' }, output_config: { effort: 'high' } });
+          expect(second.messages[second.messages.length - 2].content[0]).to.include({ type: 'thinking' });
+        });
+      }
 
       it('bills the key exactly the usage the upstream reported', async () => {
         await expectLedgerEquals(c.gw, keyId, c.agent.reported.slice(billedFrom.index));

@@ -64,6 +64,23 @@ describe('clients: LangChain through both routes', () => {
         expect(result.tool_use_id).to.equal(call.id);
       });
 
+      if (keyId === 'langchain-openai') {
+        it('a tool loop with thinking on opus: LangChain rebuilds the assistant message without the signed block, the gateway restores it', async () => {
+          c.agent.setScript({ chooseTool: (offered) => (offered.includes('get_weather') ? { name: 'get_weather', input: { city: 'Paris' } } : null) });
+          const opus = new ChatOpenAI({ model: 'opus', apiKey: c.keys[keyId], configuration: { baseURL: `${c.gw.url}/v1` }, maxRetries: 0, modelKwargs: { reasoning_effort: 'high' } });
+          const model = opus.bindTools([WEATHER_TOOL]);
+          const messages: BaseMessage[] = [new HumanMessage('Weather in Paris?')];
+          const first = (await model.invoke(messages)) as AIMessage;
+          const firstBody = c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body;
+          expect(firstBody).to.deep.include({ thinking: { type: 'adaptive' }, output_config: { effort: 'high' } });
+          messages.push(first, new ToolMessage({ tool_call_id: first.tool_calls![0].id!, content: '18 C and sunny' }));
+          const answer = await model.invoke(messages);
+          expect(textOf(answer.content)).to.equal(toolAnswer('get_weather', '18 C and sunny'));
+          const sent = c.gw.upstream.requests[c.gw.upstream.requests.length - 1].body;
+          expect(sent.messages[sent.messages.length - 2].content[0]).to.include({ type: 'thinking' });
+        });
+      }
+
       it('bills the key exactly the usage the upstream reported', async () => {
         await expectLedgerEquals(c.gw, keyId, c.agent.reported.slice(billedFrom.index));
       });

@@ -19,7 +19,7 @@ describe('native reply -> chat.completion', () => {
     });
   });
 
-  it('tool calls: arguments as JSON strings, content null without text, thinking dropped', () => {
+  it('tool calls: arguments as JSON strings, content null without text, thinking as reasoning_content and signed thinking_blocks', () => {
     const completion = convertNativeResponse(
       message([
         { type: 'thinking', thinking: 'hmm', signature: 's' },
@@ -36,6 +36,8 @@ describe('native reply -> chat.completion', () => {
         { id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Zürich"}' } },
         { id: 'toolu_2', type: 'function', function: { name: 'now', arguments: '{}' } },
       ],
+      reasoning_content: 'hmm',
+      thinking_blocks: [{ type: 'thinking', thinking: 'hmm', signature: 's' }],
     });
     expect(completion.choices[0].finish_reason).to.equal('tool_calls');
   });

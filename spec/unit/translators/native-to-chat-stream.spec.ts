@@ -65,10 +65,11 @@ describe('chat stream translator (recorded native streams)', () => {
     expect(JSON.parse(calls[1].arguments)).to.deep.equal({ city: 'Zürich' });
   });
 
-  it('sends no thinking as content', () => {
-    const text = JSON.stringify(translatePieces([readNativeStreamBytes('thinking-text')]));
-    expect(text).not.to.include('double-check');
-    expect(text).not.to.include('EqQBCgIYAhIMfixture');
+  it('sends thinking as reasoning_content and the signed block, never as content', () => {
+    const deltas = translatePieces([readNativeStreamBytes('thinking-text')]).flatMap((record) => (typeof record === 'string' || !('choices' in record) ? [] : [record.choices[0].delta]));
+    expect(deltas.map((delta) => delta.content ?? '').join('')).not.to.include('double-check');
+    expect(deltas.map((delta) => delta.reasoning_content ?? '').join('')).to.include('double-check');
+    expect(deltas.flatMap((delta) => delta.thinking_blocks ?? [])).to.deep.include({ type: 'thinking', thinking: '27 × 453 = 12231; let me double-check…', signature: 'EqQBCgIYAhIMfixture' });
   });
 
   it('ends error and truncated streams with an error record and no [DONE]', () => {

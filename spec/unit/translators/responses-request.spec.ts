@@ -1,11 +1,14 @@
 import { expect } from 'chai';
 import { encodeReasoning } from '../../../translators/responses-reasoning';
 import { convertResponsesRequest, DEFAULT_THINKING_BUDGETS } from '../../../translators/responses-request';
+import type { ModelCapabilities } from '../../../translators/model-capabilities';
 import { convertNativeReply, viewOutputForClient } from '../../../translators/responses-response';
 import { TranslationError, type ResponsesRequest } from '../../../translators/responses-types';
 import { counterIds } from '../../helpers/responses-fixtures';
 
-const OPTIONS = { upstreamModel: 'up-sonnet', defaultMaxTokens: 4096, thinkingBudgets: DEFAULT_THINKING_BUDGETS };
+/** A budget-only model taking every sampling field (the rules per model are in model-capabilities.spec.ts). */
+const BUDGET_MODEL: ModelCapabilities = { thinking: 'budget', sampling: ['temperature', 'top_p', 'top_k'], maxOutputTokens: 64000, contextWindow: 200000, minCacheableTokens: 1024 };
+const OPTIONS = { upstreamModel: 'up-sonnet', defaultMaxTokens: 4096, thinkingBudgets: DEFAULT_THINKING_BUDGETS, capabilities: BUDGET_MODEL };
 const convert = (body: Partial<ResponsesRequest>) => convertResponsesRequest({ model: 'sonnet', input: 'hi', ...body } as ResponsesRequest, OPTIONS);
 const PNG = 'iVBORw0KGgo=';
 
@@ -144,7 +147,7 @@ describe('Responses request translator', () => {
       { title: 'function tools', body: { tools: [fn] }, tools: ['get_weather'] },
       { title: 'web_search -> the native web search server tool', body: { tools: [{ type: 'web_search' }] }, tools: ['web_search'] },
       { title: 'namespace tools flattened as <namespace>__<name>', body: { tools: [{ type: 'namespace', name: 'crm', description: 'CRM', tools: [{ type: 'function', name: 'lookup' }] }] }, tools: ['crm__lookup'] },
-      { title: 'tools with no native counterpart dropped, never refused', body: { tools: [fn, { type: 'local_shell' }, { type: 'image_generation' }] }, tools: ['get_weather'], dropped: ['local_shell', 'image_generation'] },
+      { title: 'tools with no native counterpart dropped, never refused; local_shell mapped', body: { tools: [fn, { type: 'local_shell' }, { type: 'image_generation' }] }, tools: ['get_weather', 'local_shell'], dropped: ['image_generation'] },
       { title: 'tool_choice required -> any', body: { tools: [fn], tool_choice: 'required' }, choice: { type: 'any' } },
       { title: 'tool_choice none', body: { tools: [fn], tool_choice: 'none' }, choice: { type: 'none' } },
       { title: 'tool_choice function -> tool', body: { tools: [fn], tool_choice: { type: 'function', name: 'get_weather' } }, choice: { type: 'tool', name: 'get_weather' } },

@@ -1,0 +1,42 @@
+/**
+ * The signed thinking of tool loops, kept per key in the store (as stored responses are) so that a
+ * client that sends an assistant turn back without its thinking (chat clients rebuilding the message,
+ * Responses clients dropping `encrypted_content`) still gets its tool loop through: see
+ * translators/tool-loop-thinking.ts.
+ */
+import type { RequestContext } from './context';
+import type { Logger } from './logger';
+import type { GatewayStore } from './store/types';
+import type { ChatThinkingBlock } from '../translators/chat-types';
+import type { ModelCapabilities } from '../translators/model-capabilities';
+import { continueWithoutThinking, findUnsignedToolTurn, restoreThinking, thinkingStoreId, type ToolLoopRequest } from '../translators/tool-loop-thinking';
+
+/**
+ * A tool loop's assistant turn that came back without its thinking (findUnsignedToolTurn): the blocks
+ * kept for its first tool call by this key are put back; without them the turn goes on without
+ * thinking. Returns the warning of the latter. A store that fails counts as holding nothing.
+ */
+export async function restoreToolLoopThinking(store: GatewayStore, keyId: string, request: ToolLoopRequest, caps: ModelCapabilities | undefined): Promise<string | undefined> {
+  const turn = findUnsignedToolTurn(request, caps);
+  if (!turn) return undefined;
+  const kept = await store.getResponse(thinkingStoreId(turn.toolUseIds[0])).catch(() => null);
+  if (kept && kept.keyId === keyId && Array.isArray(kept.items) && kept.items.length > 0) {
+    restoreThinking(turn, kept.items as ChatThinkingBlock[]);
+    return undefined;
+  }
+  return continueWithoutThinking(request, caps!);
+}
+
+/**
+ * Keep a reply's thinking for its first tool call, for this key, `ttlMs` long (nothing to keep
+ * without both). A store that fails costs the client nothing now: it is logged, and the next turn
+ * goes on without thinking if the client drops the blocks. Never rejects.
+ */
+export async function keepThinking(store: GatewayStore, logger: Logger, ctx: RequestContext, blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[], ttlMs: number): Promise<void> {
+  if (blocks.length === 0 || toolCallIds.length === 0) return;
+  try {
+    await store.saveResponse({ id: thinkingStoreId(toolCallIds[0]), keyId: ctx.key!.id, response: {}, items: [...blocks] }, ttlMs);
+  } catch (err) {
+    logger.warn({ message: 'thinking of a tool call not kept: the store failed', request_id: ctx.requestId, error: (err as Error).message });
+  }
+}
