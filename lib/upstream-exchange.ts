@@ -19,7 +19,7 @@ import { emptyUsage, mergeNativeUsage } from '../translators/usage';
 
 /**
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
- * (the native proxy's) through `upstream.exchange`. When the client goes away before its reply has
+ * through `upstream.exchange`. When the client goes away before its reply has
  * been written, the attempt under way (and any retry wait) is cancelled. The reply's status goes on
  * the context.
  * @returns the reply, or undefined when the client was already gone (the reply has been aborted)

@@ -2,14 +2,15 @@
  * The upstream client: where requests go, with which credential, over one keep-alive agent, and the
  * one retry loop every upstream route goes through (`exchange`): the head timeout of each attempt,
  * the retry policy (before the first byte only), cancellation when the client goes away, and the idle
- * limit of the reply body. The native proxy builds its attempts with http-proxy; the translating
- * routes with `send`.
+ * limit of the reply body. Every route sends through `send`, whose request headers pass the allow
+ * list of request-headers.ts: nothing a client sent leaves unless the upstream API defines it.
  */
 import http from 'node:http';
 import https from 'node:https';
-import { mapUpstreamSocketError } from '../errors';
+import { errors, mapUpstreamSocketError } from '../errors';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
 import { createCredentialRotation, type UpstreamCredential } from './credentials';
+import { isPassedRequestHeader } from './request-headers';
 import { createRetryPolicy } from './retry-policy';
 
 /** The defaults of the upstream fault settings (config `upstream.*`, keyGroups[].upstream). */
@@ -65,12 +66,15 @@ export function faultOptionsOf(upstream: Required<UpstreamFaultOptions>): Upstre
 export interface UpstreamRequest {
   /** Path on the upstream, e.g. `/v1/messages`. */
   path: string;
-  /** Extra headers; the credential and content headers are set here. */
+  /**
+   * Extra headers (lower-case names): only those `isPassedRequestHeader` allows are sent (request-headers.ts);
+   * the credential and the framing and content headers are set here.
+   */
   headers: Record<string, string>;
   body: Buffer;
 }
 
-/** Starts one attempt with `credential`: the request it sent (http-proxy's, or the client's own). */
+/** Starts one attempt with `credential`: the request it sent. */
 export type StartAttempt = (credential: UpstreamCredential) => http.ClientRequest;
 
 export interface UpstreamClient {
@@ -92,7 +96,8 @@ export interface UpstreamClient {
    * The retry loop: start attempts until one brings a reply head the policy does not retry. A reply
    * body that stays idle longer than `streamIdleTimeoutMs` is destroyed with an UPSTREAM_IDLE error.
    * @param signal cancels the attempt under way and any retry wait (the client went away)
-   * @throws GatewayError 502 when the upstream cannot be reached, 504 when no head comes in `timeoutMs`
+   * @throws GatewayError 502 when the upstream cannot be reached or an attempt cannot be started (the
+   *   message names the cause), 504 when no head comes in `timeoutMs`
    */
   exchange(start: StartAttempt, signal?: CancelSignal): Promise<UpstreamReply>;
   /** POST `request` through `exchange`. */
@@ -135,8 +140,15 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       const credential = credentials.pick();
       let outcome: AttemptOutcome;
       let reply: UpstreamReply | undefined;
+      let request: http.ClientRequest;
       try {
-        reply = await awaitReplyHead(start(credential), options.timeoutMs, settings.streamIdleTimeoutMs, signal);
+        request = start(credential);
+      } catch (err) {
+        // Not a socket failure but a request that could not be built: no retry can help.
+        throw errors.upstreamUnreachable(`the upstream request could not be sent: ${(err as Error)?.message ?? String(err)}`);
+      }
+      try {
+        reply = await awaitReplyHead(request, options.timeoutMs, settings.streamIdleTimeoutMs, signal);
         outcome = { status: reply.response.statusCode ?? 502, headers: reply.response.headers };
       } catch (failure) {
         outcome = failure as AttemptFailure;
@@ -158,11 +170,13 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   }
 
   function send(request: UpstreamRequest, signal?: CancelSignal): Promise<UpstreamReply> {
+    const passed: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.headers)) if (isPassedRequestHeader(name)) passed[name] = value;
     return exchange((credential) => {
       const req = transport.request({
         protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: 'POST', path: basePath + request.path, agent,
         headers: {
-          ...request.headers, ...credential.headers,
+          ...passed, ...credential.headers,
           'content-type': 'application/json', 'content-length': String(request.body.length), 'accept-encoding': 'identity',
         },
       });
