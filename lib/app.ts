@@ -1,7 +1,7 @@
 /**
  * The Express app: the whole request path, written once, in order.
  *
- *   request context -> host check -> JSON body -> auth -> [afterAuth hooks] -> version header (native)
+ *   request context -> host check -> auth -> JSON body -> [afterAuth hooks] -> version header (native)
  *   -> validation -> alias resolution -> key group check -> model whitelist -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
  *      | reverse translation | Responses translator
@@ -89,7 +89,7 @@ export interface AppDependencies {
  * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
  * must take, in this order, before its upstream step. A test walks the route table against it.
  */
-export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
+export const REQUIRED_UPSTREAM_STEPS = ['auth', 'jsonBody', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
 
 /** Routes that reach the upstream without being billed (so without the step `creditReservation`). */
 export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
@@ -158,7 +158,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     return prefixList.prefixes;
   };
   const afterAuth = hooks.afterAuth.length > 0 ? [createHookStep(hooks.afterAuth)] : [];
-  const auth = (accept: AuthHeaders) => [named('auth', createAuth({ store, accept, prefixes, now: clock })), ...afterAuth];
+  const authStep = (accept: AuthHeaders) => named('auth', createAuth({ store, accept, prefixes, now: clock }));
+  const auth = (accept: AuthHeaders) => [authStep(accept), ...afterAuth];
   const resolveAlias = named('resolveAlias', createResolveAlias({ catalogue }));
   const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
   const modelWhitelist = named('modelWhitelist', createModelWhitelist());
@@ -182,9 +183,13 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const notBilled: RequestHandler[] = [rateLimit];
   const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams, createUpstreamMark()];
 
-  /** The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS). */
+  /**
+   * The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS).
+   * The key is checked before a byte of the body is read: a caller without a key gets no inflating,
+   * buffering or parsing done for it.
+   */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [
-    jsonBody, ...auth(accept), ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, ...billing, ...beforeUpstream,
+    authStep(accept), jsonBody, ...afterAuth, ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, ...billing, ...beforeUpstream,
   ];
   const versionHeader = [named('versionHeader', createVersionHeader())];
 
