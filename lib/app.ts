@@ -2,7 +2,8 @@
  * The Express app: the whole request path, written once, in order.
  *
  *   request context -> host check -> auth -> JSON body -> [afterAuth hooks] -> version header (native)
- *   -> validation -> alias resolution -> key group check -> model whitelist -> rate limit -> credit reservation
+ *   -> validation -> alias resolution -> key group check -> model whitelist -> [stored conversation (Responses)]
+ *   -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
  *      | reverse translation | Responses translator
  *   ... response closes -> finish (settle credits, metrics, [onResponse hooks], log)
@@ -45,6 +46,7 @@ import { createListModels } from '../middleware/list-models';
 import { createKeyGroupCheck, createModelWhitelist, keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
+import { createPreviousResponse } from '../middleware/previous-response';
 import { createCreditReservation, createReservationEstimate, type CreditReservationFormat } from '../middleware/credit-reservation';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
@@ -209,12 +211,16 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     : createRouteRefusal(`POST /v1/messages/count_tokens is not available for key group "${group.id}" (its upstream speaks chat-completions)`));
   const chatHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
     ? createChatCompletions({ upstream: client, catalogue, logger })
-    : createChatPassthrough({ upstream: client }));
+    : createChatPassthrough({ upstream: client, catalogue }));
   // Responses: translated for native upstreams; refused for chat-completions upstreams (docs/responses.md).
   const responsesHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
-    ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
+    ? createResponses({
+      upstream: client, catalogue, store, logger, settings: () => source.config.responses, limitBytes: () => source.config.limits.bodyBytes,
+    })
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
+  // Before the admission: the stored conversation goes upstream, so the credit hold counts it.
+  const previousResponse = createPreviousResponse({ store, limitBytes: () => source.config.limits.bodyBytes });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
@@ -227,7 +233,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
   router.post('/v1/responses',
-    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], creditReservation('responses')), named('upstreamResponses', responsesHandler));
+    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], [previousResponse, ...creditReservation('responses')]), named('upstreamResponses', responsesHandler));
   router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));

@@ -46,6 +46,12 @@ export interface RequestContext {
   bodyBytes?: number;
   /** The request body as received (set by the JSON body step): the native proxy forwards it as is. */
   rawBody?: Buffer;
+  /**
+   * The stored conversation `previous_response_id` names (Responses route, set before the admission by
+   * middleware/previous-response.ts) and its size as JSON, in bytes: it goes upstream with the body,
+   * so the credit hold counts it.
+   */
+  previous?: { items: unknown[]; bytes: number };
   /** Whether the client asked for an SSE reply. */
   stream: boolean;
   /** Credit reservation held for this request, settled when the reply ends. */

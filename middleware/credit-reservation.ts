@@ -7,11 +7,14 @@
  * Worst case = input bound x the model's highest input price (plain, cache writes, cache read)
  *            + max_tokens x the output price
  *            + web search bound x the price of a web search, where
- * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens,
- * the body's size as received (the JSON body step measures it; a body set without that step is
- * measured as serialised JSON), and web search bound = for each web search server tool offered
- * (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest. The body's
- * other fields are not read, so any shape the upstream accepts can be reserved for.
+ * input bound = ceil(bytes sent / reservation.bytesPerInputToken) + reservation.overheadInputTokens
+ *             + IMAGE_INPUT_TOKENS per image part,
+ * bytes sent = the body's size as received (the JSON body step measures it; a body set without that
+ * step is measured as serialised JSON) + the stored conversation `previous_response_id` adds (Responses),
+ * output = max_tokens (or the model default the route then sends) x the choices asked for (`n`, chat),
+ * and web search bound = for each web search server tool offered (`tools[].type` `web_search_*`), its
+ * `max_uses`, else reservation.webSearchesPerRequest. Only these fields are read, so any shape the
+ * upstream accepts can be reserved for.
  *
  * Refused: 402 `billing_error` (chat: `insufficient_quota`). Not 429: no retry can succeed before the
  * month ends, and the SDKs retry 429 but not 402.
@@ -42,6 +45,33 @@ export function boundInputTokens(bodyBytes: number, reservation: GatewayConfig['
   return Math.ceil(bodyBytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
 }
 
+/**
+ * Input tokens held per image part: an image whose URL is a few bytes of JSON is billed for its pixels.
+ * The native API resizes images past about 1.15 megapixels, so one costs at most about 1600 tokens
+ * (tokens = width x height / 750; https://docs.anthropic.com/en/docs/build-with-claude/vision#calculate-image-costs).
+ */
+export const IMAGE_INPUT_TOKENS = 1600;
+
+/** Part types that carry an image: chat `image_url`, Responses `input_image`, native `image`. */
+const IMAGE_PART_TYPES = new Set(['image_url', 'input_image', 'image']);
+
+/**
+ * Image parts in a request's conversation (messages or input items, their content, and the content of
+ * tool results inside them), looked for at most `depth` levels down.
+ */
+export function countImageParts(value: unknown, depth = 7): number {
+  if (depth < 0 || value === null || typeof value !== 'object') return 0;
+  if (Array.isArray(value)) {
+    let count = 0;
+    for (const item of value) count += countImageParts(item, depth - 1);
+    return count;
+  }
+  const record = value as { type?: unknown; content?: unknown; messages?: unknown; input?: unknown; output?: unknown };
+  if (typeof record.type === 'string' && IMAGE_PART_TYPES.has(record.type)) return 1;
+  return countImageParts(record.messages, depth - 1) + countImageParts(record.input, depth - 1)
+    + countImageParts(record.content, depth - 1) + countImageParts(record.output, depth - 1);
+}
+
 /** Web searches a request can be billed for, at most (see the module comment); 0 when it offers no web search tool. */
 export function boundWebSearches(body: unknown, reservation: GatewayConfig['reservation']): number {
   const tools = (body as { tools?: unknown } | null)?.tools;
@@ -70,19 +100,23 @@ export type CreditReservationFormat = 'native' | 'chat' | 'responses';
 
 /**
  * The output tokens a request may produce: native `max_tokens`; chat `max_completion_tokens`,
- * `max_tokens`; Responses `max_output_tokens`; else the model default.
+ * `max_tokens`; Responses `max_output_tokens`; else the model default (what the routes then send);
+ * times the choices a chat request asks for (`n`, validated as an integer of at most MAX_CHOICES).
  */
 export function maxOutputTokens(req: Request, format: CreditReservationFormat, model: ModelConfig, catalogue: Catalogue): number {
-  const body = req.body as { max_tokens?: unknown; max_completion_tokens?: unknown; max_output_tokens?: unknown };
+  const body = req.body as { max_tokens?: unknown; max_completion_tokens?: unknown; max_output_tokens?: unknown; n?: unknown };
   const given = format === 'chat' ? body.max_completion_tokens ?? body.max_tokens
     : format === 'responses' ? body.max_output_tokens
       : body.max_tokens;
-  return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
+  const perChoice = typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
+  const choices = format === 'chat' && typeof body.n === 'number' && Number.isInteger(body.n) && body.n > 1 ? body.n : 1;
+  return perChoice * choices;
 }
 
 /**
  * The credit hold a request asks for (see the module comment): its worst case in credits, the current
- * UTC month's bucket, and how long the hold lasts. Reads the context's model and the body's size.
+ * UTC month's bucket, and how long the hold lasts. Reads the context's model, the body's size and
+ * the stored conversation it continues (`ctx.previous`).
  */
 export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { month: string; credits: number; ttlMs: number } {
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
@@ -91,9 +125,11 @@ export function createReservationEstimate(options: CreditReservationOptions): (r
   return (req, res) => {
     const ctx = getContext(res);
     const model = ctx.model!;
-    const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
+    const bodyBytes = (ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}))) + (ctx.previous?.bytes ?? 0);
     const reservation = reservationNow();
-    const credits = priceWorstCase(model, boundInputTokens(bodyBytes, reservation), maxOutputTokens(req, options.format, model, options.catalogue),
+    const images = countImageParts(req.body) + countImageParts(ctx.previous?.items);
+    const inputTokens = boundInputTokens(bodyBytes, reservation) + images * IMAGE_INPUT_TOKENS;
+    const credits = priceWorstCase(model, inputTokens, maxOutputTokens(req, options.format, model, options.catalogue),
       boundWebSearches(req.body, reservation));
     return { month: utcMonth(clock()), credits, ttlMs: reservationTtlNow() };
   };

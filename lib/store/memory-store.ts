@@ -206,8 +206,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
       .map(([, v]) => ({ ...v, credits: fromCreditUnits(v.credits) }));
   }
 
-  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
-    this.responses.save(record, ttlMs);
+  async saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> {
+    return this.responses.save(record, ttlMs, maxKeyBytes);
   }
 
   async getResponse(id: string): Promise<StoredResponse | null> {
