@@ -16,7 +16,7 @@ import { createMetrics, type GatewayMetrics } from './metrics';
 import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
 import { createStore, MemoryStore, seedConfigKeys } from './store';
 import { createStoreGuard } from './store/guard';
-import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
+import { keepMemoryState, loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
@@ -172,6 +172,9 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     logger.info({ message: 'in-memory store state restored', file: stateFile });
   }
   await seedConfigKeys(store, config);
+  const stopKeepingState = stateFile
+    ? keepMemoryState(backing as MemoryStore, stateFile, (err) => logger.error({ message: 'in-memory store state not saved', file: stateFile, error: err.message }))
+    : undefined;
 
   let developmentKey: string | undefined;
   if (options.developmentKey && config.keys.length === 0) {
@@ -271,6 +274,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       // Before the store: an alert being sent is put back in it for another instance.
       await alerts?.close();
       await store.close();
+      stopKeepingState?.();
       if (stateFile) {
         // After store.close(): the settlements of the last requests are in the state written.
         saveMemoryState(backing as MemoryStore, stateFile);

@@ -1,8 +1,10 @@
 /**
- * Keeps the in-memory store across a graceful restart of a single instance: the state (keys, secret
- * hashes, spend, usage ledger) is written to a JSON file when the server stops and read back at start.
- * A crash loses what happened since the last start; several instances never see each other's state.
- * Both need the Redis store.
+ * Keeps the in-memory store across a restart of a single instance, a crash (`kill -9`) included: the
+ * state (keys, secret hashes, spend, usage ledger) is written to a JSON file and read back at start.
+ * It is written when the server stops, at once after every key change (created, revoked, changed,
+ * rotated: on disk before the admin call answers), and every MEMORY_FLUSH_INTERVAL_MS while spend
+ * changes, so a crash loses at most that much settled spend. Several instances never see each other's
+ * state: that needs the Redis store.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,6 +32,37 @@ export function loadMemoryState(store: MemoryStore, file: string): boolean {
     throw new Error(`state file ${file} cannot be read back (${(err as Error).message}); move it away to start empty`);
   }
   return true;
+}
+
+/** How often settled spend is written to the state file while it changes, in ms (what a crash can lose at most). */
+export const MEMORY_FLUSH_INTERVAL_MS = 1000;
+
+/**
+ * Keep the state file current while the gateway runs (see the module comment).
+ * @param onError called when a periodic write fails (the next one tries again); a write after a key
+ *   change that fails throws from the store call that changed the key, so the admin call fails loudly
+ * @returns stop(): no more writes (the caller writes the last state itself)
+ */
+export function keepMemoryState(store: MemoryStore, file: string, onError: (err: Error) => void, intervalMs = MEMORY_FLUSH_INTERVAL_MS): () => void {
+  let saved = store.changes;
+  const save = () => {
+    saved = store.changes;
+    saveMemoryState(store, file);
+  };
+  store.onKeysChanged = save;
+  const timer = setInterval(() => {
+    if (store.changes === saved) return;
+    try {
+      save();
+    } catch (err) {
+      onError(err as Error);
+    }
+  }, intervalMs);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    store.onKeysChanged = undefined;
+  };
 }
 
 /** Write the store's state to `file` (through a temporary file and a rename, so a reader never sees half). */

@@ -1,7 +1,8 @@
 /**
  * In-memory store: the embedded default for one process. Nothing here is shared between processes,
- * so several instances, or surviving a crash, need the Redis store. The server writes `snapshot()`
- * to a file on graceful shutdown and `restore()`s it at start (see memory-persistence.ts).
+ * so several instances need the Redis store. The server writes `snapshot()` to a file after every key
+ * change, every second while spend changes and on graceful shutdown, and `restore()`s it at start
+ * (see memory-persistence.ts).
  *
  * Each call a request makes (key lookup, credit reservation, renewal, settlement) does its work in one
  * synchronous step, so no other request interleaves with it, as a Redis script would.
@@ -60,8 +61,22 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   private readonly responses = new MemoryResponses(() => this.clock());
   private readonly rateWindows = new MemoryRateWindows();
 
+  /**
+   * Runs synchronously after a key is created, changed (revoked, limits) or rotated, before the call
+   * resolves: the state file is written there (memory-persistence.ts), so a change is on disk before
+   * the admin call that made it answers.
+   */
+  onKeysChanged?: () => void;
+  /** Counts settlements and key changes: the state file is flushed when it moved (memory-persistence.ts). */
+  changes = 0;
+
   constructor(clock: Clock = systemClock) {
     super(clock);
+  }
+
+  private keysChanged(): void {
+    this.changes += 1;
+    this.onKeysChanged?.();
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
@@ -118,6 +133,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     const record = createKeyRecord(input, this.clock());
     this.keys.set(input.id, { record, secrets: [{ ...input.secret }] });
     this.secretIndex.set(input.secret.sha256, input.id);
+    this.keysChanged();
     return copyRecord(record);
   }
 
@@ -132,6 +148,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     for (const [field, value] of Object.entries(patch)) {
       if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
     }
+    this.keysChanged();
     return copyRecord(stored.record);
   }
 
@@ -151,6 +168,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     stored.view = undefined;
     stored.version = (stored.version ?? 0) + 1;
     this.secretIndex.set(secret.sha256, id);
+    this.keysChanged();
     return copyRecord(stored.record);
   }
 
@@ -183,6 +201,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     // No reservation: already settled (or never made here); either way there is nothing to record.
     if (!this.reservations.take(bucket, reservation.id)) return;
     const units = toCreditUnits(usage.credits);
+    this.changes += 1;
     this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
     const ledgerKey = `${bucket}|${usage.model}`;
     const totals = this.ledger.get(ledgerKey) ?? emptyTotals(usage.model);
