@@ -122,7 +122,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const source = deps.configSource ?? createConfigSource(deps.config);
   const config = source.config;
   const catalogue: Catalogue = createLiveCatalogue(source);
-  const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url });
+  const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url, defaultApiKeyEnv: config.upstream.apiKeyEnv });
   const hooks = mergeHooks(deps.hooks);
   const metrics = deps.metrics ?? createMetrics();
   const clock = deps.clock ?? systemClock;

@@ -210,7 +210,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     timeoutMs: config.upstream.timeoutMs,
     ...faults,
   });
-  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url, faults });
+  const upstreams = createUpstreamPool({ defaultClient: upstream, defaultUrl: config.upstream.url, defaultApiKeyEnv: config.upstream.apiKeyEnv, faults });
   const source = createConfigSource(config);
   const metrics = createMetrics();
   const hooks = mergeHooks(options.hooks);

@@ -20,6 +20,12 @@ export interface UpstreamPoolOptions {
   defaultClient: UpstreamClient;
   /** URL the default client was created for (`upstream.url`), null for the simulated upstream. */
   defaultUrl: string | null;
+  /**
+   * Env variable of the default client's credential (`upstream.apiKeyEnv`): a group at the same URL
+   * naming another one gets a client of its own, so its traffic goes out on its own account.
+   * Default: any group at the default URL shares the default client.
+   */
+  defaultApiKeyEnv?: string;
   /** Idle limit, retries and credential rest of every client created here. Default: the client defaults. */
   faults?: UpstreamFaultOptions;
   /** Reads an upstream credential by env variable name. Default: `process.env`. */
@@ -36,13 +42,14 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
   return {
     forGroup(group) {
       const { kind, url, apiKeyEnv, timeoutMs } = group.upstream;
-      if (kind === 'native' && (url === null || (url === options.defaultUrl && timeoutMs === options.defaultClient.timeoutMs))) {
+      const sameCredential = options.defaultApiKeyEnv === undefined || apiKeyEnv === options.defaultApiKeyEnv;
+      if (kind === 'native' && sameCredential && (url === null || (url === options.defaultUrl && timeoutMs === options.defaultClient.timeoutMs))) {
         return options.defaultClient;
       }
       const key = keyOf(group);
       let client = clients.get(key);
       if (!client) {
-        client = createUpstreamClient({ url: url!, apiKey: env[apiKeyEnv], timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer', ...options.faults });
+        client = createUpstreamClient({ url: url ?? options.defaultUrl ?? options.defaultClient.url.href, apiKey: env[apiKeyEnv], timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer', ...options.faults });
         clients.set(key, client);
       }
       return client;
