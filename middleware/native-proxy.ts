@@ -12,6 +12,7 @@ import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
+import { hasDuplicateKeys } from '../lib/json-duplicates';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
@@ -38,12 +39,14 @@ const DROPPED_REPLY_HEADER = /^(connection|keep-alive|proxy-connection|transfer-
 /**
  * The body sent upstream: the client's bytes as received when the model needs no renaming (so every
  * field, block and value the gateway does not read arrives exactly as sent), else the parsed body
- * serialised again with the upstream's model name.
+ * serialised again with the upstream's model name. Bytes that name a member twice are never sent as
+ * received: the upstream might keep the first value where the gateway judged the last (model,
+ * max_tokens, tools), so it gets the body as the gateway parsed it.
  * @throws GatewayError 400 when the body is nested too deeply to serialise again
  */
 function upstreamBody(body: Record<string, unknown>, ctx: RequestContext): Buffer {
   const upstreamModel = ctx.model!.upstreamModel;
-  if (body.model === upstreamModel && ctx.rawBody) return ctx.rawBody;
+  if (body.model === upstreamModel && ctx.rawBody && !hasDuplicateKeys(ctx.rawBody)) return ctx.rawBody;
   try {
     return Buffer.from(JSON.stringify({ ...body, model: upstreamModel }));
   } catch (err) {
