@@ -188,7 +188,8 @@ export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>):
 
 /**
  * A failure during an exchange: before the reply head it becomes an error response (a GatewayError as
- * it is, an idle reply body a 504, anything else a 502); after it, the connection is closed, since the
+ * it is, a stack overflow a 400: only a request nested too deeply to convert or serialise causes one,
+ * an idle reply body a 504, anything else a 502); after it, the connection is closed, since the
  * status is already sent.
  */
 export function failExchange(err: unknown, res: Response, next: NextFunction): void {
@@ -200,5 +201,6 @@ export function failExchange(err: unknown, res: Response, next: NextFunction): v
   const translated = fromTranslationError(err);
   if (translated) return next(translated);
   if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
+  if (err instanceof RangeError && /call stack/i.test(err.message)) return next(errors.invalidRequest('request body is nested too deeply'));
   next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
 }
