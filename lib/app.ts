@@ -18,7 +18,7 @@ import { createLiveCatalogue, type Catalogue } from './catalogue';
 import { createAdminRouter } from './admin/admin-router';
 import type { AlertDispatcher } from './alerts/alert-dispatcher';
 import { createBudgetAlerts } from './alerts/budget-alerts';
-import { registerSpendGauge } from './alerts/spend-gauge';
+import { registerSpendGauge, SPEND_GAUGE_NAME } from './alerts/spend-gauge';
 import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
@@ -225,7 +225,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false }));
-  router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
+  router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken, privateMetrics: [SPEND_GAUGE_NAME] }));
   router.post('/v1/messages',
     ...upstreamSteps('native', createValidateBody(messagesSchema), versionHeader, creditReservation('native')), named('upstreamMessages', messagesHandler));
   router.post('/v1/messages/count_tokens',
