@@ -54,6 +54,11 @@ export interface RequestContext {
   previous?: { items: unknown[]; bytes: number };
   /** Whether the client asked for an SSE reply. */
   stream: boolean;
+  /**
+   * Settles when the upstream step's handler has returned (for a whole reply: read, usage recorded).
+   * The settlement and the reservation renewals wait for it (set by middleware/key-group-dispatch.ts).
+   */
+  upstreamDone?: Promise<unknown>;
   /** Credit reservation held for this request, settled when the reply ends. */
   reservation?: Reservation;
   /**

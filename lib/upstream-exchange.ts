@@ -28,19 +28,23 @@ import { emptyUsage, mergeNativeUsage } from '../translators/usage';
 export async function sendForClient(res: Response, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): Promise<UpstreamReply | undefined> {
   const clientGone = new AbortController();
   let reply: UpstreamReply | undefined;
+  const ctx = getContext(res);
+  // A billed whole (non-streamed) reply is not cancelled when its client leaves: the upstream bills
+  // the request whether or not anyone reads the reply, so the route reads it to its end (writing to
+  // the closed response does nothing) and the settlement bills its usage. A stream is cancelled at once.
+  const readWhenGone = !ctx.stream && ctx.reservation !== undefined;
   res.once('close', () => {
-    if (res.writableFinished) return;
+    if (res.writableFinished || readWhenGone) return;
     clientGone.abort();
     reply?.abort();
   });
-  const ctx = getContext(res);
   if (typeof request === 'function') {
     reply = await upstream.exchange(request, clientGone.signal);
   } else {
     const accept = ctx.stream ? 'text/event-stream' : 'application/json';
     reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal);
   }
-  if (res.destroyed) {
+  if (res.destroyed && !readWhenGone) {
     reply.abort();
     return undefined;
   }

@@ -22,7 +22,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig, ModelConfig } from '../lib/config';
-import { getContext } from '../lib/context';
+import { getContext, type RequestContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { GatewayStore, Reservation } from '../lib/store/types';
@@ -214,13 +214,14 @@ export function createReservationRenewer(store: GatewayStore): ReservationRenewe
         timer = setInterval(renewAll, periodMs);
         timer.unref();
       }
-      res.once('close', () => {
+      // Until the upstream step is done too: a whole reply whose client left is still being read.
+      res.once('close', () => void Promise.resolve((res.locals?.gateway as RequestContext | undefined)?.upstreamDone).then(() => {
         open.delete(entry);
         if (open.size > 0) return;
         clearInterval(timer);
         timer = undefined;
         periodMs = Infinity;
-      });
+      }));
     },
   };
 }

@@ -17,7 +17,7 @@ export interface RecordedRequest {
 
 /** What the fake upstream does with one request. */
 export type FakeReply =
-  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>; delayMs?: number }
   | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
   | { kind: 'hang' }
   | { kind: 'destroy' };
@@ -100,6 +100,8 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler): 
       if (reply.kind === 'hang') return;
       if (reply.kind === 'destroy') return req.socket.destroy();
       if (reply.kind === 'json') {
+        if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+        if (res.destroyed) return;
         const payload = JSON.stringify(reply.body);
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'request-id': 'req_upstream_1', ...reply.headers });
         res.end(payload);
