@@ -48,15 +48,16 @@ const ROUTES: Route[] = [
   },
 ];
 
-/** Run curl with a body file; resolves with its status code and reply text. */
-function curl(url: string, headers: string[], file: string): Promise<{ status: number; text: string }> {
-  const args = ['-sS', '-X', 'POST', url, '-H', 'content-type: application/json', '-H', 'Expect: 100-continue', '--data-binary', `@${file}`, '-w', '\n%{http_code}'];
+/** Run curl with a body file; resolves with its status code, reply text and the bytes it uploaded. */
+function curl(url: string, headers: string[], file: string): Promise<{ status: number; text: string; uploaded: number }> {
+  const args = ['-sS', '-X', 'POST', url, '-H', 'content-type: application/json', '-H', 'Expect: 100-continue', '--data-binary', `@${file}`, '-w', '\n%{size_upload} %{http_code}'];
   for (const header of headers) args.push('-H', header);
   return new Promise((resolve, reject) => {
     execFile('curl', args, { maxBuffer: 64 * MIB }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`curl failed: ${stderr || err.message}`));
       const cut = stdout.lastIndexOf('\n');
-      resolve({ status: Number(stdout.slice(cut + 1)), text: stdout.slice(0, cut) });
+      const [uploaded, status] = stdout.slice(cut + 1).split(' ').map(Number);
+      resolve({ status, text: stdout.slice(0, cut), uploaded });
     });
   });
 }
@@ -72,6 +73,14 @@ describe('curl: large bodies with Expect: 100-continue on every POST route', fun
   after(async () => {
     await gw.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a caller without a key gets its 401 before uploading the body (no 100 Continue)', async () => {
+    const file = path.join(dir, 'keyless.json');
+    fs.writeFileSync(file, JSON.stringify(ROUTES[0].body('x'.repeat(20 * MIB), false)));
+    const reply = await curl(gw.url + '/v1/messages', ['anthropic-version: 2023-06-01'], file);
+    expect(reply.status).to.equal(401);
+    expect(reply.uploaded).to.equal(0);
   });
 
   for (const route of ROUTES) {
