@@ -3,7 +3,8 @@
  * state (keys, secret hashes, spend, usage ledger) is written to a JSON file and read back at start.
  * It is written when the server stops, at once after every key change (created, revoked, changed,
  * rotated: on disk before the admin call answers), and every MEMORY_FLUSH_INTERVAL_MS while spend
- * changes, so a crash loses at most that much settled spend. Several instances never see each other's
+ * changes (longer when one write takes more than a tenth of that, see MEMORY_FLUSH_MAX_SHARE), so a
+ * crash loses at most that much settled spend. Several instances never see each other's
  * state: that needs the Redis store.
  */
 import fs from 'node:fs';
@@ -38,6 +39,12 @@ export function loadMemoryState(store: MemoryStore, file: string): boolean {
 export const MEMORY_FLUSH_INTERVAL_MS = 1000;
 
 /**
+ * The periodic write takes at most this share of the time: after a write that took `d` ms, the next
+ * waits at least `d / MEMORY_FLUSH_MAX_SHARE` (a state with a large request log takes longer to write).
+ */
+export const MEMORY_FLUSH_MAX_SHARE = 0.1;
+
+/**
  * Keep the state file current while the gateway runs (see the module comment).
  * @param onError called when a periodic write fails (the next one tries again); a write after a key
  *   change that fails throws from the store call that changed the key, so the admin call fails loudly
@@ -50,17 +57,25 @@ export function keepMemoryState(store: MemoryStore, file: string, onError: (err:
     saveMemoryState(store, file);
   };
   store.onKeysChanged = save;
-  const timer = setInterval(() => {
-    if (store.changes === saved) return;
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (delayMs: number) => {
+    timer = setTimeout(tick, delayMs);
+    timer.unref();
+  };
+  function tick() {
+    if (store.changes === saved) return schedule(intervalMs);
+    const started = performance.now();
     try {
       save();
     } catch (err) {
       onError(err as Error);
     }
-  }, intervalMs);
-  timer.unref();
+    schedule(Math.max(intervalMs, (performance.now() - started) / MEMORY_FLUSH_MAX_SHARE));
+  }
+  schedule(intervalMs);
   return () => {
-    clearInterval(timer);
+    clearTimeout(timer);
+    timer = undefined;
     store.onKeysChanged = undefined;
   };
 }
