@@ -24,15 +24,18 @@ export function isPassedRequestHeader(name: string): boolean {
 }
 
 /**
- * The client's request headers that go upstream on the native route (see the module comment). A
- * repeated header (an array) is joined with ", " as Node joins it for the gateway.
+ * The client's request headers that go upstream on the native route (see the module comment), less
+ * any the client's `Connection` header names. A repeated header (an array) is joined with ", " as Node
+ * joins it for the gateway.
  * @param headers `IncomingMessage.headers` (lower-case names)
  * @returns a new object; the version header is also read from `vendor-version` (the gateway's own name for it)
  */
 export function selectUpstreamHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
   const passed: Record<string, string> = {};
+  // A header the client names in `Connection` is hop-by-hop (RFC 9110 section 7.6.1), whatever its name.
+  const hopByHop = new Set(String(headers.connection ?? '').toLowerCase().split(',').map((name) => name.trim()));
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || !isPassedRequestHeader(name)) continue;
+    if (value === undefined || !isPassedRequestHeader(name) || hopByHop.has(name)) continue;
     passed[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   const vendorVersion = headers['vendor-version'];

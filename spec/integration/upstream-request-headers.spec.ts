@@ -33,7 +33,8 @@ const HOSTILE_HEADERS: Record<string, string> = {
   'x-forwarded-for': '1.2.3.4',
   'x-forwarded-host': 'evil.example',
   'x-real-ip': '1.2.3.4',
-  connection: 'keep-alive, x-hop-secret',
+  connection: 'keep-alive, x-hop-secret, x-stainless-os',
+  'x-stainless-os': 'Linux',
   'x-hop-secret': 'hop',
   'keep-alive': 'timeout=5',
   'proxy-connection': 'keep-alive',
@@ -75,6 +76,7 @@ function expectCleanHead(gw: TestGateway): void {
   expect(JSON.stringify(seen.headers)).to.not.include(KEYS.all);
   expect(seen.headers['anthropic-beta']).to.equal('context-management-2025-06-27');
   expect(seen.headers['transfer-encoding']).to.equal(undefined);
+  expect(seen.headers['x-stainless-os'], 'a header the client named in Connection').to.equal(undefined);
   expect(seen.headers['content-encoding']).to.equal(undefined);
   expect(seen.headers['content-length']).to.equal(String(seen.raw.length));
   expect(JSON.parse(seen.raw.toString('utf8'))).to.deep.equal(BODY);
