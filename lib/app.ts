@@ -1,8 +1,9 @@
 /**
  * The Express app: the whole request path, written once, in order.
  *
- *   request context -> host check -> JSON body -> auth -> [afterAuth hooks] -> version header (native)
- *   -> validation -> alias resolution -> key group check -> model whitelist -> rate limit -> credit reservation
+ *   request context -> host check -> auth -> JSON body -> [afterAuth hooks] -> version header (native)
+ *   -> validation -> alias resolution -> key group check -> model whitelist -> [stored conversation (Responses)]
+ *   -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
  *      | reverse translation | Responses translator
  *   ... response closes -> finish (settle credits, metrics, [onResponse hooks], log)
@@ -17,7 +18,7 @@ import { createLiveCatalogue, type Catalogue } from './catalogue';
 import { createAdminRouter } from './admin/admin-router';
 import type { AlertDispatcher } from './alerts/alert-dispatcher';
 import { createBudgetAlerts } from './alerts/budget-alerts';
-import { registerSpendGauge } from './alerts/spend-gauge';
+import { registerSpendGauge, SPEND_GAUGE_NAME } from './alerts/spend-gauge';
 import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config-source';
@@ -47,6 +48,7 @@ import { createListModels, createRetrieveModel } from '../middleware/list-models
 import { createKeyGroupCheck, createModelWhitelist, keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
+import { createPreviousResponse } from '../middleware/previous-response';
 import { createCreditReservation, createReservationEstimate, type CreditReservationFormat } from '../middleware/credit-reservation';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
@@ -95,7 +97,7 @@ export interface AppDependencies {
  * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
  * must take, in this order, before its upstream step. A test walks the route table against it.
  */
-export const REQUIRED_UPSTREAM_STEPS = ['jsonBody', 'auth', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
+export const REQUIRED_UPSTREAM_STEPS = ['auth', 'jsonBody', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
 
 /** Routes that reach the upstream without being billed (so without the step `creditReservation`). */
 export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
@@ -165,7 +167,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     return prefixList.prefixes;
   };
   const afterAuth = hooks.afterAuth.length > 0 ? [createHookStep(hooks.afterAuth)] : [];
-  const auth = (accept: AuthHeaders) => [named('auth', createAuth({ store, accept, prefixes, now: clock })), ...afterAuth];
+  const authStep = (accept: AuthHeaders) => named('auth', createAuth({ store, accept, prefixes, now: clock }));
+  const auth = (accept: AuthHeaders) => [authStep(accept), ...afterAuth];
   const resolveAlias = named('resolveAlias', createResolveAlias({ catalogue }));
   const keyGroupCheck = named('keyGroupCheck', createKeyGroupCheck({ catalogue }));
   const modelWhitelist = named('modelWhitelist', createModelWhitelist());
@@ -189,9 +192,13 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const notBilled: RequestHandler[] = [rateLimit];
   const beforeUpstream = [...(hooks.beforeUpstream.length > 0 ? [createHookStep(hooks.beforeUpstream)] : []), metrics.trackOpenStreams, createUpstreamMark()];
 
-  /** The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS). */
+  /**
+   * The shared steps every route that reaches the upstream takes, in order (see REQUIRED_UPSTREAM_STEPS).
+   * The key is checked before a byte of the body is read: a caller without a key gets no inflating,
+   * buffering or parsing done for it.
+   */
   const upstreamSteps = (accept: AuthHeaders, validate: RequestHandler, version: RequestHandler[], billing: RequestHandler[]): RequestHandler[] => [
-    jsonBody, ...auth(accept), ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, ...billing, ...beforeUpstream,
+    authStep(accept), jsonBody, ...afterAuth, ...version, named('validateBody', validate), resolveAlias, keyGroupCheck, modelWhitelist, ...billing, ...beforeUpstream,
   ];
   const versionHeader = [named('versionHeader', createVersionHeader())];
 
@@ -217,10 +224,12 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     : createRouteRefusal(`POST /v1/messages/count_tokens is not available for key group "${group.id}" (its upstream speaks chat-completions)`));
   const chatHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
     ? createChatCompletions({ upstream: client, catalogue, logger, store, settings: () => source.config.responses })
-    : createChatPassthrough({ upstream: client }));
+    : createChatPassthrough({ upstream: client, catalogue }));
   // Responses: translated for native upstreams; refused for chat-completions upstreams (docs/responses.md).
   const responsesHandler = byKeyGroup((group, client) => group.upstream.kind === 'native'
-    ? createResponses({ upstream: client, catalogue, store, logger, settings: () => source.config.responses })
+    ? createResponses({
+      upstream: client, catalogue, store, logger, settings: () => source.config.responses, limitBytes: () => source.config.limits.bodyBytes,
+    })
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
   const files = createFiles({
@@ -233,13 +242,15 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     baseUrl: () => source.config.baseUrl,
     upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Message Batches'),
   });
+  // Before the admission: the stored conversation goes upstream, so the credit hold counts it.
+  const previousResponse = createPreviousResponse({ store, limitBytes: () => source.config.limits.bodyBytes });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
   // Claude Code's connection warm-up and preflight (`HEAD`/`GET <base URL>/api/hello`), answered as the API does.
   router.get('/api/hello', createLiveness());
   router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false, targets: () => upstreams.describe(catalogue.keyGroups) }));
-  router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken }));
+  router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken, privateMetrics: [SPEND_GAUGE_NAME] }));
   router.post('/v1/messages',
     ...upstreamSteps('native', createValidateBody(messagesSchema), [...versionHeader, fileAccess], creditReservation('native')), named('upstreamMessages', messagesHandler));
   router.post('/v1/messages/count_tokens',
@@ -247,14 +258,15 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.post('/v1/chat/completions',
     ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
   router.post('/v1/responses',
-    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], creditReservation('responses')), named('upstreamResponses', responsesHandler));
+    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], [previousResponse, ...creditReservation('responses')]), named('upstreamResponses', responsesHandler));
   router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));
   router.get('/v1/models/:id', ...auth('either'), rateLimit, createRetrieveModel({ catalogue }));
   // Message Batches: each request's model is checked by the create step itself (docs/batches-files.md).
   const batchSteps = [...auth('native'), ...versionHeader, rateLimit];
-  router.post('/v1/messages/batches', jsonBody, ...batchSteps, named('messageBatchesCreate', batches.create));
+  // The key is checked before the body is read, as on every route (middleware/auth.ts).
+  router.post('/v1/messages/batches', authStep('native'), jsonBody, ...afterAuth, ...versionHeader, rateLimit, named('messageBatchesCreate', batches.create));
   router.get('/v1/messages/batches', ...batchSteps, named('messageBatchesList', batches.list));
   router.get('/v1/messages/batches/:id', ...batchSteps, named('messageBatchesRetrieve', batches.retrieve));
   router.post('/v1/messages/batches/:id/cancel', ...batchSteps, named('messageBatchesCancel', batches.cancel));

@@ -47,8 +47,19 @@ export interface RequestContext {
   bodyBytes?: number;
   /** The request body as received (set by the JSON body step): the native proxy forwards it as is. */
   rawBody?: Buffer;
+  /**
+   * The stored conversation `previous_response_id` names (Responses route, set before the admission by
+   * middleware/previous-response.ts) and its size as JSON, in bytes: it goes upstream with the body,
+   * so the credit hold counts it.
+   */
+  previous?: { id: string; items: unknown[]; bytes: number; sessionId?: string };
   /** Whether the client asked for an SSE reply. */
   stream: boolean;
+  /**
+   * Settles when the upstream step's handler has returned (for a whole reply: read, usage recorded).
+   * The settlement and the reservation renewals wait for it (set by middleware/key-group-dispatch.ts).
+   */
+  upstreamDone?: Promise<unknown>;
   /** Credit reservation held for this request, settled when the reply ends. */
   reservation?: Reservation;
   /**

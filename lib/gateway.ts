@@ -16,7 +16,7 @@ import { createMetrics, type GatewayMetrics } from './metrics';
 import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
 import { createStore, MemoryStore, seedConfigKeys } from './store';
 import { createStoreGuard } from './store/guard';
-import { loadMemoryState, saveMemoryState } from './store/memory-persistence';
+import { keepMemoryState, loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createTracing, tracesEndpointOf, type TracingEnv } from './tracing';
@@ -192,6 +192,9 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     logger.info({ message: 'in-memory store state restored', file: stateFile });
   }
   await seedConfigKeys(store, config);
+  const stopKeepingState = stateFile
+    ? keepMemoryState(backing as MemoryStore, stateFile, (err) => logger.error({ message: 'in-memory store state not saved', file: stateFile, error: err.message }))
+    : undefined;
 
   let developmentKey: string | undefined;
   if (options.developmentKey && config.keys.length === 0) {
@@ -287,6 +290,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       await store.close();
       // After the finish steps (the caller waited for them): their spans are exported before it resolves.
       await tracing?.shutdown().catch((err: Error) => logger.warn({ message: 'traces not exported at shutdown', error: err.message }));
+      stopKeepingState?.();
       if (stateFile) {
         // After store.close(): the settlements of the last requests are in the state written.
         saveMemoryState(backing as MemoryStore, stateFile);

@@ -15,6 +15,21 @@ import http from 'node:http';
 import type { Express } from 'express';
 
 /**
+ * Set on a request whose `Expect: 100-continue` the server has not answered: the JSON body step sends
+ * the `100 Continue` once the key is checked, so a caller without one never gets to upload its body.
+ */
+export const CONTINUE_DEFERRED = Symbol('continue deferred');
+
+/** Send the `100 Continue` a request is waiting for, if the server deferred it (see CONTINUE_DEFERRED). */
+export function sendDeferredContinue(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const deferred = req as http.IncomingMessage & { [CONTINUE_DEFERRED]?: boolean };
+  if (!deferred[CONTINUE_DEFERRED]) return;
+  deferred[CONTINUE_DEFERRED] = false;
+  res.removeHeader('connection');
+  res.writeContinue();
+}
+
+/**
  * `http.createServer(app)` with request and response objects born with the app's prototypes.
  * @param app an Express app (not a Router: only an app has `request` and `response` prototypes)
  */
@@ -29,8 +44,16 @@ export function createHttpServer(app: Express): http.Server {
     (http.ServerResponse as unknown as (this: unknown, req: unknown, options: unknown) => void).call(this, req, options);
   }
   GatewayResponse.prototype = app.response;
-  return http.createServer({
+  const server = http.createServer({
     IncomingMessage: GatewayRequest as unknown as typeof http.IncomingMessage,
     ServerResponse: GatewayResponse as unknown as typeof http.ServerResponse,
   }, app);
+  // With a 'checkContinue' listener Node does not answer `Expect: 100-continue` itself.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    (req as http.IncomingMessage & { [CONTINUE_DEFERRED]?: boolean })[CONTINUE_DEFERRED] = true;
+    // Refused before its body was asked for: the body never comes, so the connection cannot be reused.
+    res.setHeader('connection', 'close');
+    app(req as never, res as never);
+  });
+  return server;
 }

@@ -129,9 +129,12 @@ function upstreamErrorReason(ctx: RequestContext, status: number): string | unde
 
 /**
  * `GET /metrics`: the registry in Prometheus text format. With a token, the request must carry
- * `Authorization: Bearer <token>` (401 otherwise, in the native error shape).
+ * `Authorization: Bearer <token>` (401 otherwise, in the native error shape). Without one the endpoint
+ * is open, so it leaves out the metrics named in `privateMetrics` (per-key figures such as each key's
+ * cap usage, which would tell anyone every key id and how close it is to its cap).
  */
-export function createMetricsEndpoint(options: { registry: client.Registry; token: () => string | null }): RequestHandler {
+export function createMetricsEndpoint(options: { registry: client.Registry; token: () => string | null; privateMetrics?: string[] }): RequestHandler {
+  const hidden = new Set(options.privateMetrics ?? []);
   return async (req, res, next) => {
     const token = options.token();
     if (token !== null) {
@@ -142,7 +145,7 @@ export function createMetricsEndpoint(options: { registry: client.Registry; toke
       }
     }
     try {
-      const text = await options.registry.metrics();
+      const text = token !== null || hidden.size === 0 ? await options.registry.metrics() : await openMetricsText(options.registry, hidden);
       res.setHeader('content-type', options.registry.contentType);
       res.setHeader('cache-control', 'no-store');
       res.end(text);
@@ -150,6 +153,13 @@ export function createMetricsEndpoint(options: { registry: client.Registry; toke
       next(err);
     }
   };
+}
+
+/** The registry's text without the metrics named in `hidden` (which are not even collected). */
+async function openMetricsText(registry: client.Registry, hidden: Set<string>): Promise<string> {
+  const names = registry.getMetricsAsArray().map((metric) => metric.name).filter((name) => !hidden.has(name));
+  const parts = await Promise.all(names.map((name) => registry.getSingleMetricAsString(name)));
+  return `${parts.join('\n')}\n`;
 }
 
 /** Compare digests so the time taken says nothing about the token. */

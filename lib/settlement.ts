@@ -3,7 +3,9 @@
  * reply, upstream error, client abort, timeout), its credit reservation is replaced by the real cost
  * of the usage the reply reported: the JSON body's `usage`, or a stream's `message_start` and
  * `message_delta` usage as read on the way through. No usage seen (the upstream billed nothing, or
- * failed before replying) settles to 0. The store records each reservation once.
+ * failed before replying) settles to 0. A non-streamed request whose client left before the reply is
+ * still read to its end (the upstream bills it anyway): the settlement waits for that and bills it.
+ * The store records each reservation once.
  *
  * The same store step books the usage on its UTC day and, for a request that reached the upstream
  * step, writes its request log record (lib/request-log.ts); a request that reached the upstream
@@ -36,6 +38,8 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
     ctx.reservation = undefined;
+    // A whole reply whose client left goes on being read (lib/upstream-exchange.ts): its usage is billed.
+    await ctx.upstreamDone;
     ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();
     const credits = priceUsage(ctx.model, usage);

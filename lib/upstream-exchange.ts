@@ -21,7 +21,7 @@ import { emptyUsage, mergeNativeUsage } from '../translators/usage';
 
 /**
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
- * (the native proxy's) through `upstream.exchange`. When the client goes away before its reply has
+ * through `upstream.exchange`. When the client goes away before its reply has
  * been written, the attempt under way (and any retry wait) is cancelled. The reply's status goes on
  * the context, with the target that sent it. Attempts are routed by the request's canonical model
  * and session (`ctx.sessionId`).
@@ -31,12 +31,16 @@ import { emptyUsage, mergeNativeUsage } from '../translators/usage';
 export async function sendForClient(res: Response, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): Promise<UpstreamReply | undefined> {
   const clientGone = new AbortController();
   let reply: UpstreamReply | undefined;
+  const ctx = getContext(res);
+  // A billed whole (non-streamed) reply is not cancelled when its client leaves: the upstream bills
+  // the request whether or not anyone reads the reply, so the route reads it to its end (writing to
+  // the closed response does nothing) and the settlement bills its usage. A stream is cancelled at once.
+  const readWhenGone = !ctx.stream && ctx.reservation !== undefined;
   res.once('close', () => {
-    if (res.writableFinished) return;
+    if (res.writableFinished || readWhenGone) return;
     clientGone.abort();
     reply?.abort();
   });
-  const ctx = getContext(res);
   const span = ctx.trace ? startUpstreamSpan(ctx, upstream, request) : undefined;
   try {
     // The context is the route: its canonical model (a target's `models`) and session (affinity).
@@ -58,7 +62,7 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     reply.response.once('end', end);
     reply.response.once('close', end);
   }
-  if (res.destroyed) {
+  if (res.destroyed && !readWhenGone) {
     reply.abort();
     return undefined;
   }
@@ -240,7 +244,8 @@ export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>):
 
 /**
  * A failure during an exchange: before the reply head it becomes an error response (a GatewayError as
- * it is, an idle reply body a 504, anything else a 502); after it, the connection is closed, since the
+ * it is, a stack overflow a 400: only a request nested too deeply to convert or serialise causes one,
+ * an idle reply body a 504, anything else a 502); after it, the connection is closed, since the
  * status is already sent.
  */
 export function failExchange(err: unknown, res: Response, next: NextFunction): void {
@@ -252,6 +257,7 @@ export function failExchange(err: unknown, res: Response, next: NextFunction): v
   const translated = fromTranslationError(err);
   if (translated) return next(translated);
   if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
+  if (err instanceof RangeError && /call stack/i.test(err.message)) return next(errors.invalidRequest('request body is nested too deeply'));
   next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
 }
 

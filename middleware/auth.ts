@@ -81,7 +81,8 @@ export function createAuth(options: AuthOptions): RequestHandler {
       const secret = extractApiKey(req.headers, options.accept, `${req.method} ${req.baseUrl}${String(req.route?.path ?? req.path).replace(/:(\w+)/g, '{$1}')}`);
       const prefixes = readPrefixes();
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {
-        throw errors.authentication(`invalid API key: keys start with ${prefixes.join(' or ')}`);
+        // Not which prefixes exist: that would tell a caller which key groups there are.
+        throw errors.authentication('invalid API key');
       }
       const sha256 = hashSecret(secret);
       const ctx = getContext(res);

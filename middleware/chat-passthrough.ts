@@ -1,7 +1,8 @@
 /**
  * Chat-completions pass-through, for key groups whose upstream speaks chat-completions itself: the
  * request goes to `<upstream>/v1/chat/completions` untranslated (only `model` becomes the upstream's
- * name), and the reply comes back as it is, streaming included, record by record as it arrives.
+ * name, and a request without an output limit gets `max_tokens`: the model default its credit hold
+ * counted; `n` is at most MAX_CHOICES and held for each choice), and the reply comes back as it is, streaming included, record by record as it arrives.
  *
  * Billing needs the usage, so a streamed request that did not ask for it gets
  * `stream_options.include_usage` upstream, and the usage-only chunk and the `usage: null` fields it
@@ -9,6 +10,7 @@
  */
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
+import type { Catalogue } from '../lib/catalogue';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { readBody, tryParseJson } from '../lib/read-body';
@@ -25,6 +27,8 @@ import { convertChatUsageToNative } from '../translators/chat-to-native-mapping'
 export interface ChatPassthroughOptions {
   /** Client of a chat-completions upstream (bearer credential). */
   upstream: UpstreamClient;
+  /** Gives the output limit sent when the client names none (the one the credit hold counted). */
+  catalogue: Catalogue;
 }
 
 /** Reply headers passed from the upstream to the client (the rest describe the gateway's credential). */
@@ -39,6 +43,9 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       const model = ctx.model!;
       const wantsUsage = body.stream_options?.include_usage === true;
       const request: ChatCompletionRequest = { ...body, model: model.upstreamModel };
+      // The credit hold counted the model default for a request without a limit: the upstream gets it,
+      // so no reply can run past what was held.
+      if (!isLimit(body.max_tokens) && !isLimit(body.max_completion_tokens)) request.max_tokens = options.catalogue.defaultMaxTokens(model);
       if (ctx.stream && !wantsUsage) request.stream_options = { ...(body.stream_options ?? {}), include_usage: true };
       const reply = await sendChatRequest(res, upstream, request);
       if (!reply) return;
@@ -69,6 +76,10 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
   };
 }
 
+/** True for an output limit the credit hold reads (a positive number). */
+function isLimit(value: unknown): boolean {
+  return typeof value === 'number' && value > 0;
+}
 
 /**
  * Pass SSE records through as they are parsed (one write for the records of one upstream chunk). A

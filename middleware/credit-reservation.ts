@@ -5,6 +5,10 @@
  * The settlement step after the response (lib/settlement.ts) replaces the reservation with the real
  * cost when the reply ends, however it ends.
  *
+ * What is held is what is sent: the stored conversation a Responses `previous_response_id` puts before
+ * the body (`ctx.previous`, loaded before this step), image parts (IMAGE_INPUT_TOKENS each) and the
+ * choices a chat request asks for (`n`) count in the worst case.
+ *
  * A cap usable to its last credit: when the worst case does not fit but the worst case of a minimal
  * reply (`reservation.minOutputTokens` output tokens) does, the store holds all the credit left and
  * the request's `max_tokens` (chat: `max_completion_tokens`, Responses: `max_output_tokens`) is lowered
@@ -19,11 +23,14 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
-import { getContext } from '../lib/context';
+import { getContext, type RequestContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { GatewayStore, Reservation } from '../lib/store/types';
-import { boundInputTokens, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits, type CreditReservationFormat, type WorstCase } from './worst-case';
+import {
+  boundInputTokens, choicesOf, countImageParts, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
+  type CreditReservationFormat, type WorstCase,
+} from './worst-case';
 
 export interface CreditReservationOptions {
   store: GatewayStore;
@@ -38,11 +45,14 @@ export interface CreditReservationOptions {
   clock?: Clock;
 }
 
-export { boundInputTokens, boundWebSearches, maxOutputTokens, priceWorstCase, type CreditReservationFormat } from './worst-case';
+export {
+  boundInputTokens, boundWebSearches, countImageParts, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
+} from './worst-case';
 
 /**
  * The credit hold a request asks for (see the module comment): its worst case in credits, the current
- * UTC month's bucket, and how long the hold lasts. Reads the context's model and the body's size.
+ * UTC month's bucket, and how long the hold lasts. Reads the context's model, the body's size and
+ * the stored conversation it continues (`ctx.previous`).
  */
 export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { month: string; credits: number; minCredits: number; ttlMs: number } {
   const worstCaseOf = createWorstCaseEstimate(options);
@@ -65,9 +75,11 @@ function createWorstCaseEstimate(options: CreditReservationOptions): (req: Reque
   return (req, res) => {
     const ctx = getContext(res);
     const model = ctx.model!;
-    const bodyBytes = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
+    const bodyBytes = (ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}))) + (ctx.previous?.bytes ?? 0);
     const reservation = reservationNow();
-    const worst = estimateWorstCase(model, req.body, bodyBytes, maxOutputTokens(req, options.format, model, options.catalogue), reservation);
+    const imageParts = countImageParts(req.body) + countImageParts(ctx.previous?.items);
+    const worst = estimateWorstCase(model, req.body, bodyBytes, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
+      { imageParts, choices: choicesOf(req, options.format) });
     return { worst, minOutputTokens: reservation.minOutputTokens };
   };
 }
@@ -215,13 +227,14 @@ export function createReservationRenewer(store: GatewayStore): ReservationRenewe
         timer = setInterval(renewAll, periodMs);
         timer.unref();
       }
-      res.once('close', () => {
+      // Until the upstream step is done too: a whole reply whose client left is still being read.
+      res.once('close', () => void Promise.resolve((res.locals?.gateway as RequestContext | undefined)?.upstreamDone).then(() => {
         open.delete(entry);
         if (open.size > 0) return;
         clearInterval(timer);
         timer = undefined;
         periodMs = Infinity;
-      });
+      }));
     },
   };
 }

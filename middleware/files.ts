@@ -12,6 +12,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
+import { sendDeferredContinue } from '../lib/http-server';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { callUpstream, ownEntries, ownPin, parseJson, relay } from './pinned-upstream';
@@ -31,9 +32,11 @@ export interface FilesOptions {
  * Read an upload whole, refusing it (413) as soon as it is larger than `limitBytes`, or at once when
  * its `content-length` says it will be.
  */
-async function readUpload(req: Request, limitBytes: number): Promise<Buffer> {
+async function readUpload(req: Request, res: Response, limitBytes: number): Promise<Buffer> {
   const tooLarge = () => errors.tooLarge(`file upload larger than ${limitBytes} bytes (limits.fileBytes)`);
   if (Number(req.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
+  // The key was checked: a client waiting on `Expect: 100-continue` may send its upload now.
+  sendDeferredContinue(req, res);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -63,7 +66,7 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
       if (typeof type !== 'string' || !type.toLowerCase().startsWith('multipart/form-data')) {
         throw errors.unsupportedMediaType('a file upload is multipart/form-data with the file in the part named "file"');
       }
-      const body = await readUpload(req, options.limitBytes());
+      const body = await readUpload(req, res, options.limitBytes());
       const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', body, type);
       const file = answer.status === 200 ? parseJson(answer) : null;
       if (typeof file?.id === 'string') {

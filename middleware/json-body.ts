@@ -5,6 +5,7 @@
  */
 import express, { type RequestHandler, type Response } from 'express';
 import { watchBodyRate } from '../lib/body-rate';
+import { sendDeferredContinue } from '../lib/http-server';
 import type { RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 
@@ -54,6 +55,8 @@ export function createJsonBody(options: JsonBodyOptions): RequestHandler {
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
       return next(errors.unsupportedMediaType('POST requests must have content-type: application/json'));
     }
+    // The key has been checked: a client waiting for `100 Continue` may now send its body.
+    sendDeferredContinue(req, res);
     // The guard and the parser race; whichever settles first answers, the other is ignored.
     let settled = false;
     const stopWatch = watchBodyRate(req, rate, () => {

@@ -29,7 +29,10 @@ export function createKeyGroupDispatch(options: KeyGroupDispatchOptions): Reques
       handler = options.handlerFor(group);
       handlers.set(group, handler);
     }
-    return handler(req, res, next);
+    // The settlement waits for it: a whole reply whose client left is still read and billed.
+    const done = handler(req, res, next) as unknown;
+    getContext(res).upstreamDone = Promise.resolve(done).catch(() => undefined);
+    return done as void;
   };
 }
 

@@ -1,22 +1,22 @@
 /**
- * The direct streaming proxy for the native routes (http-proxy). The client's body goes upstream as
- * received (or with the model renamed to the upstream's name); client credentials are dropped and the
- * upstream's injected. Each attempt goes through the upstream client's one retry loop (head timeout,
+ * The direct streaming proxy for the native routes. The client's body goes upstream as received (or
+ * with the model renamed to the upstream's name); of the client's headers only the allow list of
+ * lib/upstream/request-headers.ts goes with it (never a credential, a hop-by-hop or framing header, or
+ * `expect`), and the upstream's credential is injected. Each attempt goes through the upstream client's one retry loop (head timeout,
  * retries before the first byte, idle limit, cancellation when the client leaves). Replies pass
  * through byte for byte as they arrive; usage and stop reason are read on the side, holding nothing
  * back. A stream that breaks, stalls past the idle limit or ends without `message_stop` is ended with
  * a native `event: error`, never silently.
  */
 import type http from 'node:http';
-import type { Stream } from 'node:stream';
-import { parse as parseUrl, type Url } from 'node:url';
 import type { RequestHandler, Response } from 'express';
-import httpProxy from 'http-proxy';
 import { emptyUsage, getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
+import { hasDuplicateKeys } from '../lib/json-duplicates';
 import { readBody, tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
-import type { StartAttempt, UpstreamClient, UpstreamTarget } from '../lib/upstream';
+import type { UpstreamClient } from '../lib/upstream';
+import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
 import {
   failExchange, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
 } from '../lib/upstream-exchange';
@@ -29,12 +29,6 @@ export interface NativeProxyOptions {
   path: string;
 }
 
-/** Request headers never forwarded upstream: client credentials, hop-by-hop and forwarding headers. */
-const DROPPED_REQUEST_HEADERS = [
-  'authorization', 'x-api-key', 'cookie', 'vendor-version', 'forwarded', 'x-forwarded-for', 'x-forwarded-host',
-  'x-forwarded-proto', 'x-forwarded-port', 'x-real-ip', 'proxy-authorization', 'te', 'trailer', 'upgrade',
-];
-
 /**
  * Reply headers never passed to the client: hop-by-hop headers (Node frames the reply itself), the
  * upstream's own request ids (the gateway's stand), its account limits and identity (they describe
@@ -42,18 +36,17 @@ const DROPPED_REQUEST_HEADERS = [
  */
 const DROPPED_REPLY_HEADER = /^(connection|keep-alive|proxy-connection|transfer-encoding|te|trailer|upgrade|request-id|x-request-id|anthropic-ratelimit-.*|anthropic-organization-id|set-cookie|x-api-key|authorization|cf-.*|server|via|x-envoy-.*)$/i;
 
-/** Parsed upstream URLs kept per target of a native proxy (one per distinct query string: SDKs send none or `?beta=true`). */
-const MAX_CACHED_TARGETS = 32;
-
 /**
  * The body sent upstream: the client's bytes as received when the model needs no renaming (so every
  * field, block and value the gateway does not read arrives exactly as sent), else the parsed body
- * serialised again with the upstream's model name.
+ * serialised again with the upstream's model name. Bytes that name a member twice are never sent as
+ * received: the upstream might keep the first value where the gateway judged the last (model,
+ * max_tokens, tools), so it gets the body as the gateway parsed it.
  * @throws GatewayError 400 when the body is nested too deeply to serialise again
  */
 function upstreamBody(body: Record<string, unknown>, ctx: RequestContext): Buffer {
   const upstreamModel = ctx.model!.upstreamModel;
-  if (body.model === upstreamModel && ctx.rawBody) return ctx.rawBody;
+  if (body.model === upstreamModel && ctx.rawBody && !hasDuplicateKeys(ctx.rawBody)) return ctx.rawBody;
   try {
     return Buffer.from(JSON.stringify({ ...body, model: upstreamModel }));
   } catch (err) {
@@ -169,54 +162,20 @@ async function sendWholeReply(response: http.IncomingMessage, res: Response, ctx
 
 export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   const { upstream } = options;
-  const proxy = httpProxy.createProxyServer({ changeOrigin: true, ignorePath: true, xfwd: false, selfHandleResponse: true });
-  // Each attempt's failures reach the retry loop through its request's own 'error' event.
-  const ignoreProxyError = () => undefined;
-
-  // http-proxy parses a string target with `url.parse` on every request; it is given the parsed form,
-  // kept per upstream target.
-  const parsed = upstream.targets.map(() => new Map<string, Url>());
-  const targetFor = (to: UpstreamTarget, search: string): Url => {
-    const cache = parsed[to.index];
-    let target = cache.get(search);
-    if (!target) {
-      target = parseUrl(`${to.url.origin}${to.basePath}${options.path}${search}`);
-      if (cache.size < MAX_CACHED_TARGETS) cache.set(search, target);
-    }
-    return target;
-  };
-
   return async function nativeProxy(req, res, next) {
     const ctx = getContext(res);
     try {
       const body = upstreamBody(req.body, ctx);
       const query = req.originalUrl.indexOf('?');
-      const search = query === -1 ? '' : req.originalUrl.slice(query);
-      const headers = {
-        'anthropic-version': String(req.headers['anthropic-version'] ?? req.headers['vendor-version']),
-        'content-length': String(body.length),
-        'accept-encoding': 'identity',
-      };
-      const start: StartAttempt = (credential, to) => {
-        let sent: http.ClientRequest | undefined;
-        // http-proxy pipes `buffer` into the request it built (in this call, before any byte left):
-        // there its headers are made final and the whole body is written.
-        const buffer = {
-          pipe(request: http.ClientRequest) {
-            for (const name of DROPPED_REQUEST_HEADERS) request.removeHeader(name);
-            for (const [name, value] of Object.entries(credential.headers)) request.setHeader(name, value);
-            request.end(body);
-            sent = request;
-            return request;
-          },
-        } as unknown as Stream;
-        proxy.web(req, res, { target: targetFor(to, search), agent: to.agent, buffer, headers }, ignoreProxyError);
-        if (!sent) throw errors.upstreamUnreachable('the upstream request could not be built');
-        return sent;
-      };
-      const reply = await sendForClient(res, upstream, start);
+      const path = options.path + (query === -1 ? '' : req.originalUrl.slice(query));
+      const reply = await sendForClient(res, upstream, { path, headers: selectUpstreamHeaders(req.headers), body });
       if (!reply) return;
       const { response } = reply;
+      if (response.statusCode !== undefined && response.statusCode >= 300 && response.statusCode < 400) {
+        // The API never redirects; a redirect's Location would point the client at the upstream itself.
+        response.resume();
+        throw errors.upstreamUnreachable(`the upstream answered ${response.statusCode} (a redirect), which the gateway does not follow`);
+      }
       const replyHeaders = clientHeaders(response, upstream);
       const stream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
       if (stream && response.statusCode === 200) {

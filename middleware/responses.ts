@@ -14,11 +14,10 @@ import type { RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
-import { GatewayError } from '../lib/errors';
 import { randomBase62 } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
-import type { GatewayStore, StoredResponse } from '../lib/store/types';
+import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
@@ -42,23 +41,13 @@ export interface ResponsesOptions {
   settings: () => GatewayConfig['responses'];
   /** Where a response that could not be stored is reported. */
   logger: Logger;
+  /** Largest stored conversation (its items as JSON), in bytes: the body limit, read per request. */
+  limitBytes: () => number;
 }
 
 /** An id of the Responses API: `<prefix>_` + 24 base62 characters. */
 export function newResponsesId(prefix: string): string {
   return `${prefix}_${randomBase62(24)}`;
-}
-
-/** The stored response `previous_response_id` names, for this key (another key's is not found). */
-async function loadPrevious(store: GatewayStore, id: string, keyId: string): Promise<StoredResponse> {
-  // Only `resp_` ids: the store also keeps the chat route's thinking under other ids.
-  const stored = id.startsWith('resp_') ? await store.getResponse(id) : null;
-  if (!stored || stored.keyId !== keyId) {
-    throw new GatewayError(404, 'not_found_error', `previous_response_id: no stored response "${id}" for this key (responses are kept only with store: true, for a limited time)`, {
-      chatCode: 'previous_response_not_found', param: 'previous_response_id',
-    });
-  }
-  return stored;
 }
 
 /** This request's input as items (a string is one user message). */
@@ -92,17 +81,27 @@ type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Pr
  * logged (a later `previous_response_id` naming it gets 404). Never rejects.
  */
 function createKeeper(options: {
-  store: GatewayStore; logger: Logger; ctx: RequestContext; body: ResponsesRequest; previousItems: ResponsesInputItem[]; ttlMs: number;
+  store: GatewayStore; logger: Logger; ctx: RequestContext; body: ResponsesRequest; previousItems: ResponsesInputItem[];
+  ttlMs: number; maxKeyBytes: number; limitBytes: number;
 }): Keeper {
   const { store, logger, ctx, body } = options;
+  const notStored = (response: ResponsesResponse, why: string): void => {
+    logger.warn({ message: `response not stored: ${why}`, request_id: ctx.requestId, response_id: response.id });
+  };
   return async (response, clientView) => {
     await keepThinking(store, logger, ctx, thinkingOf(response.output), callIdsOf(response.output), options.ttlMs);
     if (body.store === false) return;
     try {
-      await store.saveResponse({
+      const record = {
         id: response.id, keyId: ctx.key!.id, response: clientView as unknown as Record<string, unknown>,
         items: [...options.previousItems, ...inputItems(body), ...response.output], sessionId: ctx.sessionId,
-      }, options.ttlMs);
+      };
+      // A conversation past the body limit could never be continued (middleware/previous-response.ts).
+      const bytes = Buffer.byteLength(JSON.stringify(record.items));
+      if (bytes > options.limitBytes) return notStored(response, `its conversation is ${bytes} bytes, past the limit of ${options.limitBytes}`);
+      if (!(await store.saveResponse(record, options.ttlMs, options.maxKeyBytes))) {
+        return notStored(response, `the key holds responses.maxStoredBytesPerKey (${options.maxKeyBytes} bytes) already`);
+      }
     } catch (err) {
       logger.warn({ message: 'response not stored: the store failed', request_id: ctx.requestId, response_id: response.id, error: (err as Error).message });
     }
@@ -117,7 +116,8 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       const body = req.body as ResponsesRequest;
       const model = ctx.model!;
       const settings = options.settings();
-      const previous = typeof body.previous_response_id === 'string' ? await loadPrevious(store, body.previous_response_id, ctx.key!.id) : undefined;
+      // Loaded (and counted by the credit hold) by the previous-response step before the admission.
+      const previous = ctx.previous;
       const previousItems = (previous?.items ?? []) as ResponsesInputItem[];
       const converted = convertResponsesRequest(body, {
         upstreamModel: model.upstreamModel,
@@ -140,7 +140,9 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       // A chain of responses is one session: without a session id from the client, its root's id.
       if (body.store !== false) ctx.sessionId ??= previous ? previous.sessionId ?? previous.id : responseOptions.id;
       const includeEncrypted = wantsEncryptedReasoning(body.include);
-      const keep = createKeeper({ store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs });
+      const keep = createKeeper({
+        store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs, maxKeyBytes: settings.maxStoredBytesPerKey, limitBytes: options.limitBytes(),
+      });
 
       const reply = await sendNativeRequest(res, upstream, converted.request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
       if (!reply) return;

@@ -156,6 +156,9 @@ const chatToolSchema = {
   },
 };
 
+/** Most choices (`n`) a chat-completions request may ask for (the translator takes only 1). */
+export const MAX_CHOICES = 8;
+
 /**
  * `POST /v1/chat/completions` (wire-formats.md §5). Only the fields the translator reads are checked
  * (types and ranges); unlisted fields are accepted and ignored (compatibility rule 2). Semantic checks
@@ -190,7 +193,8 @@ export const chatCompletionsSchema = {
     top_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
     top_k: { type: ['integer', 'null'], minimum: 0 },
     reasoning_effort: { type: ['string', 'null'] },
-    n: { type: ['integer', 'null'], minimum: 1 },
+    // A pass-through key group's upstream makes n replies, each held for (middleware/credit-reservation.ts).
+    n: { type: ['integer', 'null'], minimum: 1, maximum: MAX_CHOICES },
     stop: { type: ['string', 'array', 'null'], items: { type: 'string' } },
     stream_options: { type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } },
     user: { type: 'string' },

@@ -6,7 +6,10 @@
  *            + web search bound x the price of a web search
  *            (+ the same token bound again when the request asks for server-side compaction: the
  *              compaction step reads the conversation and writes its summary before the reply), where
- * input bound = ceil(request body bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens,
+ * input bound = ceil(bytes sent / reservation.bytesPerInputToken) + reservation.overheadInputTokens
+ *             + IMAGE_INPUT_TOKENS per image part (bytes sent: the body as received plus a stored
+ *             conversation it continues),
+ * max_tokens counts once per choice a chat request asks for (`n`),
  * rate = the fast-mode multiplier when the body asks `speed: "fast"` x 1.1 when it pins `inference_geo`
  *        (lib/pricing.ts), and web search bound = for each web search server tool offered
  *        (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest.
@@ -23,6 +26,39 @@ export type CreditReservationFormat = 'native' | 'chat' | 'responses';
 /** Input tokens a request can be billed for, at most (see the module comment). */
 export function boundInputTokens(bodyBytes: number, reservation: GatewayConfig['reservation']): number {
   return Math.ceil(bodyBytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
+}
+
+/**
+ * Input tokens held per image part: an image whose URL is a few bytes of JSON is billed for its pixels.
+ * The native API resizes images past about 1.15 megapixels, so one costs at most about 1600 tokens
+ * (tokens = width x height / 750; https://docs.anthropic.com/en/docs/build-with-claude/vision#calculate-image-costs).
+ */
+export const IMAGE_INPUT_TOKENS = 1600;
+
+/** Part types that carry an image: chat `image_url`, Responses `input_image`, native `image`. */
+const IMAGE_PART_TYPES = new Set(['image_url', 'input_image', 'image']);
+
+/**
+ * Image parts in a request's conversation (messages or input items, their content, and the content of
+ * tool results inside them), looked for at most `depth` levels down.
+ */
+export function countImageParts(value: unknown, depth = 7): number {
+  if (depth < 0 || value === null || typeof value !== 'object') return 0;
+  if (Array.isArray(value)) {
+    let count = 0;
+    for (const item of value) count += countImageParts(item, depth - 1);
+    return count;
+  }
+  const record = value as { type?: unknown; content?: unknown; messages?: unknown; input?: unknown; output?: unknown };
+  if (typeof record.type === 'string' && IMAGE_PART_TYPES.has(record.type)) return 1;
+  return countImageParts(record.messages, depth - 1) + countImageParts(record.input, depth - 1)
+    + countImageParts(record.content, depth - 1) + countImageParts(record.output, depth - 1);
+}
+
+/** The choices a request asks for: chat `n` (validated as an integer of at most MAX_CHOICES), else 1. */
+export function choicesOf(req: Request, format: CreditReservationFormat): number {
+  const n = (req.body as { n?: unknown } | null)?.n;
+  return format === 'chat' && typeof n === 'number' && Number.isInteger(n) && n > 1 ? n : 1;
 }
 
 /** Web searches a request can be billed for, at most (see the module comment); 0 when it offers no web search tool. */
@@ -83,7 +119,8 @@ export function asksCompaction(body: unknown): boolean {
 
 /**
  * A request's worst case split so that its output can be cut to fit: `fixedCredits` (input, web
- * searches, compaction: what no `max_tokens` changes) + `maxTokens` x `creditsPerOutputToken`.
+ * searches, compaction: what no `max_tokens` changes) + `maxTokens` x `creditsPerOutputToken`
+ * (`maxTokens` per choice; the price of one token in every choice).
  */
 export interface WorstCase {
   fixedCredits: number;
@@ -91,12 +128,18 @@ export interface WorstCase {
   maxTokens: number;
 }
 
-/** The worst case of a request whose body is `body` (`bodyBytes` as received) asking for `maxTokens` output tokens. */
-export function estimateWorstCase(model: ModelConfig, body: unknown, bodyBytes: number, maxTokens: number, reservation: GatewayConfig['reservation']): WorstCase {
+/**
+ * The worst case of a request whose body is `body` (`bodyBytes` sent) asking for `maxTokens` output
+ * tokens per choice; `extra.imageParts` image parts (IMAGE_INPUT_TOKENS each) and `extra.choices`
+ * choices (each may reach `maxTokens`). Default: none, one.
+ */
+export function estimateWorstCase(model: ModelConfig, body: unknown, bodyBytes: number, maxTokens: number, reservation: GatewayConfig['reservation'],
+  extra: { imageParts?: number; choices?: number } = {}): WorstCase {
   const rate = requestedRate(body, model);
   const passes = asksCompaction(body) ? 2 : 1;
-  const input = boundInputTokens(bodyBytes, reservation);
-  const perToken = priceWorstCase(model, 0, 1, 0, rate);
+  const input = boundInputTokens(bodyBytes, reservation) + (extra.imageParts ?? 0) * IMAGE_INPUT_TOKENS;
+  // An output token of the request's bound is one of each choice's.
+  const perToken = priceWorstCase(model, 0, 1, 0, rate) * (extra.choices ?? 1);
   // The compaction step's summary is bounded like a reply (max_tokens); it is not cut with it.
   const fixed = priceWorstCase(model, input * passes, maxTokens * (passes - 1), boundWebSearches(body, reservation), rate);
   return { fixedCredits: fixed, creditsPerOutputToken: perToken, maxTokens };

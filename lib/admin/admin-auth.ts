@@ -20,11 +20,15 @@ export function adminTokenMatches(candidate: string, token: string): boolean {
   return digestsEqual(hashSecret(candidate), hashSecret(token));
 }
 
+/** The bearer token of an Authorization header, if it carries one. */
+function bearerOf(authorization: string | undefined): string | undefined {
+  return typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+}
+
 /** 401 (`authentication_error`) unless the request carries the admin token as a bearer token. */
 export function createAdminAuth(options: AdminAuthOptions): RequestHandler {
   return (req, _res, next) => {
-    const authorization = req.headers.authorization;
-    const bearer = typeof authorization === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] : undefined;
+    const bearer = bearerOf(req.headers.authorization);
     if (!bearer) return next(errors.authentication('missing admin token: send "Authorization: Bearer <ADMIN_TOKEN>"'));
     if (!adminTokenMatches(bearer, options.token)) return next(errors.authentication('invalid admin token'));
     next();
@@ -37,10 +41,17 @@ export const ADMIN_FAILED_AUTH_LIMIT = 50;
 /**
  * Slows down guessing of the admin token: after `ADMIN_FAILED_AUTH_LIMIT` refused (401) admin requests
  * in a minute, a client address gets 429 (`rate_limit_error`, with `retry-after`) until the minute
- * ends. Counted per instance; accepted requests are not counted.
+ * ends. Counted per instance; accepted requests are not counted, and a request with the right token is
+ * never refused: the limit is per address, and everyone behind one router shares an address, so a
+ * stranger's wrong guesses must not lock the operator out. Accepting the right token meanwhile lets
+ * guessing go on, which the token's own strength answers (ADMIN_TOKEN: a long random secret), not this limit.
  */
-export function createAdminAuthLimit(): RequestHandler {
+export function createAdminAuthLimit(options: AdminAuthOptions): RequestHandler {
   return rateLimit({
+    skip: (req) => {
+      const bearer = bearerOf(req.headers.authorization);
+      return bearer !== undefined && adminTokenMatches(bearer, options.token);
+    },
     windowMs: 60_000,
     limit: ADMIN_FAILED_AUTH_LIMIT,
     skipSuccessfulRequests: true,

@@ -107,7 +107,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.setHeader('cache-control', 'no-store');
     next();
   });
-  router.use(createAdminAuthLimit(), createAdminAuth({ token: options.adminToken }));
+  router.use(createAdminAuthLimit({ token: options.adminToken }), createAdminAuth({ token: options.adminToken }));
   router.use(createAdminJsonBody());
 
   router.get('/keys', async (_req, res) => {

@@ -39,12 +39,13 @@ function exportedRecord(record: RequestLogRecord): Record<string, unknown> {
 
 /**
  * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break; a text starting with
- * `=`, `+`, `-` or `@` gets a leading `'` so a spreadsheet does not run it as a formula.
+ * `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'` so a spreadsheet does not run it as
+ * a formula (OWASP, CSV injection).
  */
 export function formatCsvField(value: unknown): string {
   if (value === null || value === undefined) return '';
   let text = String(value);
-  if (typeof value === 'string' && /^[=+\-@]/.test(text)) text = `'${text}`;
+  if (typeof value === 'string' && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 

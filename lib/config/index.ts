@@ -146,6 +146,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     responses: {
       thinkingBudgets: { ...DEFAULT_THINKING_BUDGETS, ...file.responses?.thinkingBudgets },
       storeTtlMs: file.responses?.storeTtlMs ?? 24 * 60 * 60 * 1000,
+      maxStoredBytesPerKey: file.responses?.maxStoredBytesPerKey ?? 64 * 1024 * 1024,
     },
     store: { failOpen: file.store?.failOpen ?? false, timeoutMs: file.store?.timeoutMs ?? 2000 },
     requestLog: {

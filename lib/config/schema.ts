@@ -146,6 +146,7 @@ export const configSchema = {
         // The native minimum budget is 1024 tokens.
         thinkingBudgets: { type: 'object', additionalProperties: { type: 'integer', minimum: 1024 } },
         storeTtlMs: { type: 'integer', minimum: 1000 },
+        maxStoredBytesPerKey: { type: 'integer', minimum: 1024 },
       },
     },
     store: {

@@ -172,6 +172,12 @@ export interface GatewayConfig {
     thinkingBudgets: Record<string, number>;
     /** How long a stored response (`store: true`) is kept for `previous_response_id` and GET, in ms. Default 86400000 (24 h). */
     storeTtlMs: number;
+    /**
+     * Most bytes of stored responses (as JSON) one key may hold; a response that would pass it is not
+     * stored (the reply still goes out). Default 67108864 (64 MiB). On Redis, bytes stored within the
+     * last `storeTtlMs` count (a delete does not give them back early).
+     */
+    maxStoredBytesPerKey: number;
   };
   /** What to do while the store (Redis) cannot be reached (lib/store/guard.ts). */
   store: {

@@ -213,7 +213,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       }
     },
     // Stored responses (the Responses route): bounded like every call; an outage is a 503.
-    saveResponse: (record, ttlMs) => call('saveResponse', () => store.saveResponse(record, ttlMs)),
+    saveResponse: (record, ttlMs, maxKeyBytes) => call('saveResponse', () => store.saveResponse(record, ttlMs, maxKeyBytes)),
     getResponse: (id) => call('getResponse', () => store.getResponse(id)),
     deleteResponse: (id) => call('deleteResponse', () => store.deleteResponse(id)),
     // Pins (message batches, files): as stored responses; an outage is a 503.

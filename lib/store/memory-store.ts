@@ -1,7 +1,8 @@
 /**
  * In-memory store: the embedded default for one process. Nothing here is shared between processes,
- * so several instances, or surviving a crash, need the Redis store. The server writes `snapshot()`
- * to a file on graceful shutdown and `restore()`s it at start (see memory-persistence.ts).
+ * so several instances need the Redis store. The server writes `snapshot()` to a file after every key
+ * change, every second while spend changes and on graceful shutdown, and `restore()`s it at start
+ * (see memory-persistence.ts).
  *
  * Each call a request makes (key lookup, credit reservation, renewal, settlement) does its work in one
  * synchronous step, so no other request interleaves with it, as a Redis script would.
@@ -63,11 +64,25 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   /** `${keyId}|${month}|${model}` -> totals (credits in credit units) */
   private readonly ledger = new Map<string, UsageTotals>();
   private readonly responses = new MemoryResponses(() => this.clock());
-  private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity), file: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity) };
+  private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity, Infinity), file: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity, Infinity) };
   private readonly rateWindows = new MemoryRateWindows();
+
+  /**
+   * Runs synchronously after a key is created, changed (revoked, limits) or rotated, before the call
+   * resolves: the state file is written there (memory-persistence.ts), so a change is on disk before
+   * the admin call that made it answers.
+   */
+  onKeysChanged?: () => void;
+  /** Counts settlements and key changes: the state file is flushed when it moved (memory-persistence.ts). */
+  changes = 0;
 
   constructor(clock: Clock = systemClock) {
     super(clock);
+  }
+
+  private keysChanged(): void {
+    this.changes += 1;
+    this.onKeysChanged?.();
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
@@ -124,6 +139,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     const record = createKeyRecord(input, this.clock());
     this.keys.set(input.id, { record, secrets: [{ ...input.secret }] });
     this.secretIndex.set(input.secret.sha256, input.id);
+    this.keysChanged();
     return copyRecord(record);
   }
 
@@ -138,6 +154,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     for (const [field, value] of Object.entries(patch)) {
       if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
     }
+    this.keysChanged();
     return copyRecord(stored.record);
   }
 
@@ -157,6 +174,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     stored.view = undefined;
     stored.version = (stored.version ?? 0) + 1;
     this.secretIndex.set(secret.sha256, id);
+    this.keysChanged();
     return copyRecord(stored.record);
   }
 
@@ -194,6 +212,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     // No reservation: already settled (or never made here); either way there is nothing to record.
     if (!this.reservations.take(bucket, reservation.id)) return;
     const units = toCreditUnits(usage.credits);
+    this.changes += 1;
     this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
     const ledgerKey = `${bucket}|${usage.model}`;
     const totals = this.ledger.get(ledgerKey) ?? emptyTotals(usage.model);
@@ -229,8 +248,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return this.pins[kind].delete(id);
   }
 
-  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
-    this.responses.save(record, ttlMs);
+  async saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> {
+    return this.responses.save(record, ttlMs, maxKeyBytes);
   }
 
   async getResponse(id: string): Promise<StoredResponse | null> {

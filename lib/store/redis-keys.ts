@@ -89,6 +89,11 @@ export class RedisKeys {
     return `${this.prefix}response:${id}`;
   }
 
+  /** Bytes of stored responses a key saved within the response time to live (a counter). */
+  responseBytes(keyId: string): string {
+    return `${this.prefix}response-bytes:${keyId}`;
+  }
+
   /** The layout marker. */
   get layout(): string {
     return `${this.prefix}layout`;

@@ -256,8 +256,20 @@ export class RedisStore implements GatewayStore {
     return (await this.connection.commands.del(this.keys.pin(kind, id))) > 0;
   }
 
-  async saveResponse(record: StoredResponse, ttlMs: number): Promise<void> {
-    await this.connection.commands.set(this.keys.response(record.id), JSON.stringify(record), { PX: ttlMs });
+  async saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> {
+    const json = JSON.stringify(record);
+    if (maxKeyBytes !== undefined) {
+      // Bytes this key stored within the last ttlMs: counted up front, given back when refused.
+      const bytes = Buffer.byteLength(json);
+      const counter = this.keys.responseBytes(record.keyId);
+      const [held] = await this.connection.commands.multi().incrBy(counter, bytes).pExpire(counter, ttlMs).exec() as unknown as [number];
+      if (Number(held) > maxKeyBytes) {
+        await this.connection.commands.decrBy(counter, bytes);
+        return false;
+      }
+    }
+    await this.connection.commands.set(this.keys.response(record.id), json, { PX: ttlMs });
+    return true;
   }
 
   async getResponse(id: string): Promise<StoredResponse | null> {

@@ -193,8 +193,12 @@ export interface GatewayStore {
   getMonthSpend(keyId: string, month: string): Promise<number>;
   /** Ledger of a key for a month, per model. */
   getUsage(keyId: string, month: string): Promise<UsageTotals[]>;
-  /** Keep a response for `ttlMs` (replacing one with the same id). */
-  saveResponse(record: StoredResponse, ttlMs: number): Promise<void>;
+  /**
+   * Keep a response for `ttlMs` (replacing one with the same id).
+   * @param maxKeyBytes most bytes (of the records as JSON) the record's key may hold; absent: no bound.
+   * @returns false when the record was not kept because its key would hold more than `maxKeyBytes`
+   */
+  saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean>;
   /** The stored response with this id, or null when there is none or its time is up. */
   getResponse(id: string): Promise<StoredResponse | null>;
   /** Delete a stored response; false when there was none. */

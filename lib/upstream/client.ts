@@ -4,12 +4,14 @@
  * keep-alive agent per target, and the one retry loop every upstream route goes through
  * (`exchange`): the head timeout of each attempt, failover to another target and the retry policy
  * (before the first byte only), cancellation when the client goes away, and the idle limit of the
- * reply body. The native proxy builds its attempts with http-proxy; the translating routes with `send`.
+ * reply body. Every route sends through `send`, whose request headers pass the allow list of
+ * request-headers.ts: nothing a client sent leaves unless the upstream API defines it.
  */
 import type http from 'node:http';
-import { mapUpstreamSocketError } from '../errors';
+import { errors, mapUpstreamSocketError } from '../errors';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
 import type { UpstreamCredential } from './credentials';
+import { isPassedRequestHeader } from './request-headers';
 import { parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
 import { createHeldTarget, describeTarget, type HeldTarget, type TargetStatus, type UpstreamTarget, type UpstreamTargetOptions } from './target';
 import { createTargetChoice, type UpstreamRoute } from './target-choice';
@@ -78,7 +80,10 @@ export interface UpstreamRequest {
   method?: string;
   /** Path on the upstream, e.g. `/v1/messages`. */
   path: string;
-  /** Extra headers; the credential and content headers are set here. */
+  /**
+   * Extra headers (lower-case names): only those `isPassedRequestHeader` allows are sent (request-headers.ts);
+   * the credential and the framing and content headers are set here.
+   */
   headers: Record<string, string>;
   /** The JSON body; none (no content headers) for a GET or DELETE. */
   body?: Buffer;
@@ -92,7 +97,7 @@ export interface UpstreamRequest {
   affinity?: string;
 }
 
-/** Starts one attempt with `credential` at `target`: the request it sent (http-proxy's, or the client's own). */
+/** Starts one attempt with `credential` at `target`: the request it sent. */
 export type StartAttempt = (credential: UpstreamCredential, target: UpstreamTarget) => http.ClientRequest;
 
 export interface UpstreamClient {
@@ -114,7 +119,8 @@ export interface UpstreamClient {
    * @param signal cancels the attempt under way and any retry wait (the client went away)
    * @param affinity the credential affinity within the chosen target (UpstreamRequest.affinity)
    * @returns the reply, with `target` the id of the target that gave it
-   * @throws GatewayError 502 when the upstream cannot be reached, 504 when no head comes in `timeoutMs`
+   * @throws GatewayError 502 when the upstream cannot be reached or an attempt cannot be started (the
+   *   message names the cause), 504 when no head comes in `timeoutMs`
    */
   exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply>;
   /** Send `request` (POST unless it says otherwise) through `exchange`. */
@@ -180,8 +186,16 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       const credential = target.credentials.pick(affinity);
       let outcome: AttemptOutcome;
       let reply: UpstreamReply | undefined;
+      let request: http.ClientRequest;
       try {
-        reply = await awaitReplyHead(start(credential, target), options.timeoutMs, settings.streamIdleTimeoutMs, signal);
+        request = start(credential, target);
+      } catch (err) {
+        target.health.released();
+        // Not a socket failure but a request that could not be built: no retry can help.
+        throw errors.upstreamUnreachable(`the upstream request could not be sent: ${(err as Error)?.message ?? String(err)}`);
+      }
+      try {
+        reply = await awaitReplyHead(request, options.timeoutMs, settings.streamIdleTimeoutMs, signal);
         reply.target = target.id;
         outcome = { status: reply.response.statusCode ?? 502, headers: reply.response.headers };
       } catch (failure) {
@@ -225,13 +239,15 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   }
 
   function send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply> {
+    const passed: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.headers)) if (isPassedRequestHeader(name)) passed[name] = value;
     return exchange((credential, target) => {
       const { url } = target;
       const body = request.body;
       const req = target.transport.request({
         protocol: url.protocol, hostname: url.hostname, port: url.port || undefined, method: request.method ?? 'POST', path: target.basePath + request.path, agent: target.agent,
         headers: {
-          ...request.headers, ...credential.headers, 'accept-encoding': 'identity',
+          ...passed, ...credential.headers, 'accept-encoding': 'identity',
           ...(body ? { 'content-type': request.contentType ?? 'application/json', 'content-length': String(body.length) } : {}),
         },
       });

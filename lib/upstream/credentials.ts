@@ -27,6 +27,43 @@ export interface CredentialRotation {
   redact(text: string): string;
 }
 
+/** Shortest run of a credential's characters that counts as leaking it (a quoted prefix, a truncated echo). */
+export const REDACTED_FRAGMENT_LENGTH = 12;
+
+/**
+ * `text` with `secret` replaced by `[redacted]`: the whole secret, its URL-encoded and base64 forms,
+ * and any run of at least REDACTED_FRAGMENT_LENGTH of its consecutive characters (an upstream may quote
+ * a key truncated or masked in the middle, `sk-abc...xyz`). A secret shorter than that is matched whole only.
+ */
+export function redactSecret(text: string, secret: string): string {
+  let out = text;
+  for (const form of new Set([secret, encodeURIComponent(secret), Buffer.from(secret).toString('base64')])) {
+    if (out.includes(form)) out = out.split(form).join('[redacted]');
+  }
+  const size = Math.min(REDACTED_FRAGMENT_LENGTH, secret.length);
+  for (let start = 0; start + size <= secret.length; start++) {
+    const window = secret.slice(start, start + size);
+    for (let at = out.indexOf(window); at !== -1; at = out.indexOf(window, at)) {
+      // Grow the match as far as the text keeps following the secret, both ways.
+      let from = at;
+      let offset = start;
+      while (from > 0 && offset > 0 && out[from - 1] === secret[offset - 1]) {
+        from -= 1;
+        offset -= 1;
+      }
+      let to = at + size;
+      let next = start + size;
+      while (to < out.length && next < secret.length && out[to] === secret[next]) {
+        to += 1;
+        next += 1;
+      }
+      out = `${out.slice(0, from)}[redacted]${out.slice(to)}`;
+      at = from + '[redacted]'.length;
+    }
+  }
+  return out;
+}
+
 /**
  * @param secrets the credentials; empty strings are ignored, and none sends no credential (the simulated upstream)
  * @param auth how a credential is sent: `x-api-key` (native upstreams) or `bearer` (chat-completions upstreams)
@@ -60,7 +97,7 @@ export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 
     },
     redact(text) {
       let out = text;
-      for (const secret of usable) if (out.includes(secret)) out = out.split(secret).join('[redacted]');
+      for (const secret of usable) out = redactSecret(out, secret);
       return out;
     },
   };

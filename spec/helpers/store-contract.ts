@@ -463,6 +463,18 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
       expect(await f.store.deleteResponse(saved.id)).to.equal(false);
     });
 
+    it('refuses a response that would put its key past maxKeyBytes; other keys are not affected', async () => {
+      const owner = `k_${Math.random().toString(36).slice(2)}`;
+      const big = (id: string, keyId = owner) => ({ id, keyId, response: {}, items: ['x'.repeat(600)] });
+      const first = big(`resp_${Math.random().toString(36).slice(2)}`);
+      expect(await f.store.saveResponse(first, HOUR, 1000)).to.equal(true);
+      const second = big(`resp_${Math.random().toString(36).slice(2)}`);
+      expect(await f.store.saveResponse(second, HOUR, 1000)).to.equal(false);
+      expect(await f.store.getResponse(second.id)).to.equal(null);
+      expect(await f.store.getResponse(first.id)).to.deep.equal(first);
+      expect(await f.store.saveResponse(big(`resp_${Math.random().toString(36).slice(2)}`, `${owner}_other`), HOUR, 1000)).to.equal(true);
+    });
+
     it('forgets a response when its time is up', async () => {
       const saved = record(`resp_${Math.random().toString(36).slice(2)}`);
       await f.store.saveResponse(saved, 5);

@@ -41,6 +41,8 @@ describe('admin API', () => {
       const limited = await admin(gateway, 'GET', '/keys', undefined, 'one-more-guess-0123456789');
       expectAdminError(limited, 429, 'rate_limit_error', /too many refused admin requests from this address; retry in \d+ s/);
       expect(Number(limited.headers.get('retry-after'))).to.be.within(1, 60);
+      // The operator behind the same address is not locked out.
+      expect((await admin(gateway, 'GET', '/keys')).status).to.equal(200);
     });
 
     it('does not count accepted admin requests towards the refused-request limit', async () => {

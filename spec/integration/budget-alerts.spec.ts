@@ -31,7 +31,7 @@ const CAP = 0.016;
 
 async function start(receiver: WebhookReceiver, store?: GatewayStore): Promise<TestGateway> {
   return startTestGateway({
-    handler, store, env: { ADMIN_TOKEN, ALERTS_WEBHOOK_SECRET: SECRET },
+    handler, store, env: { ADMIN_TOKEN, ALERTS_WEBHOOK_SECRET: SECRET, METRICS_TOKEN: 'scrape-me-0123' },
     overrides: { alerts: { webhookUrl: receiver.url, retryBaseDelayMs: 30, pollIntervalMs: 50, timeoutMs: 2000 } },
   });
 }
@@ -83,7 +83,7 @@ for (const storeKind of ['memory', 'redis'] as const) describe(`budget alerts ($
     expect([...receiver.delivered()].map(([id, calls]) => [id.split(':').pop(), calls.length])).to.deep.equal([['50', 1], ['80', 1], ['100', 1]]);
     expect(receiver.calls.every((call) => call.signatureValid)).to.equal(true);
 
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: { authorization: 'Bearer scrape-me-0123' } })).text();
     expect(metrics).to.match(new RegExp(`gateway_key_credit_cap_used_ratio\\{key_id="${created.body.key.id}"\\} 1\\.06875`));
   });
 

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import { expect } from 'chai';
-import { nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
+import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, nativeHeaders } from '../helpers/http-client';
 
@@ -65,6 +65,26 @@ describe('client aborts mid-stream', () => {
     // 400 characters streamed (~100 tokens), not the upstream's final 300 that never came.
     expect(line.output_tokens).to.equal(100);
   });
+
+  for (const [route, headers] of [['/v1/messages', nativeHeaders()], ['/v1/chat/completions', chatHeaders()]] as const) {
+    it(`${route}: a whole reply whose client left before it came is still read and billed`, async () => {
+      gw.upstream.setHandler((request) => ({
+        kind: 'json', delayMs: 300, body: nativeMessage('late', { input_tokens: 12, output_tokens: 7 }, request.body.model),
+      }));
+      await new Promise<void>((resolve) => {
+        const target = new URL(route, gw.url);
+        const req = http.request({ hostname: target.hostname, port: target.port, path: route, method: 'POST', headers: Object.fromEntries(headers) });
+        req.once('error', () => resolve());
+        req.end(JSON.stringify({ model: 'sonnet', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }));
+        // Gone once the upstream has the request, before its reply.
+        const waitForUpstream = () => (gw.upstream.requests.length > 0 ? (req.destroy(), resolve()) : setTimeout(waitForUpstream, 5));
+        waitForUpstream();
+      });
+      const line = await waitForLogLine(gw, `POST ${route}`);
+      expect(line.input_tokens).to.equal(12);
+      expect(line.output_tokens).to.equal(7);
+    });
+  }
 
   it('chat route: the upstream request is aborted within 100 ms', async () => {
     const abortedAt = await openAndAbort(gw.url, '/v1/chat/completions', chatHeaders(), {

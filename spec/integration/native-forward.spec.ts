@@ -5,7 +5,7 @@
  * own 4xx reaches the client as the upstream wrote it.
  */
 import { expect } from 'chai';
-import { startTestGateway, type TestGateway } from '../helpers/gateway';
+import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { nativeMessage } from '../helpers/fake-upstream';
 import { isNativeError, nativeHeaders, rawRequest } from '../helpers/http-client';
 
@@ -85,6 +85,15 @@ describe('native route: forward-compatible', () => {
     // Compact JSON in, compact JSON out: the unknown parts are the same bytes.
     expect(received.raw.toString('utf8')).to.include(JSON.stringify(futureBody.messages));
     expect(received.raw.toString('utf8')).to.include(JSON.stringify(futureBody.a_field_from_next_year));
+  });
+
+  it('a body naming a member twice goes upstream as the gateway judged it, never as sent', async () => {
+    const sent = '{"model":"model-opus-4.8","messages":[{"role":"user","content":"hi"}],"model":"model-haiku-4.5","max_tokens":1}';
+    const reply = await rawRequest(gw.url, { path: '/v1/messages', headers: nativeHeaders(KEYS.haikuOnly), body: sent });
+    expect(reply.status, reply.text).to.equal(200);
+    const [received] = gw.upstream.requests;
+    expect(received.raw.toString('utf8')).to.not.include('opus');
+    expect(received.body).to.deep.equal({ model: 'model-haiku-4.5', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
   });
 
   it('count_tokens forwards unknown parts too', async () => {

@@ -114,6 +114,14 @@ describe('observability', () => {
     expect(await ok.text()).to.contain('gateway_requests_total');
   });
 
+  it('leaves the per-key cap usage out of an open /metrics (no METRICS_TOKEN)', async () => {
+    gw = await startLibraryGateway(upstream.url, { config: { keys: [{ id: 'capped-key', key: 'sk-cs4-test-capped-metrics-01', monthlyCreditCap: 5 }] } });
+    const text = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(text).to.contain('gateway_requests_total');
+    expect(text).to.not.contain('gateway_key_credit_cap_used_ratio');
+    expect(text).to.not.contain('capped-key');
+  });
+
   it('stamps every log line written during a request with its request id', async () => {
     gw = await startLibraryGateway(upstream.url, {
       hooks: { afterAuth: () => void gw!.gateway.logger.warn({ message: 'hook warning' }) },

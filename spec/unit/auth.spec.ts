@@ -79,7 +79,7 @@ describe('auth middleware', () => {
   const refused: Array<[string, string, RegExp]> = [
     ['an unknown key', 'sk-cs4-unit-test-key-9999', /^invalid API key$/],
     ['a key differing only in case', KEY.toUpperCase().replace('SK-CS4-', 'sk-cs4-'), /^invalid API key$/],
-    ['a key without the prefix', 'sk-ant-whatever', /keys start with sk-cs4-/],
+    ['a key without the prefix (no prefix named)', 'sk-ant-whatever', /^invalid API key$/],
     ['a revoked key', OTHER, /revoked/],
   ];
   for (const [name, secret, message] of refused) {

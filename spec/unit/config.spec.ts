@@ -54,12 +54,12 @@ describe('config', () => {
 
   it('gives the Responses route its defaults, and merges configured thinking budgets over them', () => {
     expect(parseConfig(base(), {}).responses).to.deep.equal({
-      thinkingBudgets: { low: 2048, medium: 8192, high: 16384, xhigh: 32768, max: 65536 }, storeTtlMs: 86_400_000,
+      thinkingBudgets: { low: 2048, medium: 8192, high: 16384, xhigh: 32768, max: 65536 }, storeTtlMs: 86_400_000, maxStoredBytesPerKey: 64 * 1024 * 1024,
     });
     const raw: any = base();
     raw.responses = { thinkingBudgets: { high: 24000, max: 60000 }, storeTtlMs: 3_600_000 };
     expect(parseConfig(raw, {}).responses).to.deep.equal({
-      thinkingBudgets: { low: 2048, medium: 8192, high: 24000, xhigh: 32768, max: 60000 }, storeTtlMs: 3_600_000,
+      thinkingBudgets: { low: 2048, medium: 8192, high: 24000, xhigh: 32768, max: 60000 }, storeTtlMs: 3_600_000, maxStoredBytesPerKey: 64 * 1024 * 1024,
     });
   });
 

@@ -10,6 +10,7 @@ describe('spend queries', () => {
       ['plain', 'plain'], [12.5, '12.5'], [-3, '-3'], [null, ''], [true, 'true'],
       ['a,b', '"a,b"'], ['say "hi"', '"say ""hi"""'], ['two\nlines', '"two\nlines"'],
       ['=HYPERLINK("x")', `"'=HYPERLINK(""x"")"`], ['+1', "'+1"], ['-x', "'-x"], ['@sum', "'@sum"],
+      ['\t=1+1', "'\t=1+1"], ['\r=1+1', `"'\r=1+1"`],
     ];
     for (const [value, expected] of cases) expect(formatCsvField(value), String(value)).to.equal(expected);
   });

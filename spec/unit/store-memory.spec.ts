@@ -19,13 +19,34 @@ describe('MemoryStore', () => {
     async (f) => f.store.close(),
   );
 
-  it('keeps at most MAX_STORED_RESPONSES stored responses, dropping the oldest first', async () => {
+  it('keeps at most MAX_STORED_RESPONSES stored responses, dropping the oldest of the key holding the most', async () => {
     const store = new MemoryStore();
-    const record = (i: number) => ({ id: `resp_${i}`, keyId: 'k', response: {}, items: [] });
+    const record = (i: number) => ({ id: `resp_${i}`, keyId: `k${i % 20}`, response: {}, items: [] });
     for (let i = 0; i <= MAX_STORED_RESPONSES; i++) await store.saveResponse(record(i), 60_000);
     expect(await store.getResponse('resp_0')).to.equal(null);
     expect(await store.getResponse('resp_1')).to.deep.equal(record(1));
     expect(await store.getResponse(`resp_${MAX_STORED_RESPONSES}`)).to.deep.equal(record(MAX_STORED_RESPONSES));
+  });
+
+  it('one key filling the store evicts only its own stored responses, never another key\'s', async () => {
+    const store = new MemoryStore();
+    const victim = { id: 'resp_victim', keyId: 'victim', response: {}, items: ['kept'] };
+    await store.saveResponse(victim, 60_000);
+    for (let i = 0; i <= MAX_STORED_RESPONSES; i++) await store.saveResponse({ id: `resp_a${i}`, keyId: 'attacker', response: {}, items: [] }, 60_000);
+    expect(await store.getResponse('resp_victim')).to.deep.equal(victim);
+    expect(await store.getResponse(`resp_a${MAX_STORED_RESPONSES}`)).to.not.equal(null);
+    expect(await store.getResponse('resp_a0')).to.equal(null);
+  });
+
+  it('refuses a stored response that would put its key past maxKeyBytes, and gives bytes back on delete', async () => {
+    const store = new MemoryStore();
+    const big = (id: string) => ({ id, keyId: 'k', response: {}, items: ['x'.repeat(600)] });
+    expect(await store.saveResponse(big('resp_1'), 60_000, 1000)).to.equal(true);
+    expect(await store.saveResponse(big('resp_2'), 60_000, 1000)).to.equal(false);
+    expect(await store.getResponse('resp_2')).to.equal(null);
+    expect(await store.saveResponse({ ...big('resp_3'), keyId: 'other' }, 60_000, 1000)).to.equal(true);
+    await store.deleteResponse('resp_1');
+    expect(await store.saveResponse(big('resp_2'), 60_000, 1000)).to.equal(true);
   });
 
   it('forgets settled reservations: they do not grow with traffic', async () => {

@@ -24,6 +24,29 @@ describe('upstream client', () => {
     scope.done();
   });
 
+  it('rejects with a 502 naming the cause when an attempt cannot be started, without retrying', async () => {
+    const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 1000, retryBaseDelayMs: 1 });
+    let attempts = 0;
+    const error = await client.exchange(() => {
+      attempts += 1;
+      throw new Error('Cannot remove headers after they are sent to the client');
+    }).catch((e) => e);
+    expect(error).to.include({ status: 502, chatCode: 'upstream_error' });
+    expect(error.message).to.include('Cannot remove headers after they are sent');
+    expect(attempts).to.equal(1);
+  });
+
+  it('sends only the allowed request headers, never a client credential or framing header', async () => {
+    const scope = nock('http://upstream.test', { badheaders: ['authorization', 'cookie', 'expect', 'transfer-encoding', 'x-forwarded-for'] })
+      .matchHeader('x-api-key', 'up-key')
+      .post('/v1/messages').reply(200, {});
+    const client = createUpstreamClient({ url: 'http://upstream.test', apiKey: 'up-key', timeoutMs: 1000 });
+    const headers = { authorization: 'Bearer sk-cs4-client', 'x-api-key': 'sk-cs4-client', cookie: 'a=b', expect: '100-continue', 'x-forwarded-for': '1.2.3.4' };
+    const { response } = await client.send({ path: '/v1/messages', headers, body: Buffer.from('{}') });
+    expect(response.statusCode).to.equal(200);
+    scope.done();
+  });
+
   it('rejects with 504 when no reply head comes within timeoutMs', async () => {
     nock('http://upstream.test').post('/v1/messages').delay(500).reply(200, {});
     const client = createUpstreamClient({ url: 'http://upstream.test', timeoutMs: 50 });

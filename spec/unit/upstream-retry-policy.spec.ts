@@ -88,6 +88,24 @@ describe('upstream retry policy', () => {
     expect(c.pickCredential().index).to.equal(0);
   });
 
+  it('redacts a credential quoted in part, truncated, URL-encoded or in base64', () => {
+    const secret = 'sk-upstream-0123456789abcdefghij/+=';
+    const rotation = createCredentialRotation([secret], 'x-api-key', () => 0);
+    const texts = [
+      `invalid key ${secret.slice(0, 14)}...${secret.slice(-4)}`,
+      `key ending ...${secret.slice(-20)} was revoked`,
+      `x-api-key=${encodeURIComponent(secret)}`,
+      `basic ${Buffer.from(secret).toString('base64')}`,
+    ];
+    for (const text of texts) {
+      const out = rotation.redact(text);
+      expect(out, text).to.include('[redacted]');
+      expect(out, text).to.not.include(secret.slice(0, 12));
+      expect(out, text).to.not.include(secret.slice(-12));
+    }
+    expect(rotation.redact('nothing secret here')).to.equal('nothing secret here');
+  });
+
   it('redacts every credential from a text', () => {
     expect(client().redact('bad key key-a, also key-b')).to.equal('bad key [redacted], also [redacted]');
   });
