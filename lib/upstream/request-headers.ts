@@ -7,16 +7,17 @@
  * credential, `content-type`, `content-length` and `accept-encoding` itself.
  *
  * Source: the native Messages API headers (`anthropic-version`, `anthropic-beta`, the other
- * `anthropic-*` request headers such as `anthropic-workspace-id`), and the `x-stainless-*` headers the
- * official SDKs add to every request (docs/wire-formats.md section 0).
+ * `anthropic-*` request headers such as `anthropic-workspace-id`), the `x-stainless-*` headers the
+ * official SDKs add to every request (docs/wire-formats.md section 0), and Claude Code's
+ * `x-claude-code-*` labels (its session and agent ids, which the API receives from it directly).
  */
 import type http from 'node:http';
 
 /** Header names passed as they are (lower case). */
 const PASSED_NAMES = new Set(['accept', 'anthropic-version', 'anthropic-beta', 'user-agent']);
 
-/** Header name families passed: the native API's `anthropic-*` headers and the SDKs' `x-stainless-*` ones. */
-const PASSED_FAMILY = /^(anthropic-|x-stainless-)[a-z0-9-]+$/;
+/** Header name families passed: the native API's `anthropic-*` headers, the SDKs' `x-stainless-*` and Claude Code's `x-claude-code-*` ones. */
+const PASSED_FAMILY = /^(anthropic-|x-stainless-|x-claude-code-)[a-z0-9-]+$/;
 
 /** True when a client request header named `name` (lower case) may go upstream. */
 export function isPassedRequestHeader(name: string): boolean {

@@ -212,9 +212,18 @@ export interface ApiJudge {
   note(reply: FakeReply): void;
 }
 
+/**
+ * Thinking signatures any fake upstream of this process issued. A signature is the API's, not one
+ * account's: "signature values are compatible across platforms" (Claude API, Bedrock, Vertex AI;
+ * https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#thinking-encryption), so a
+ * session that fails over to another account (another fake) still sends valid ones; only a signature no
+ * upstream issued is refused.
+ */
+const ISSUED_SIGNATURES = new Set<string>();
+
 /** A judge for `POST /v1/messages` (other paths pass). */
 export function createApiJudge(): ApiJudge {
-  const issued = new Set<string>();
+  const issued = ISSUED_SIGNATURES;
   const noteBlock = (block: any) => {
     if (block?.type === 'thinking' && typeof block.signature === 'string') issued.add(block.signature);
   };

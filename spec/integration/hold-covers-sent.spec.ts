@@ -72,10 +72,17 @@ for (const storeKind of ['memory', 'redis'] as const) {
     it('chat pass-through: n past the bound is refused; n choices without a limit are held n times', async () => {
       const many = await chatPost({ model: 'fam-5', n: 128, messages: [{ role: 'user', content: 'hi' }] });
       expect(many.status, many.text).to.equal(400);
-      // 8 choices of the 4096-token default at 8 credits per million: 0.26 credits, past the 0.04 cap.
-      const eight = await chatPost({ model: 'fam-5', n: 8, messages: [{ role: 'user', content: 'hi' }] });
-      expect(eight.status, eight.text).to.equal(402);
       expect(chat.requests).to.have.length(0);
+      // 8 choices of the 4096-token default at 8 credits per million: 0.26 credits, past the 0.04 cap.
+      // One choice would fit whole (0.033); held 8 times, the cap usable to its last credit lowers the
+      // bound of each choice to what the cap pays for all 8.
+      const eight = await chatPost({ model: 'fam-5', n: 8, messages: [{ role: 'user', content: 'hi' }] });
+      expect(eight.status, eight.text).to.equal(200);
+      const sent = chat.requests[chat.requests.length - 1].body;
+      expect(sent.n).to.equal(8);
+      expect(sent.max_completion_tokens).to.be.below(4096);
+      expect(8 * sent.max_completion_tokens * 8 / 1e6).to.be.at.most(0.04);
+      expect(eight.headers['x-gateway-max-tokens']).to.equal(String(sent.max_completion_tokens));
     });
 
     it('chat pass-through: a request without an output limit goes upstream with the max_tokens its hold counted', async () => {
