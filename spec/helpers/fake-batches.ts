@@ -28,7 +28,11 @@ export function batchRequestTokens(params: any): { input_tokens: number; output_
   return { input_tokens: 100, output_tokens: Math.min(50, Number(params?.max_tokens) || 50) };
 }
 
-export function createFakeBatches(fallback: FakeHandler): FakeBatches {
+/**
+ * @param fallback answers every request that is not a batch path
+ * @param idPrefix starts each batch id (two fakes standing for two accounts give distinct ids)
+ */
+export function createFakeBatches(fallback: FakeHandler, idPrefix = 'msgbatch_fake_'): FakeBatches {
   const batches = new Map<string, { object: Record<string, any>; requests: any[] }>();
   const created = new Map<string, any>();
   const resultReads = new Map<string, number>();
@@ -41,7 +45,7 @@ export function createFakeBatches(fallback: FakeHandler): FakeBatches {
     if (!Array.isArray(requests) || requests.length === 0 || requests.length > 100_000) return error(400, 'invalid_request_error', 'requests: must hold 1 to 100000 requests');
     const ids = new Set(requests.map((r: any) => r?.custom_id));
     if (ids.size !== requests.length) return error(400, 'invalid_request_error', 'custom_id must be unique within a batch');
-    const id = `msgbatch_fake_${String((next += 1)).padStart(4, '0')}`;
+    const id = `${idPrefix}${String((next += 1)).padStart(4, '0')}`;
     const object = {
       id, type: 'message_batch', processing_status: 'in_progress',
       request_counts: { processing: requests.length, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
