@@ -14,7 +14,7 @@ import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
-import { callUpstream, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
+import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
 
 /** How long a file stays pinned: files are kept upstream until deleted. */
 export const FILE_PIN_TTL_MS = 400 * 24 * 3600_000;
@@ -74,7 +74,8 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
 
     list: wrap(async (req, res) => {
       const query = new URLSearchParams(req.query as Record<string, string>).toString();
-      const answer = await callUpstream(upstreamOf(res), req, 'GET', `/v1/files${query ? `?${query}` : ''}`);
+      const target = await cursorTarget(store, res, 'file', req.query);
+      const answer = await callUpstream(upstreamOf(res), req, 'GET', `/v1/files${query ? `?${query}` : ''}`, { target });
       const page = answer.status === 200 ? parseJson(answer) : null;
       if (!page || !Array.isArray(page.data)) return relay(res, answer);
       // A page holds this key's files among those the upstream listed: it may be shorter than `limit`.

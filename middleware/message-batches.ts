@@ -24,7 +24,7 @@ import type { GatewayStore, PinnedObject } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from './model-access';
 import { checkFileAccess } from './files';
-import { callUpstream, ownEntries, ownPin, parseJson, pinnedTarget, relay, type UpstreamAnswer } from './pinned-upstream';
+import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay, type UpstreamAnswer } from './pinned-upstream';
 import { batchWorstCase } from './worst-case';
 
 /** How long a batch is pinned and its holds last: results are kept 29 days after creation upstream. */
@@ -150,7 +150,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
 
     list: wrap(async (req, res) => {
       const query = new URLSearchParams(req.query as Record<string, string>).toString();
-      const answer = await call(req, res, 'GET', `/v1/messages/batches${query ? `?${query}` : ''}`);
+      const answer = await call(req, res, 'GET', `/v1/messages/batches${query ? `?${query}` : ''}`, await cursorTarget(store, res, 'batch', req.query));
       const page = answer.status === 200 ? parseJson(answer) : null;
       if (!page || !Array.isArray(page.data)) return relay(res, answer);
       const own = await ownEntries(store, res, 'batch', page.data);

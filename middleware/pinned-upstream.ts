@@ -85,6 +85,18 @@ export async function ownPin(store: GatewayStore, res: Response, kind: PinnedObj
   return pin;
 }
 
+/**
+ * The target a list page goes to: the one holding the object its cursor names (`after_id` or
+ * `before_id`, when the object is the request key's), so the pages of one listing come from one
+ * account; undefined (the usual choice) for a first page.
+ */
+export async function cursorTarget(store: GatewayStore, res: Response, kind: PinnedObject['kind'], query: Request['query']): Promise<string | undefined> {
+  const cursor = query.after_id ?? query.before_id;
+  if (typeof cursor !== 'string') return undefined;
+  const pin = await store.getPin(kind, cursor);
+  return pin && pin.keyId === getContext(res).key!.id ? pinnedTarget(pin) : undefined;
+}
+
 /** The entries of an upstream list page (`data`) pinned to the request's key, in order. */
 export async function ownEntries(store: GatewayStore, res: Response, kind: PinnedObject['kind'], data: unknown[]): Promise<any[]> {
   const keyId = getContext(res).key!.id;

@@ -8,7 +8,10 @@
  * - results are JSON Lines, one `{custom_id, result}` per request, only once the batch has ended (before:
  *   404 `not_found_error`); each succeeded message's usage says `service_tier: "batch"`;
  * - only an ended batch can be deleted (else 400), answering `{id, type: "message_batch_deleted"}`;
- * - list answers `{data, has_more, first_id, last_id}`, newest first.
+ * - list answers `{data, has_more, first_id, last_id}`, newest first, `limit` (1 to 1000, default 20) at a
+ *   time, from just after `after_id` (API reference, "List Message Batches": `after_id` "returns the page
+ *   of results immediately after this object"); an `after_id` this account does not hold is not
+ *   documented: the fake answers an empty page.
  */
 import { nativeMessage, reportedUsage, type FakeHandler, type FakeReply, type RecordedRequest } from './fake-upstream';
 
@@ -74,8 +77,13 @@ export function createFakeBatches(fallback: FakeHandler, idPrefix = 'msgbatch_fa
     const [, id, action] = match;
     if (!id) {
       if (request.method === 'POST') return create(request);
-      const data = [...batches.values()].map((b) => b.object).reverse();
-      return json(200, { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+      const query = new URL(request.url, 'http://fake').searchParams;
+      const all = [...batches.values()].map((b) => b.object).reverse();
+      const after = query.get('after_id');
+      const from = after === null ? 0 : all.findIndex((b) => b.id === after) + 1 || all.length;
+      const limit = Number(query.get('limit') ?? 20);
+      const data = all.slice(from, from + limit);
+      return json(200, { data, has_more: from + limit < all.length, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
     }
     const batch = batches.get(id);
     if (!batch) return error(404, 'not_found_error', `batch ${id} not found`);

@@ -87,6 +87,19 @@ describe('Message Batches and Files stay on the upstream target that holds them'
     }
   });
 
+  it('lists the batches of the pages after the first on the target of the first (the after_id cursor\'s account)', async () => {
+    const accounts = { a: await account('a'), b: await account('b') };
+    const client = sdk(await gateway(accounts, new MemoryStore()));
+    for (let i = 0; i < 4; i++) await client.messages.batches.create({ requests: [request(i)] });
+    const listed = [];
+    for await (const batch of client.messages.batches.list({ limit: 1 })) listed.push(batch.id);
+    // The first page comes from the target the weights chose; the SDK's next page (after_id) from the same one.
+    expect(listed).to.have.length(2);
+    expect(new Set(listed.map((id) => id.split('_')[1])).size).to.equal(1);
+    const lists = (target: Account) => target.fake.requests.filter((r) => r.method === 'GET' && r.url.startsWith('/v1/messages/batches?')).length;
+    expect([lists(accounts.a), lists(accounts.b)].sort()).to.deep.equal([0, 2]);
+  });
+
   it('refuses a call about a batch or file whose target is gone from the config (502), sending it to no other account', async () => {
     const accounts = { a: await account('a'), b: await account('b') };
     const store = new MemoryStore();
