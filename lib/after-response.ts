@@ -54,6 +54,7 @@ export function createAfterResponse(options: AfterResponseOptions): AfterRespons
         if (ctx.keyGroup) line.key_group = ctx.keyGroup;
         if (ctx.model) line.model = ctx.model.id;
         if (ctx.upstreamTarget !== undefined) line.upstream_target = ctx.upstreamTarget;
+        if (ctx.sessionId !== undefined) line.session_id = ctx.sessionId;
         if (ctx.stream) line.stream = true;
         if (ctx.usage) {
           line.input_tokens = ctx.usage.input_tokens + ctx.usage.cache_creation_input_tokens + ctx.usage.cache_read_input_tokens;

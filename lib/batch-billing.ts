@@ -23,6 +23,8 @@ export interface BatchPinData {
   models: Record<string, string>;
   /** Set once the holds are settled. */
   billed: boolean;
+  /** Id of the upstream target (account) that created the batch: every later call goes there. */
+  target?: string;
 }
 
 /** The summed usage and credits of one model's results. */

@@ -73,6 +73,11 @@ export interface RequestContext {
   stopReason?: string | null;
   /** Upstream HTTP status, when a reply head arrived. */
   upstreamStatus?: number;
+  /**
+   * The only upstream target this request may go to: the one holding the files it names
+   * (middleware/files.ts; UpstreamRoute.target). Absent: any target serving the model.
+   */
+  target?: string;
   /** Id of the upstream target that sent the reply head (lib/upstream/target.ts), when one did. */
   upstreamTarget?: string;
   /** Milliseconds from arrival to the first byte written to the client. */

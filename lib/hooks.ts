@@ -77,6 +77,14 @@ export interface UsageRecord {
   aborted: boolean;
   /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
   upstreamTarget: string | null;
+  /**
+   * The client's agent session (lib/session-id.ts: Claude Code's or Codex's session header, the body's
+   * `prompt_cache_key`, a Responses chain's root); null when none was sent or the request stopped before
+   * the upstream. A client-supplied label: 1-128 characters of `A-Z a-z 0-9 . _ : -`.
+   */
+  sessionId: string | null;
+  /** The agent or subagent the request came from, where the client says (same bounds); null otherwise. */
+  agentId: string | null;
   tags: Record<string, string>;
 }
 
@@ -174,6 +182,8 @@ export function createUsageRecord(ctx: RequestContext, res: Response): UsageReco
     firstByteMs: ctx.firstByteMs ?? null,
     aborted: !res.writableFinished,
     upstreamTarget: ctx.upstreamTarget ?? null,
+    sessionId: ctx.sessionId ?? null,
+    agentId: ctx.agentId ?? null,
     tags: { ...ctx.tags },
   };
 }

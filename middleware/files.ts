@@ -15,7 +15,7 @@ import { errors } from '../lib/errors';
 import { sendDeferredContinue } from '../lib/http-server';
 import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
-import { callUpstream, ownEntries, ownPin, parseJson, relay } from './pinned-upstream';
+import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
 
 /** How long a file stays pinned: files are kept upstream until deleted. */
 export const FILE_PIN_TTL_MS = 400 * 24 * 3600_000;
@@ -67,17 +67,18 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
         throw errors.unsupportedMediaType('a file upload is multipart/form-data with the file in the part named "file"');
       }
       const body = await readUpload(req, res, options.limitBytes());
-      const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', body, type);
+      const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', { body, contentType: type });
       const file = answer.status === 200 ? parseJson(answer) : null;
       if (typeof file?.id === 'string') {
-        await store.savePin({ kind: 'file', id: file.id, keyId: getContext(res).key!.id, data: {} }, FILE_PIN_TTL_MS);
+        await store.savePin({ kind: 'file', id: file.id, keyId: getContext(res).key!.id, data: { target: answer.target } }, FILE_PIN_TTL_MS);
       }
       relay(res, answer);
     }),
 
     list: wrap(async (req, res) => {
       const query = new URLSearchParams(req.query as Record<string, string>).toString();
-      const answer = await callUpstream(upstreamOf(res), req, 'GET', `/v1/files${query ? `?${query}` : ''}`);
+      const target = await cursorTarget(store, res, 'file', req.query);
+      const answer = await callUpstream(upstreamOf(res), req, 'GET', `/v1/files${query ? `?${query}` : ''}`, { target });
       const page = answer.status === 200 ? parseJson(answer) : null;
       if (!page || !Array.isArray(page.data)) return relay(res, answer);
       // A page holds this key's files among those the upstream listed: it may be shorter than `limit`.
@@ -87,17 +88,17 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
 
     metadata: wrap(async (req, res) => {
       const pin = await ownFile(res, String(req.params.id));
-      relay(res, await callUpstream(upstreamOf(res), req, 'GET', path(pin.id)));
+      relay(res, await callUpstream(upstreamOf(res), req, 'GET', path(pin.id), { target: pinnedTarget(pin) }));
     }),
 
     content: wrap(async (req, res) => {
       const pin = await ownFile(res, String(req.params.id));
-      relay(res, await callUpstream(upstreamOf(res), req, 'GET', path(pin.id, '/content')));
+      relay(res, await callUpstream(upstreamOf(res), req, 'GET', path(pin.id, '/content'), { target: pinnedTarget(pin) }));
     }),
 
     remove: wrap(async (req, res) => {
       const pin = await ownFile(res, String(req.params.id));
-      const answer = await callUpstream(upstreamOf(res), req, 'DELETE', path(pin.id));
+      const answer = await callUpstream(upstreamOf(res), req, 'DELETE', path(pin.id), { target: pinnedTarget(pin) });
       if (answer.status === 200) await store.deletePin('file', pin.id);
       relay(res, answer);
     }),
@@ -126,17 +127,37 @@ export function referencedFileIds(body: unknown): string[] {
   return [...ids];
 }
 
-/** Refuse (404) a body naming a file the key did not upload; resolves when every file is its own. */
-export async function checkFileAccess(store: GatewayStore, keyId: string, body: unknown, where = 'file_id'): Promise<void> {
+/**
+ * Check that every file a body names is the key's own, and find the upstream target (account) holding
+ * them: a request naming files goes to that target only.
+ * @param held the target already required (the other requests of a batch), if any
+ * @returns the holding target; `held` when the body names no file of a recorded target
+ * @throws GatewayError 404 for a file the key did not upload; 400 when the files are held by different targets
+ */
+export async function checkFileAccess(store: GatewayStore, keyId: string, body: unknown, where = 'file_id', held?: string): Promise<string | undefined> {
+  let target = held;
   for (const id of referencedFileIds(body)) {
     const pin = await store.getPin('file', id);
     if (!pin || pin.keyId !== keyId) throw errors.notFound(`${where}: no file "${id.slice(0, 100)}" for this key`);
+    const holder = pinnedTarget(pin);
+    if (holder !== undefined && target !== undefined && holder !== target) {
+      throw errors.invalidRequest(`${where}: file "${id.slice(0, 100)}" is held by upstream target "${holder}", another file of this request by "${target}"; one request can use the files of one upstream account only`);
+    }
+    target = holder ?? target;
   }
+  return target;
 }
 
-/** The pipeline step of the Messages routes that runs `checkFileAccess` on the request body. */
+/**
+ * The pipeline step of the Messages routes that runs `checkFileAccess` on the request body and routes
+ * a request naming files to the target holding them (`ctx.target`).
+ */
 export function createFileAccessCheck(store: GatewayStore): RequestHandler {
   return (req, res, next) => {
-    checkFileAccess(store, getContext(res).key!.id, req.body).then(() => next(), next);
+    const ctx = getContext(res);
+    checkFileAccess(store, ctx.key!.id, req.body).then((target) => {
+      ctx.target = target;
+      next();
+    }, next);
   };
 }

@@ -24,7 +24,7 @@ import type { GatewayStore, PinnedObject } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from './model-access';
 import { checkFileAccess } from './files';
-import { callUpstream, ownEntries, ownPin, parseJson, relay, type UpstreamAnswer } from './pinned-upstream';
+import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay, type UpstreamAnswer } from './pinned-upstream';
 import { batchWorstCase } from './worst-case';
 
 /** How long a batch is pinned and its holds last: results are kept 29 days after creation upstream. */
@@ -55,13 +55,14 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
   const { store, catalogue } = options;
   const clock = options.clock ?? systemClock;
 
-  const call = (req: Request, res: Response, method: string, path: string, body?: unknown) =>
-    callUpstream(options.upstreamFor(getContext(res)), req, method, path, body === undefined ? undefined : Buffer.from(JSON.stringify(body)));
+  /** A call about a batch goes to the target that created it (`pinnedTarget`, pinned-upstream.ts). */
+  const call = (req: Request, res: Response, method: string, path: string, target?: string, body?: unknown) =>
+    callUpstream(options.upstreamFor(getContext(res)), req, method, path, { body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)), target });
   const ownBatch = (res: Response, id: string) => ownPin(store, res, 'batch', id, 'message batch');
 
   /** Read the results upstream and settle the batch's holds when not done yet; the results as read. */
   async function bill(req: Request, res: Response, pin: PinnedObject): Promise<UpstreamAnswer> {
-    const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}/results`);
+    const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}/results`, pinnedTarget(pin));
     if (answer.status === 200 && !(pin.data as BatchPinData).billed) {
       const ctx = getContext(res);
       await settleBatch(store, catalogue, pin, answer.body.toString('utf8'),
@@ -110,8 +111,10 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const ctx = getContext(res);
       const key = ctx.key!;
       const { models, needs } = admitRequests(ctx, req.body);
+      // A batch naming files is created on the target holding them (each request can read only its account's).
+      let target: string | undefined;
       for (const [i, entry] of (req.body.requests as Array<{ params: unknown }>).entries()) {
-        await checkFileAccess(store, key.id, entry.params, `requests.${i}: file_id`);
+        target = await checkFileAccess(store, key.id, entry.params, `requests.${i}: file_id`, target);
       }
       const month = utcMonth(clock());
       const holds: BatchPinData['holds'] = [];
@@ -130,7 +133,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       }
       let answer: UpstreamAnswer;
       try {
-        answer = await call(req, res, 'POST', '/v1/messages/batches', req.body);
+        answer = await call(req, res, 'POST', '/v1/messages/batches', target, req.body);
       } catch (err) {
         await releaseHolds(store, holds);
         throw err;
@@ -140,14 +143,14 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
         await releaseHolds(store, holds);
         return relay(res, answer);
       }
-      const data: BatchPinData = { holds, models, billed: false };
+      const data: BatchPinData = { holds, models, billed: false, target: answer.target };
       await store.savePin({ kind: 'batch', id: created.id, keyId: key.id, data }, BATCH_PIN_TTL_MS);
       relayBatch(res, answer);
     }),
 
     list: wrap(async (req, res) => {
       const query = new URLSearchParams(req.query as Record<string, string>).toString();
-      const answer = await call(req, res, 'GET', `/v1/messages/batches${query ? `?${query}` : ''}`);
+      const answer = await call(req, res, 'GET', `/v1/messages/batches${query ? `?${query}` : ''}`, await cursorTarget(store, res, 'batch', req.query));
       const page = answer.status === 200 ? parseJson(answer) : null;
       if (!page || !Array.isArray(page.data)) return relay(res, answer);
       const own = await ownEntries(store, res, 'batch', page.data);
@@ -159,14 +162,14 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
 
     retrieve: wrap(async (req, res) => {
       const pin = await ownBatch(res, String(req.params.id));
-      const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}`);
+      const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}`, pinnedTarget(pin));
       if (answer.status === 200 && parseJson(answer)?.processing_status === 'ended' && !(pin.data as BatchPinData).billed) await bill(req, res, pin);
       relayBatch(res, answer);
     }),
 
     cancel: wrap(async (req, res) => {
       const pin = await ownBatch(res, String(req.params.id));
-      relayBatch(res, await call(req, res, 'POST', `/v1/messages/batches/${encodeURIComponent(pin.id)}/cancel`));
+      relayBatch(res, await call(req, res, 'POST', `/v1/messages/batches/${encodeURIComponent(pin.id)}/cancel`, pinnedTarget(pin)));
     }),
 
     results: wrap(async (req, res) => {
@@ -177,7 +180,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     remove: wrap(async (req, res) => {
       const pin = await ownBatch(res, String(req.params.id));
       if (!(pin.data as BatchPinData).billed) await bill(req, res, pin);
-      const answer = await call(req, res, 'DELETE', `/v1/messages/batches/${encodeURIComponent(pin.id)}`);
+      const answer = await call(req, res, 'DELETE', `/v1/messages/batches/${encodeURIComponent(pin.id)}`, pinnedTarget(pin));
       if (answer.status === 200) await store.deletePin('batch', pin.id);
       relay(res, answer);
     }),

@@ -119,8 +119,8 @@ export interface UpstreamClient {
    * @param signal cancels the attempt under way and any retry wait (the client went away)
    * @param affinity the credential affinity within the chosen target (UpstreamRequest.affinity)
    * @returns the reply, with `target` the id of the target that gave it
-   * @throws GatewayError 502 when the upstream cannot be reached or an attempt cannot be started (the
-   *   message names the cause), 504 when no head comes in `timeoutMs`
+   * @throws GatewayError 502 when the upstream cannot be reached, an attempt cannot be started (the
+   *   message names the cause) or the route's `target` is not configured, 504 when no head comes in `timeoutMs`
    */
   exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply>;
   /** Send `request` (POST unless it says otherwise) through `exchange`. */
@@ -180,7 +180,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   async function exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply> {
     let tried = 0;
     for (let retriesDone = 0; ;) {
-      const target = single ?? choice.choose(route, tried, now());
+      // A route naming its target is checked even with one target (the object may be another account's).
+      const target = single && route?.target === undefined ? single : choice.choose(route, tried, now());
       target.health.take(now);
       target.counters.requests++;
       const credential = target.credentials.pick(affinity);

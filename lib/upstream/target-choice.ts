@@ -5,8 +5,12 @@
  * those cooling down or with an open breaker. When every target serving the model is down, the one
  * back first takes the attempt (as a single upstream always did).
  *
+ * A route naming a `target` (an object the upstream keeps in one account: a message batch, a file)
+ * goes to that target only, whatever its health, and never fails over to another account.
+ *
  * Sessions (lib/session-id.ts) are remembered per instance, the most recent `MAX_SESSIONS` of them.
  */
+import { errors } from '../errors';
 import type { HeldTarget } from './target';
 
 /** Sessions remembered (oldest forgotten first). */
@@ -18,6 +22,11 @@ export interface UpstreamRoute {
   readonly model?: { readonly id: string };
   /** The request's session (lib/session-id.ts): it stays on one target while that target is healthy. */
   sessionId?: string;
+  /**
+   * The id of the only target the attempt may go to (the account holding the object it is about); no
+   * failover to another. Absent: any target serving the model.
+   */
+  readonly target?: string;
 }
 
 /** A bit per target index (at most 16 targets, lib/upstream-targets.ts). */
@@ -28,6 +37,7 @@ export interface TargetChoice {
    * The target for the next attempt.
    * @param tried bit mask of the targets this request already failed on
    * @param now epoch ms
+   * @throws GatewayError 502 when the route names a `target` that is not one of these (gone from config)
    */
   choose(route: UpstreamRoute | undefined, tried: number, now: number): HeldTarget;
   /** True when a target serving the route's model that was not tried yet is available at `now`. */
@@ -68,14 +78,21 @@ export function createTargetChoice(targets: readonly HeldTarget[]): TargetChoice
     return best ?? targets[0];
   }
 
+  function named(id: string): HeldTarget {
+    const target = targets.find((candidate) => candidate.id === id);
+    if (!target) throw errors.upstreamUnreachable(`upstream target "${id.slice(0, 100)}", which holds this object, is not configured (upstream.targets)`);
+    return target;
+  }
+
   return {
     choose(route, tried, now) {
+      if (route?.target !== undefined) return named(route.target);
       const pinned = route?.sessionId === undefined ? undefined : sessions.get(route.sessionId);
       if (pinned && (tried & bit(pinned)) === 0 && serves(pinned, route) && pinned.health.available(now)) return pinned;
       return byWeight(route, tried, now, true) ?? byWeight(route, tried, now, false) ?? firstBack(route);
     },
     hasUntried(route, tried, now) {
-      return targets.some((target) => (tried & bit(target)) === 0 && serves(target, route) && target.health.available(now));
+      return route?.target === undefined && targets.some((target) => (tried & bit(target)) === 0 && serves(target, route) && target.health.available(now));
     },
     pin(sessionId, target) {
       if (sessions.get(sessionId) === target) return;

@@ -8,7 +8,10 @@
  * - results are JSON Lines, one `{custom_id, result}` per request, only once the batch has ended (before:
  *   404 `not_found_error`); each succeeded message's usage says `service_tier: "batch"`;
  * - only an ended batch can be deleted (else 400), answering `{id, type: "message_batch_deleted"}`;
- * - list answers `{data, has_more, first_id, last_id}`, newest first.
+ * - list answers `{data, has_more, first_id, last_id}`, newest first, `limit` (1 to 1000, default 20) at a
+ *   time, from just after `after_id` (API reference, "List Message Batches": `after_id` "returns the page
+ *   of results immediately after this object"); an `after_id` this account does not hold is not
+ *   documented: the fake answers an empty page.
  */
 import { nativeMessage, reportedUsage, type FakeHandler, type FakeReply, type RecordedRequest } from './fake-upstream';
 
@@ -28,7 +31,11 @@ export function batchRequestTokens(params: any): { input_tokens: number; output_
   return { input_tokens: 100, output_tokens: Math.min(50, Number(params?.max_tokens) || 50) };
 }
 
-export function createFakeBatches(fallback: FakeHandler): FakeBatches {
+/**
+ * @param fallback answers every request that is not a batch path
+ * @param idPrefix starts each batch id (two fakes standing for two accounts give distinct ids)
+ */
+export function createFakeBatches(fallback: FakeHandler, idPrefix = 'msgbatch_fake_'): FakeBatches {
   const batches = new Map<string, { object: Record<string, any>; requests: any[] }>();
   const created = new Map<string, any>();
   const resultReads = new Map<string, number>();
@@ -41,7 +48,7 @@ export function createFakeBatches(fallback: FakeHandler): FakeBatches {
     if (!Array.isArray(requests) || requests.length === 0 || requests.length > 100_000) return error(400, 'invalid_request_error', 'requests: must hold 1 to 100000 requests');
     const ids = new Set(requests.map((r: any) => r?.custom_id));
     if (ids.size !== requests.length) return error(400, 'invalid_request_error', 'custom_id must be unique within a batch');
-    const id = `msgbatch_fake_${String((next += 1)).padStart(4, '0')}`;
+    const id = `${idPrefix}${String((next += 1)).padStart(4, '0')}`;
     const object = {
       id, type: 'message_batch', processing_status: 'in_progress',
       request_counts: { processing: requests.length, succeeded: 0, errored: 0, canceled: 0, expired: 0 },
@@ -70,8 +77,13 @@ export function createFakeBatches(fallback: FakeHandler): FakeBatches {
     const [, id, action] = match;
     if (!id) {
       if (request.method === 'POST') return create(request);
-      const data = [...batches.values()].map((b) => b.object).reverse();
-      return json(200, { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+      const query = new URL(request.url, 'http://fake').searchParams;
+      const all = [...batches.values()].map((b) => b.object).reverse();
+      const after = query.get('after_id');
+      const from = after === null ? 0 : all.findIndex((b) => b.id === after) + 1 || all.length;
+      const limit = Number(query.get('limit') ?? 20);
+      const data = all.slice(from, from + limit);
+      return json(200, { data, has_more: from + limit < all.length, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
     }
     const batch = batches.get(id);
     if (!batch) return error(404, 'not_found_error', `batch ${id} not found`);

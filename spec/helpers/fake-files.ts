@@ -15,7 +15,11 @@ export interface FakeFiles {
   count(): number;
 }
 
-export function createFakeFiles(fallback: FakeHandler): FakeFiles {
+/**
+ * @param fallback answers every request that is not a file path
+ * @param idPrefix starts each file id (two fakes standing for two accounts give distinct ids)
+ */
+export function createFakeFiles(fallback: FakeHandler, idPrefix = 'file_fake_'): FakeFiles {
   const files = new Map<string, { object: Record<string, unknown>; filename: string; size: number }>();
   let next = 0;
   const json = (status: number, body: unknown): FakeReply => ({ kind: 'json', status, body });
@@ -32,7 +36,7 @@ export function createFakeFiles(fallback: FakeHandler): FakeFiles {
       const boundary = /boundary=([^;]+)/.exec(type)?.[1] ?? '';
       const start = part.index + part[0].length;
       const end = text.indexOf(`\r\n--${boundary}`, start);
-      const fileId = `file_fake_${String((next += 1)).padStart(4, '0')}`;
+      const fileId = `${idPrefix}${String((next += 1)).padStart(4, '0')}`;
       const object = {
         id: fileId, type: 'file', filename: part[1], mime_type: part[2] ?? 'application/octet-stream',
         size_bytes: end - start, created_at: new Date().toISOString(), downloadable: false,

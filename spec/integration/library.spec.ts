@@ -113,7 +113,8 @@ describe('library API', () => {
     });
     const server = await listen(gateway.app);
     opened.push(server);
-    const reply = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers: nativeHeaders, body: JSON.stringify(messageBody) });
+    const session = { 'x-claude-code-session-id': 'sess-42', 'x-claude-code-agent-id': 'agent-explore' };
+    const reply = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers: { ...nativeHeaders, ...session }, body: JSON.stringify(messageBody) });
     expect(reply.status).to.equal(200);
     await reply.text();
     for (let i = 0; i < 50 && records.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -123,9 +124,16 @@ describe('library API', () => {
     expect(seen[0].view).to.deep.include({ requestId, routeFormat: 'native', keyId: 'team-all', keyGroup: 'default', model: undefined });
     expect(seen[1].view).to.deep.include({ model: 'model-sonnet-4.6', upstreamModel: 'model-sonnet-4.6', requestedModel: 'sonnet', body: 'Hello' });
     expect(writeError).to.be.instanceOf(TypeError);
-    expect(records[0]).to.deep.include({ requestId, keyId: 'team-all', model: 'model-sonnet-4.6', status: 200, upstreamTarget: 'default', tags: { team: 'search' } });
+    expect(records[0]).to.deep.include({
+      requestId, keyId: 'team-all', model: 'model-sonnet-4.6', status: 200, upstreamTarget: 'default', sessionId: 'sess-42', agentId: 'agent-explore', tags: { team: 'search' },
+    });
     expect(records[0].usage).to.deep.include({ input_tokens: 10, output_tokens: 5 });
     expect(records[0].credits).to.be.closeTo((10 * 3 + 5 * 15) / 1e6, 1e-12);
+
+    const plain = await fetch(`${server.url}/v1/messages`, { method: 'POST', headers: nativeHeaders, body: JSON.stringify(messageBody) });
+    await plain.text();
+    for (let i = 0; i < 50 && records.length === 1; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(records[1]).to.deep.include({ requestId: plain.headers.get('request-id'), sessionId: null, agentId: null });
   });
 
   it('renders a GatewayError thrown by a hook in the route format, and a crash as a 500', async () => {

@@ -88,6 +88,15 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(all).not.to.include('=cmd|calc');
     });
 
+    it('names the session in the request\'s log line (session_id), and nothing for a request without one', async () => {
+      const lines = gw.logLines.filter((line) => line.message === 'request' && line.route === 'POST /v1/messages' && line.status === 200);
+      expect(lines.map((line) => line.session_id)).to.deep.equal([SESSION, SESSION, SESSION, undefined]);
+      expect(lines[3]).not.to.have.property('session_id');
+      const codex = gw.logLines.find((line) => line.message === 'request' && line.session_id === 'codex-sess-1');
+      expect(codex).to.include({ route: 'POST /v1/responses', status: 200 });
+      expect(gw.logLines.some((line) => JSON.stringify(line).includes('=cmd|calc'))).to.equal(false);
+    });
+
     it('sums the rows into the totals, and filters the export by session id', async () => {
       const usage = (await admin(gw, 'GET', `/usage?from=${today}&to=${today}&groupBy=session`)).body;
       expect(usage.groupBy).to.equal('session');

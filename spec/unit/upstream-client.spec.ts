@@ -87,4 +87,18 @@ describe('upstream client', () => {
     expect(error).to.include({ status: 502 });
     expect(Date.now() - started).to.be.lessThan(1000, 'not left to the 1.5 s reply');
   });
+
+  it('sends a route naming its target to that target only: retried there, never failed over to another', async () => {
+    const a = nock('http://a.test').get('/v1/messages/batches/msgbatch_1').times(2).reply(529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    const b = nock('http://b.test').get('/v1/messages/batches/msgbatch_1').reply(200, { id: 'msgbatch_1' });
+    const client = createUpstreamClient({ targets: [{ id: 'a', url: 'http://a.test' }, { id: 'b', url: 'http://b.test' }], timeoutMs: 1000, maxRetries: 1, retryBaseDelayMs: 1 });
+    const reply = await client.send({ method: 'GET', path: '/v1/messages/batches/msgbatch_1', headers: {} }, undefined, { target: 'a' });
+    expect(reply).to.include({ target: 'a' });
+    expect(reply.response.statusCode).to.equal(529);
+    a.done();
+    expect(b.isDone()).to.equal(false);
+    const gone = await client.send({ method: 'GET', path: '/v1/messages/batches/msgbatch_1', headers: {} }, undefined, { target: 'c' }).catch((e) => e);
+    expect(gone).to.include({ status: 502, nativeType: 'api_error' });
+    expect(gone.message).to.include('upstream target "c"');
+  });
 });

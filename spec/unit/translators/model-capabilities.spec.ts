@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { loadConfig } from '../../../lib/config';
@@ -96,5 +97,20 @@ describe('model capabilities: both translated routes', () => {
     );
     expect(request).not.to.have.property('thinking');
     expect(warnings.join()).to.contain('reasoning_effort high ignored');
+  });
+});
+
+describe('model capabilities: the docs say what the translation sends', () => {
+  it('docs/wire-formats.md maps chat reasoning_effort as the translator does: adaptive + effort, or a budget', () => {
+    const table = readFileSync(path.resolve(__dirname, '..', '..', '..', '..', 'docs', 'wire-formats.md'), 'utf8');
+    const row = table.split('\n').find((line) => line.startsWith('| `reasoning_effort` | `thinking`'));
+    const [, , mapping] = row!.split(' | ');
+    const haiku = config.models.find((m) => m.id === config.aliases.haiku)!;
+    const { request } = convertChatRequest(
+      { model: 'haiku', messages: [{ role: 'user', content: 'Hi' }], reasoning_effort: 'medium' },
+      { upstreamModel: haiku.upstreamModel, defaultMaxTokens: 64000, capabilities: haiku.capabilities, thinkingBudgets: DEFAULT_THINKING_BUDGETS },
+    );
+    expect(request.thinking).to.deep.equal({ type: 'enabled', budget_tokens: DEFAULT_THINKING_BUDGETS.medium });
+    expect(mapping).to.include('`thinking: {type: "adaptive"}` + `output_config.effort`').and.include('`thinking: {type: "enabled", budget_tokens}`');
   });
 });
