@@ -6,7 +6,7 @@
  * The count is taken by the request's admission (`GatewayStore.admit`): one atomic store step (one
  * Redis script, one round trip) that also checks the key the auth step found (its record's version,
  * the secret, the revocation) and takes the credit reservation's hold when the request is within its
- * limit. express-rate-limit stays the middleware (limit, headers, refusal); its store is an adapter
+ * limit. express-rate-limit stays the middleware (limit, refusal; this step writes the headers); its store is an adapter
  * that answers with the admission's count. So a request waits for one round trip to Redis before its
  * upstream call, where a separate rate-limit store (rate-limit-redis) would add one of its own.
  *

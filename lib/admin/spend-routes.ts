@@ -1,5 +1,5 @@
 /**
- * The admin spend routes (issue 23), added to the admin router:
+ * The admin spend routes, added to the admin router:
  *
  * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model|session`: usage totals over UTC days, in
  *   rows (every day of the range for `day`, with its models; keys or models by credits, highest first;

@@ -214,7 +214,7 @@ export interface GatewayStore {
   /** Waits for operations under way (settlements of closing requests), then releases the connection. */
   close(): Promise<void>;
 
-  // --- Spend visibility (issue 23): days, request log, budget alerts -------------------------------
+  // --- Spend visibility: days, request log, budget alerts -------------------------------
   /** Ledger of a key for a month, per UTC day and model. */
   getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]>;
   /** Add a record to the request log for a request that settles nothing (count_tokens). */
