@@ -38,7 +38,7 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
     ctx.reservation = undefined;
-    // A whole reply whose client left goes on being read (lib/upstream-exchange.ts): its usage is billed.
+    // A whole reply whose client left goes on being read (lib/upstream/exchange.ts): its usage is billed.
     await ctx.upstreamDone;
     ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();

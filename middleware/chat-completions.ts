@@ -16,8 +16,8 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
-} from '../lib/upstream-exchange';
-import { relayTranslatedStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { relayTranslatedStream } from '../lib/upstream/stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
 import { collectThinkingBlocks, convertNativeResponse } from '../translators/native-to-chat-response';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';

@@ -21,8 +21,8 @@ import type { GatewayStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
-} from '../lib/upstream-exchange';
-import { relayTranslatedStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { relayTranslatedStream } from '../lib/upstream/stream';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
 import type { ChatThinkingBlock } from '../translators/chat-types';
 import { decodeReasoning, wantsEncryptedReasoning } from '../translators/responses-reasoning';
