@@ -13,7 +13,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { sendDeferredContinue } from '../lib/http-server';
-import type { GatewayStore } from '../lib/store/types';
+import type { ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { callUpstream, ownEntries, ownPin, parseJson, relay } from './pinned-upstream';
 
@@ -21,7 +21,7 @@ import { callUpstream, ownEntries, ownPin, parseJson, relay } from './pinned-ups
 export const FILE_PIN_TTL_MS = 400 * 24 * 3600_000;
 
 export interface FilesOptions {
-  store: GatewayStore;
+  store: ResponseStore;
   /** The upstream of the request's key group (a refusal when it has no native upstream). */
   upstreamFor: (ctx: RequestContext) => UpstreamClient;
   /** Largest upload accepted, bytes (config `limits.fileBytes`), read per request. */
@@ -127,7 +127,7 @@ export function referencedFileIds(body: unknown): string[] {
 }
 
 /** Refuse (404) a body naming a file the key did not upload; resolves when every file is its own. */
-export async function checkFileAccess(store: GatewayStore, keyId: string, body: unknown, where = 'file_id'): Promise<void> {
+export async function checkFileAccess(store: ResponseStore, keyId: string, body: unknown, where = 'file_id'): Promise<void> {
   for (const id of referencedFileIds(body)) {
     const pin = await store.getPin('file', id);
     if (!pin || pin.keyId !== keyId) throw errors.notFound(`${where}: no file "${id.slice(0, 100)}" for this key`);
@@ -135,7 +135,7 @@ export async function checkFileAccess(store: GatewayStore, keyId: string, body: 
 }
 
 /** The pipeline step of the Messages routes that runs `checkFileAccess` on the request body. */
-export function createFileAccessCheck(store: GatewayStore): RequestHandler {
+export function createFileAccessCheck(store: ResponseStore): RequestHandler {
   return (req, res, next) => {
     checkFileAccess(store, getContext(res).key!.id, req.body).then(() => next(), next);
   };

@@ -6,7 +6,7 @@
 import type { Request, Response } from 'express';
 import { getContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import type { GatewayStore, PinnedObject } from '../lib/store/types';
+import type { PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 
 /** An upstream reply read whole. */
@@ -53,14 +53,14 @@ export function parseJson(answer: UpstreamAnswer): Record<string, any> | null {
 }
 
 /** The request key's pin of `kind` `id`; 404 (`what` named) for an unknown id and for another key's. */
-export async function ownPin(store: GatewayStore, res: Response, kind: PinnedObject['kind'], id: string, what: string): Promise<PinnedObject> {
+export async function ownPin(store: ResponseStore, res: Response, kind: PinnedObject['kind'], id: string, what: string): Promise<PinnedObject> {
   const pin = await store.getPin(kind, id);
   if (!pin || pin.keyId !== getContext(res).key!.id) throw errors.notFound(`no ${what} "${id.slice(0, 100)}" for this key`);
   return pin;
 }
 
 /** The entries of an upstream list page (`data`) pinned to the request's key, in order. */
-export async function ownEntries(store: GatewayStore, res: Response, kind: PinnedObject['kind'], data: unknown[]): Promise<any[]> {
+export async function ownEntries(store: ResponseStore, res: Response, kind: PinnedObject['kind'], data: unknown[]): Promise<any[]> {
   const keyId = getContext(res).key!.id;
   const own = [];
   for (const entry of data) if ((await store.getPin(kind, String((entry as { id?: unknown })?.id)))?.keyId === keyId) own.push(entry);

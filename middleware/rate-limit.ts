@@ -19,14 +19,14 @@ import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, type IncrementResponse, type RateLimitInfo, type Store } from 'express-rate-limit';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
-import type { AdmissionRequest, GatewayStore } from '../lib/store/types';
+import type { AdmissionRequest, LedgerStore, StoreConnection } from '../lib/store/types';
 
 /** Length of a rate-limit window: one minute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 export interface RateLimitOptions {
   /** The gateway store, whose `admit` counts the request. */
-  store: GatewayStore;
+  store: LedgerStore & Pick<StoreConnection, 'kind'>;
   /**
    * The credit hold this route's requests ask for with their admission (the credit reservation step
    * reads the result); absent for a route that is not billed.
