@@ -75,6 +75,8 @@ export interface Options {
   out: string | null;
   /** A `dist` directory of another build whose gateway runs side by side as "gateway (before)". */
   compare: string | null;
+  /** Where the forwarder and each gateway write a V8 CPU profile of the whole run (`--cpu-prof`); null: none. */
+  cpuProfDir: string | null;
 }
 
 const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [options])
@@ -94,6 +96,8 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [
   --out=FILE         where the results section is written (default bench/RESULTS.md; - for none)
   --compare=DIR      also run the gateway built in DIR (a dist of another commit) as "gateway (before)",
                      and on Redis as "gateway (before, redis)": what a change buys, in one run
+  --cpu-prof=DIR     the forwarder and each gateway write a CPU profile of the run into DIR (node
+                     --cpu-prof; read with node dist/bench/profile-summary.js FILE --cpu-us=N)
   -h, --help         this text`;
 
 /**
@@ -115,6 +119,7 @@ export function parseOptions(argv: string[]): Options {
       only: { type: 'string' },
       out: { type: 'string' },
       compare: { type: 'string' },
+      'cpu-prof': { type: 'string' },
     },
   }, USAGE);
   const smoke = values.smoke!;
@@ -147,5 +152,6 @@ export function parseOptions(argv: string[]): Options {
     only,
     out: out === '-' ? null : path.resolve(out),
     compare: values.compare ? compareDirectory(values.compare) : null,
+    cpuProfDir: values['cpu-prof'] ? path.resolve(values['cpu-prof']) : null,
   };
 }

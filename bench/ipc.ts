@@ -133,6 +133,8 @@ export interface StartChildOptions {
   stdout?: number | 'ignore';
   /** How long the child may take to report ready, ms. Default 20,000. */
   readyTimeoutMs?: number;
+  /** Node flags beside `--expose-gc` (e.g. `--cpu-prof`). */
+  execArgv?: string[];
 }
 
 /**
@@ -143,7 +145,7 @@ export function startChild(name: string, script: string, args: string[], options
   const child: ChildProcess = fork(script, args, {
     env: { ...process.env, ...options.env },
     stdio: ['ignore', options.stdout ?? 'ignore', 'inherit', 'ipc'],
-    execArgv: ['--expose-gc'],
+    execArgv: ['--expose-gc', ...(options.execArgv ?? [])],
   });
   const readyTimeoutMs = options.readyTimeoutMs ?? 20_000;
   let nextId = 1;

@@ -55,6 +55,12 @@ async function measure(row: Row, options: Options, seconds: number): Promise<Mea
 
 const script = (name: string) => path.join(__dirname, `${name}.js`);
 
+/** Node flags that make a child write a CPU profile named after `label` into `dir` (none without a dir). */
+function profileFlags(dir: string | null, label: string): string[] {
+  if (!dir) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${label.replace(/[^a-z0-9]+/gi, '-').replace(/-$/, '')}.cpuprofile`];
+}
+
 /** Prefix of every Redis key this run's gateways write; removed at the end. */
 const REDIS_PREFIX = benchKeyPrefix();
 
@@ -63,11 +69,12 @@ const REDIS_PREFIX = benchKeyPrefix();
  * A build from `dist` (`--compare`) writes under a prefix of its own inside the run's: another build may
  * lay out its keys otherwise (ef3005b refuses to start beside this one's key records).
  */
-async function startGatewayChild(label: string, upstream: BenchChild, redis: BenchRedis | null, logFd: number, dist?: string): Promise<Target> {
+async function startGatewayChild(label: string, upstream: BenchChild, redis: BenchRedis | null, logFd: number, dist?: string, cpuProfDir: string | null = null): Promise<Target> {
   const file = dist ? path.join(dist, 'bench', 'gateway.js') : script('gateway');
   const prefix = dist ? `${REDIS_PREFIX}before:` : REDIS_PREFIX;
   const child = await startChild(label, file, [upstream.url, redis ? (redis.cluster ? 'cluster' : 'redis') : 'memory'], {
     stdout: logFd,
+    execArgv: profileFlags(cpuProfDir, label),
     env: redis?.cluster ? { BENCH_KEY_PREFIX: prefix, REDIS_CLUSTER_NODES: redis.url } : { BENCH_KEY_PREFIX: prefix, REDIS_URL: redis?.url },
   });
   return { label, kind: 'gateway', child };
@@ -210,10 +217,10 @@ async function main(): Promise<void> {
     const upstream = track(await startChild('upstream', script('upstream'), []));
     await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
     const targets: Target[] = [
-      { label: 'forwarder', kind: 'forwarder', child: track(await startChild('forwarder', script('forwarder'), [upstream.url])) },
-      track(await startGatewayChild('gateway (memory)', upstream, null, logFd)),
+      { label: 'forwarder', kind: 'forwarder', child: track(await startChild('forwarder', script('forwarder'), [upstream.url], { execArgv: profileFlags(options.cpuProfDir, 'forwarder') })) },
+      track(await startGatewayChild('gateway (memory)', upstream, null, logFd, undefined, options.cpuProfDir)),
     ];
-    if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, null, logFd, options.compare)));
+    if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, null, logFd, options.compare, options.cpuProfDir)));
     if (options.redis) {
       const opened = await openBenchRedis(REDIS_PREFIX);
       if ('why' in opened) {

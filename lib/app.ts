@@ -1,5 +1,5 @@
 /**
- * The Express app: the whole request path, written once, in order.
+ * The gateway's Express router: the whole request path, written once, in order.
  *
  *   request context -> host check -> auth -> JSON body -> [afterAuth hooks] -> version header (native)
  *   -> validation -> alias resolution -> key group check -> model whitelist -> [stored conversation (Responses)]
@@ -13,7 +13,7 @@
  *
  * Beside the public API: the admin API (`/admin/v1`) and dashboard (`/dashboard`), when ADMIN_TOKEN is set.
  */
-import express, { Router, type Express, type RequestHandler } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { createLiveCatalogue, type Catalogue } from './catalogue';
 import { createAdminRouter } from './admin/admin-router';
 import type { AlertDispatcher } from './alerts/alert-dispatcher';
@@ -294,13 +294,4 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.use(createNotFound({ routes: PUBLIC_ROUTES }));
   router.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));
   return router;
-}
-
-/** Build the gateway app from its seams. */
-export function createApp(deps: AppDependencies): Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(createGatewayRouter(deps));
-  return app;
 }

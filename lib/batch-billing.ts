@@ -11,7 +11,7 @@
 import type { Catalogue } from './catalogue';
 import type { Logger } from './logger';
 import { priceUsage } from './pricing';
-import type { GatewayStore, PinnedObject, RequestLogRecord, Reservation } from './store/types';
+import type { LedgerStore, PinnedObject, RequestLogRecord, Reservation, ResponseStore } from './store/types';
 import { emptyUsage, mergeNativeUsage, type Usage } from '../translators/usage';
 
 /** What the gateway keeps of a batch (the pin's `data`). */
@@ -68,7 +68,7 @@ export function sumBatchResults(results: string, data: BatchPinData, catalogue: 
  * requests (0 when none), with one request log record per model. A hold already settled (by another
  * instance) changes nothing. Marks the pin billed.
  */
-export async function settleBatch(store: GatewayStore, catalogue: Catalogue, pin: PinnedObject, results: string,
+export async function settleBatch(store: LedgerStore & ResponseStore, catalogue: Catalogue, pin: PinnedObject, results: string,
   log: { requestId: string; keyGroup: string | null; at: number; ttlMs: number; logger?: Logger }): Promise<void> {
   const data = pin.data as BatchPinData;
   const totals = sumBatchResults(results, data, catalogue);
@@ -92,7 +92,7 @@ export async function settleBatch(store: GatewayStore, catalogue: Catalogue, pin
 }
 
 /** Release holds taken for a batch the upstream did not create: nothing was used. */
-export async function releaseHolds(store: GatewayStore, holds: BatchPinData['holds']): Promise<void> {
+export async function releaseHolds(store: LedgerStore & ResponseStore, holds: BatchPinData['holds']): Promise<void> {
   for (const { model, reservation } of holds) {
     await store.settleCredits(reservation, { model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0 });
   }

@@ -10,7 +10,7 @@
  *   revoked, with a log line. Restoring it by hand works until the next key is made or the next start.
  */
 import { generateSecret, hashSecret, lastFour } from './keys';
-import type { GatewayStore, KeyRecord } from './store/types';
+import type { KeyRecord, KeyStore } from './store/types';
 
 /** The id of the development key; its name is `DEVELOPMENT_KEY_NAME`. */
 export const DEVELOPMENT_KEY_ID = 'development';
@@ -34,7 +34,7 @@ export type DevelopmentKeyOutcome =
  *   kept, since another instance may have printed its secret
  * @param rateLimitPerMinute its rate limit (the config's default)
  */
-export async function issueDevelopmentKey(store: GatewayStore, shared: boolean, rateLimitPerMinute: number): Promise<DevelopmentKeyOutcome> {
+export async function issueDevelopmentKey(store: KeyStore, shared: boolean, rateLimitPerMinute: number): Promise<DevelopmentKeyOutcome> {
   const existing = await store.listKeys();
   const onlyDevelopment = existing.length === 1 && isDevelopmentKey(existing[0]);
   if (existing.length > 0 && !onlyDevelopment) return { kind: 'none' };
@@ -68,7 +68,7 @@ export async function issueDevelopmentKey(store: GatewayStore, shared: boolean, 
  * Retire (revoke) the development key when a real key exists: an active key that is not the development key.
  * @returns the retired key, or null when there was nothing to retire
  */
-export async function retireDevelopmentKey(store: GatewayStore): Promise<KeyRecord | null> {
+export async function retireDevelopmentKey(store: KeyStore): Promise<KeyRecord | null> {
   const keys = await store.listKeys();
   const development = keys.find(isDevelopmentKey);
   if (!development || development.revoked) return null;

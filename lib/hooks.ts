@@ -1,7 +1,8 @@
 /**
  * Integrator hooks: code added at named points of the pipeline without forking it.
  *
- *   afterAuth       after the key is authenticated (every route that takes a key, /v1/models included)
+ *   afterAuth       after the key is authenticated and, on routes with a JSON body, that body read
+ *                   (every route that takes a key, /v1/models included)
  *   beforeUpstream  after every check (validation, alias, whitelist, key group, rate limit, credit
  *                   reservation), just before the request leaves for the upstream
  *   onResponse      once per request when its response has closed, after credit settlement, with the

@@ -32,5 +32,7 @@ export type { KeyGroupConfig } from './key-groups';
 
 // Stores: the built-in ones, and the interface a store of your own implements.
 export { createStore, MemoryStore } from './store';
-export type { GatewayStore, KeyRecord, NewKey, Reservation, UsageEntry, UsageTotals } from './store/types';
+export type {
+  AlertQueueStore, GatewayStore, KeyRecord, KeyStore, LedgerStore, NewKey, RequestLogStore, Reservation, ResponseStore, StoreConnection, UsageEntry, UsageTotals,
+} from './store/types';
 export type { Logger } from './logger';

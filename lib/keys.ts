@@ -44,3 +44,24 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** CSPRNG bytes for request ids, drawn 4 KiB at a time: one CSPRNG call per about 150 ids, not per id. */
+const idPool = { bytes: Buffer.alloc(0), at: 0 };
+
+/**
+ * A request id's `length` random base62 characters, uniformly distributed as randomBase62's, from a
+ * pool of CSPRNG bytes each used once. For ids only (they name a request, they grant nothing): secrets
+ * draw their own bytes (randomBase62), so none of theirs lingers in a pool.
+ */
+export function randomRequestId(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    if (idPool.at >= idPool.bytes.length) {
+      idPool.bytes = crypto.randomBytes(4096);
+      idPool.at = 0;
+    }
+    const byte = idPool.bytes[idPool.at++];
+    if (byte < 248) out += BASE62[byte % 62];
+  }
+  return out;
+}
+

@@ -1,5 +1,5 @@
 /**
- * The request log record of a finished request (issue 23): counts and labels only, never a prompt, a
+ * The request log record of a finished request: counts and labels only, never a prompt, a
  * completion or a secret. The settlement step writes it with the usage, in the same store step, so
  * the log's credits over any day equal the day's totals.
  */

@@ -21,13 +21,13 @@ import { emptyUsage, type RequestContext } from './context';
 import type { AfterResponseStep } from './after-response';
 import { formatRequestLogRecord } from './request-log';
 import { systemClock, type Clock } from './store/month';
-import type { GatewayStore } from './store/types';
+import type { LedgerStore, RequestLogStore, StoreConnection } from './store/types';
 
 /**
  * Build the after-response step that settles credits in `store`; `clock` (epoch ms) gives the booking
  * time; `logger` gets the unpriced-usage warnings.
  */
-export function createSettlement(store: GatewayStore, clock: Clock = systemClock, logger?: Logger): AfterResponseStep {
+export function createSettlement(store: LedgerStore & RequestLogStore & Pick<StoreConnection, 'kind'>, clock: Clock = systemClock, logger?: Logger): AfterResponseStep {
   const warned = new Set<string>();
   const settle = async (ctx: RequestContext, res: Response) => {
     const reservation = ctx.reservation;
@@ -38,7 +38,7 @@ export function createSettlement(store: GatewayStore, clock: Clock = systemClock
     }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
     ctx.reservation = undefined;
-    // A whole reply whose client left goes on being read (lib/upstream-exchange.ts): its usage is billed.
+    // A whole reply whose client left goes on being read (lib/upstream/exchange.ts): its usage is billed.
     await ctx.upstreamDone;
     ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();

@@ -6,7 +6,7 @@
  */
 import type { RequestContext } from './context';
 import type { Logger } from './logger';
-import type { GatewayStore } from './store/types';
+import type { ResponseStore } from './store/types';
 import type { ChatThinkingBlock } from '../translators/chat-types';
 import type { ModelCapabilities } from '../translators/model-capabilities';
 import { continueWithoutThinking, findUnsignedToolTurn, restoreThinking, thinkingStoreId, type ToolLoopRequest } from '../translators/tool-loop-thinking';
@@ -16,7 +16,7 @@ import { continueWithoutThinking, findUnsignedToolTurn, restoreThinking, thinkin
  * kept for its first tool call by this key are put back; without them the turn goes on without
  * thinking. Returns the warning of the latter. A store that fails counts as holding nothing.
  */
-export async function restoreToolLoopThinking(store: GatewayStore, keyId: string, request: ToolLoopRequest, caps: ModelCapabilities | undefined): Promise<string | undefined> {
+export async function restoreToolLoopThinking(store: ResponseStore, keyId: string, request: ToolLoopRequest, caps: ModelCapabilities | undefined): Promise<string | undefined> {
   const turn = findUnsignedToolTurn(request, caps);
   if (!turn) return undefined;
   const kept = await store.getResponse(thinkingStoreId(turn.toolUseIds[0])).catch(() => null);
@@ -32,7 +32,7 @@ export async function restoreToolLoopThinking(store: GatewayStore, keyId: string
  * without both). A store that fails costs the client nothing now: it is logged, and the next turn
  * goes on without thinking if the client drops the blocks. Never rejects.
  */
-export async function keepThinking(store: GatewayStore, logger: Logger, ctx: RequestContext, blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[], ttlMs: number): Promise<void> {
+export async function keepThinking(store: ResponseStore, logger: Logger, ctx: RequestContext, blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[], ttlMs: number): Promise<void> {
   if (blocks.length === 0 || toolCallIds.length === 0) return;
   try {
     await store.saveResponse({ id: thinkingStoreId(toolCallIds[0]), keyId: ctx.key!.id, response: {}, items: [...blocks] }, ttlMs);

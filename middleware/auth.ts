@@ -16,12 +16,12 @@ import { getContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { DEFAULT_KEY_PREFIX } from '../lib/key-groups';
 import { hashSecret } from '../lib/keys';
-import type { GatewayStore } from '../lib/store/types';
+import type { KeyStore } from '../lib/store/types';
 
 export type AuthHeaders = 'native' | 'chat' | 'either';
 
 export interface AuthOptions {
-  store: GatewayStore;
+  store: KeyStore;
   /** Which headers this route reads the key from. */
   accept: AuthHeaders;
   /** Key prefixes accepted (the key groups'), or a function read per request (config reload). Default `['sk-cs4-']`. */

@@ -11,13 +11,13 @@ import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
 import type { Logger } from '../lib/logger';
-import type { GatewayStore } from '../lib/store/types';
+import type { ResponseStore } from '../lib/store/types';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
-} from '../lib/upstream-exchange';
-import { relayTranslatedStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { relayTranslatedStream } from '../lib/upstream/stream';
 import { convertChatRequest } from '../translators/chat-to-native-request';
 import { collectThinkingBlocks, convertNativeResponse } from '../translators/native-to-chat-response';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
@@ -36,7 +36,7 @@ export interface ChatCompletionsOptions {
    */
   settings: () => GatewayConfig['responses'];
   /** Where a reply's signed thinking is kept per key for the next turn of its tool loop. */
-  store: GatewayStore;
+  store: ResponseStore;
 }
 
 export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {

@@ -18,8 +18,8 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   createStreamWriter, recordReply, sendJsonReply, writeReplyHead, failExchange, modelRenameOf, type ModelRename, openSseReply, readUpstreamError, sendChatRequest,
-} from '../lib/upstream-exchange';
-import { followUpstreamStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { followUpstreamStream } from '../lib/upstream/stream';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { formatChatStreamFailure } from '../translators/native-to-chat-errors';
 import { convertChatUsageToNative } from '../translators/chat-to-native-mapping';

@@ -26,14 +26,14 @@ import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
-import type { GatewayStore, Reservation } from '../lib/store/types';
+import type { LedgerStore, Reservation } from '../lib/store/types';
 import {
   boundInputTokens, choicesOf, countImageParts, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from './worst-case';
 
 export interface CreditReservationOptions {
-  store: GatewayStore;
+  store: LedgerStore;
   catalogue: Catalogue;
   /** The input-size bound (config `reservation`); a function is read on each request (config reload). */
   reservation: GatewayConfig['reservation'] | (() => GatewayConfig['reservation']);
@@ -206,7 +206,7 @@ export interface ReservationRenewer {
   keep(res: Response, reservation: Reservation, reservationTtlMs: number): void;
 }
 
-export function createReservationRenewer(store: GatewayStore): ReservationRenewer {
+export function createReservationRenewer(store: LedgerStore): ReservationRenewer {
   const open = new Set<{ reservation: Reservation; reservationTtlMs: number }>();
   let timer: NodeJS.Timeout | undefined;
   let periodMs = Infinity;

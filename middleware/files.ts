@@ -13,7 +13,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { sendDeferredContinue } from '../lib/http-server';
-import type { GatewayStore } from '../lib/store/types';
+import type { ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
 
@@ -21,7 +21,7 @@ import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget
 export const FILE_PIN_TTL_MS = 400 * 24 * 3600_000;
 
 export interface FilesOptions {
-  store: GatewayStore;
+  store: ResponseStore;
   /** The upstream of the request's key group (a refusal when it has no native upstream). */
   upstreamFor: (ctx: RequestContext) => UpstreamClient;
   /** Largest upload accepted, bytes (config `limits.fileBytes`), read per request. */
@@ -134,7 +134,7 @@ export function referencedFileIds(body: unknown): string[] {
  * @returns the holding target; `held` when the body names no file of a recorded target
  * @throws GatewayError 404 for a file the key did not upload; 400 when the files are held by different targets
  */
-export async function checkFileAccess(store: GatewayStore, keyId: string, body: unknown, where = 'file_id', held?: string): Promise<string | undefined> {
+export async function checkFileAccess(store: ResponseStore, keyId: string, body: unknown, where = 'file_id', held?: string): Promise<string | undefined> {
   let target = held;
   for (const id of referencedFileIds(body)) {
     const pin = await store.getPin('file', id);
@@ -152,7 +152,7 @@ export async function checkFileAccess(store: GatewayStore, keyId: string, body: 
  * The pipeline step of the Messages routes that runs `checkFileAccess` on the request body and routes
  * a request naming files to the target holding them (`ctx.target`).
  */
-export function createFileAccessCheck(store: GatewayStore): RequestHandler {
+export function createFileAccessCheck(store: ResponseStore): RequestHandler {
   return (req, res, next) => {
     const ctx = getContext(res);
     checkFileAccess(store, ctx.key!.id, req.body).then((target) => {

@@ -9,7 +9,7 @@
  */
 import type { RequestHandler } from 'express';
 import { sendJson } from '../lib/json-reply';
-import type { GatewayStore } from '../lib/store/types';
+import type { StoreConnection } from '../lib/store/types';
 import type { KeyGroupUpstreamStatus, UpstreamClient } from '../lib/upstream';
 
 /**
@@ -34,7 +34,7 @@ export const UPSTREAM_PING_REUSE_MS = 5000;
 
 export interface HealthOptions {
   upstream: UpstreamClient;
-  store: GatewayStore;
+  store: StoreConnection;
   /** True when the upstream is the embedded simulated one. */
   simulated: boolean;
   /** Each key group's upstream targets with their state (this instance's view). Default: not shown. */

@@ -20,7 +20,7 @@ import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 import type { Logger } from '../lib/logger';
 import { systemClock, utcMonth, type Clock } from '../lib/store/month';
-import type { GatewayStore, PinnedObject } from '../lib/store/types';
+import type { LedgerStore, PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from './model-access';
 import { checkFileAccess } from './files';
@@ -33,7 +33,7 @@ export const BATCH_PIN_TTL_MS = 30 * 24 * 3600_000;
 const MAX_BATCH_REQUESTS = 100_000;
 
 export interface MessageBatchesOptions {
-  store: GatewayStore;
+  store: LedgerStore & ResponseStore;
   catalogue: Catalogue;
   /** The upstream of the request's key group, or a refusal when that group has no native upstream. */
   upstreamFor: (ctx: RequestContext) => UpstreamClient;

@@ -19,8 +19,8 @@ import type { UpstreamClient } from '../lib/upstream';
 import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
 import {
   failExchange, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
-} from '../lib/upstream-exchange';
-import { followUpstreamStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { followUpstreamStream } from '../lib/upstream/stream';
 import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {

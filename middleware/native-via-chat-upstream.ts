@@ -14,8 +14,8 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   createStreamWriter, recordReply, sendJsonReply, failExchange, openSseReply, readUpstreamError, sendChatRequest,
-} from '../lib/upstream-exchange';
-import { followUpstreamStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { followUpstreamStream } from '../lib/upstream/stream';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/native-to-chat-request';
 import { convertChatErrorToNative, convertStreamErrorToNativeReply } from '../translators/chat-to-native-mapping';

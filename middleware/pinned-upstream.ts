@@ -10,7 +10,7 @@
 import type { Request, Response } from 'express';
 import { getContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import type { GatewayStore, PinnedObject } from '../lib/store/types';
+import type { PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 
 /** An upstream reply read whole. */
@@ -79,7 +79,7 @@ export function parseJson(answer: UpstreamAnswer): Record<string, any> | null {
 }
 
 /** The request key's pin of `kind` `id`; 404 (`what` named) for an unknown id and for another key's. */
-export async function ownPin(store: GatewayStore, res: Response, kind: PinnedObject['kind'], id: string, what: string): Promise<PinnedObject> {
+export async function ownPin(store: ResponseStore, res: Response, kind: PinnedObject['kind'], id: string, what: string): Promise<PinnedObject> {
   const pin = await store.getPin(kind, id);
   if (!pin || pin.keyId !== getContext(res).key!.id) throw errors.notFound(`no ${what} "${id.slice(0, 100)}" for this key`);
   return pin;
@@ -90,7 +90,7 @@ export async function ownPin(store: GatewayStore, res: Response, kind: PinnedObj
  * `before_id`, when the object is the request key's), so the pages of one listing come from one
  * account; undefined (the usual choice) for a first page.
  */
-export async function cursorTarget(store: GatewayStore, res: Response, kind: PinnedObject['kind'], query: Request['query']): Promise<string | undefined> {
+export async function cursorTarget(store: ResponseStore, res: Response, kind: PinnedObject['kind'], query: Request['query']): Promise<string | undefined> {
   const cursor = query.after_id ?? query.before_id;
   if (typeof cursor !== 'string') return undefined;
   const pin = await store.getPin(kind, cursor);
@@ -98,7 +98,7 @@ export async function cursorTarget(store: GatewayStore, res: Response, kind: Pin
 }
 
 /** The entries of an upstream list page (`data`) pinned to the request's key, in order. */
-export async function ownEntries(store: GatewayStore, res: Response, kind: PinnedObject['kind'], data: unknown[]): Promise<any[]> {
+export async function ownEntries(store: ResponseStore, res: Response, kind: PinnedObject['kind'], data: unknown[]): Promise<any[]> {
   const keyId = getContext(res).key!.id;
   const own = [];
   for (const entry of data) if ((await store.getPin(kind, String((entry as { id?: unknown })?.id)))?.keyId === keyId) own.push(entry);

@@ -7,10 +7,10 @@
 import type { RequestHandler } from 'express';
 import { getContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
-import type { GatewayStore } from '../lib/store/types';
+import type { ResponseStore } from '../lib/store/types';
 
 export interface PreviousResponseOptions {
-  store: GatewayStore;
+  store: ResponseStore;
   /** Largest expanded conversation (the body limit, config `limits.bodyBytes`), in bytes; read per request. */
   limitBytes: () => number;
 }

@@ -6,7 +6,7 @@
  * The count is taken by the request's admission (`GatewayStore.admit`): one atomic store step (one
  * Redis script, one round trip) that also checks the key the auth step found (its record's version,
  * the secret, the revocation) and takes the credit reservation's hold when the request is within its
- * limit. express-rate-limit stays the middleware (limit, headers, refusal); its store is an adapter
+ * limit. express-rate-limit stays the middleware (limit, refusal; this step writes the headers); its store is an adapter
  * that answers with the admission's count. So a request waits for one round trip to Redis before its
  * upstream call, where a separate rate-limit store (rate-limit-redis) would add one of its own.
  *
@@ -19,14 +19,14 @@ import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, type IncrementResponse, type RateLimitInfo, type Store } from 'express-rate-limit';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
-import type { AdmissionRequest, GatewayStore } from '../lib/store/types';
+import type { AdmissionRequest, LedgerStore, StoreConnection } from '../lib/store/types';
 
 /** Length of a rate-limit window: one minute. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 export interface RateLimitOptions {
   /** The gateway store, whose `admit` counts the request. */
-  store: GatewayStore;
+  store: LedgerStore & Pick<StoreConnection, 'kind'>;
   /**
    * The credit hold this route's requests ask for with their admission (the credit reservation step
    * reads the result); absent for a route that is not billed.

@@ -3,7 +3,7 @@
  * runs the finish step (settle, log) once when the response closes, whatever ended it.
  */
 import type { RequestHandler, Request, Response } from 'express';
-import { randomBase62 } from '../lib/keys';
+import { randomRequestId } from '../lib/keys';
 import type { RequestContext } from '../lib/context';
 import { requestScope } from '../lib/logger';
 import { routeLabel } from '../lib/routes';
@@ -34,7 +34,7 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
   const tracing = options.tracing ?? null;
   return (req, res, next) => {
     const ctx: RequestContext = {
-      requestId: `req_${randomBase62(24)}`,
+      requestId: `req_${randomRequestId(24)}`,
       format: detectFormat(req.path),
       route: `${req.method} ${req.path}`,
       startedAt: process.hrtime.bigint(),

@@ -17,12 +17,12 @@ import { getContext, type RequestContext } from '../lib/context';
 import { randomBase62 } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
-import type { GatewayStore } from '../lib/store/types';
+import type { ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import {
   failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
-} from '../lib/upstream-exchange';
-import { relayTranslatedStream } from '../lib/upstream-stream';
+} from '../lib/upstream/exchange';
+import { relayTranslatedStream } from '../lib/upstream/stream';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
 import type { ChatThinkingBlock } from '../translators/chat-types';
 import { decodeReasoning, wantsEncryptedReasoning } from '../translators/responses-reasoning';
@@ -36,7 +36,7 @@ import {
 export interface ResponsesOptions {
   upstream: UpstreamClient;
   catalogue: Catalogue;
-  store: GatewayStore;
+  store: ResponseStore;
   /** The `responses` config section, read per request (a reload may change it). */
   settings: () => GatewayConfig['responses'];
   /** Where a response that could not be stored is reported. */
@@ -81,7 +81,7 @@ type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Pr
  * logged (a later `previous_response_id` naming it gets 404). Never rejects.
  */
 function createKeeper(options: {
-  store: GatewayStore; logger: Logger; ctx: RequestContext; body: ResponsesRequest; previousItems: ResponsesInputItem[];
+  store: ResponseStore; logger: Logger; ctx: RequestContext; body: ResponsesRequest; previousItems: ResponsesInputItem[];
   ttlMs: number; maxKeyBytes: number; limitBytes: number;
 }): Keeper {
   const { store, logger, ctx, body } = options;

@@ -7,10 +7,10 @@ import type { RequestHandler } from 'express';
 import { getContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
 import { sendJson } from '../lib/json-reply';
-import type { GatewayStore, StoredResponse } from '../lib/store/types';
+import type { ResponseStore, StoredResponse } from '../lib/store/types';
 
 export interface StoredResponsesOptions {
-  store: GatewayStore;
+  store: ResponseStore;
 }
 
 function notFound(id: string): GatewayError {
@@ -18,7 +18,7 @@ function notFound(id: string): GatewayError {
 }
 
 /** The stored response `req.params.id` names, if this key made it (only `resp_` ids: the store also keeps the chat route's thinking). */
-async function findOwn(store: GatewayStore, id: string, keyId: string): Promise<StoredResponse> {
+async function findOwn(store: ResponseStore, id: string, keyId: string): Promise<StoredResponse> {
   if (!id.startsWith('resp_')) throw notFound(id);
   const stored = await store.getResponse(id);
   if (!stored || stored.keyId !== keyId) throw notFound(id);

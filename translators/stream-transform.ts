@@ -1,7 +1,7 @@
 /**
  * The shape every transform of a native stream has (native-to-chat-stream.ts, responses-stream.ts):
  * events in, records of the client's format out, and what it has learnt of the reply so far.
- * The gateway relays any of them the same way (lib/upstream-stream.ts).
+ * The gateway relays any of them the same way (lib/upstream/stream.ts).
  */
 import type { TranslatedError } from './native-to-chat-errors';
 import type { SseEvent } from './native-types';

@@ -18,7 +18,7 @@ import { randomBase62 } from '../keys';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
-import type { GatewayStore, KeyPatch, KeyRecord } from '../store/types';
+import type { KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
@@ -28,7 +28,7 @@ import { addSpendRoutes } from './spend-routes';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
-  store: GatewayStore;
+  store: KeyStore & LedgerStore & RequestLogStore;
   catalogue: Catalogue;
   /** Alias -> canonical catalogue ID, shown next to each model (read per request: the config may be reloaded). */
   aliases: () => Readonly<Record<string, string>>;

@@ -5,7 +5,7 @@
  * store step as the day totals, so a session's credits are exactly the sum of its requests' credits.
  * Records older than the request log's retention are gone, and with them their sessions.
  */
-import type { GatewayStore, RequestLogRecord } from '../store/types';
+import type { RequestLogRecord, RequestLogStore } from '../store/types';
 import { UsageAccumulator, type UsageSums } from './usage-query';
 
 /** Request log records read from the store per page while summing. */
@@ -59,7 +59,7 @@ function sumsOf(record: RequestLogRecord): UsageSums {
  * by credits, highest first, then by start.
  * @throws what the store's `readRequestLog` throws
  */
-export async function sumBySession(store: GatewayStore, fromMs: number, toMs: number, filter: SessionFilter): Promise<SessionRow[]> {
+export async function sumBySession(store: RequestLogStore, fromMs: number, toMs: number, filter: SessionFilter): Promise<SessionRow[]> {
   const buckets = new Map<string, SessionBucket>();
   let cursor: string | null = null;
   do {

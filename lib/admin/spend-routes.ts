@@ -1,5 +1,5 @@
 /**
- * The admin spend routes (issue 23), added to the admin router:
+ * The admin spend routes, added to the admin router:
  *
  * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model|session`: usage totals over UTC days, in
  *   rows (every day of the range for `day`, with its models; keys or models by credits, highest first;
@@ -11,7 +11,7 @@
 import type { Response, Router } from 'express';
 import { errors } from '../errors';
 import { dayEnd, dayStart, daysBetween, monthsBetween } from '../store/usage-days';
-import type { DailyUsageTotals, GatewayStore, RequestLogRecord } from '../store/types';
+import type { DailyUsageTotals, KeyStore, LedgerStore, RequestLogRecord, RequestLogStore } from '../store/types';
 import type { Clock } from '../store/month';
 import {
   checkKnownParameters, EXPORT_FORMATS, GROUP_BY, parseChoice, parseDayRange, parseIdParameter, parseStatusParameter, sumByDay,
@@ -64,7 +64,7 @@ async function writeWithBackpressure(res: Response, chunk: string): Promise<void
 }
 
 export interface SpendRoutesOptions {
-  store: GatewayStore;
+  store: KeyStore & LedgerStore & RequestLogStore;
   /** Epoch ms (today's date for default ranges). */
   now: Clock;
 }

@@ -9,14 +9,14 @@
  */
 import type { Logger } from '../logger';
 import type { Clock } from '../store/month';
-import type { GatewayStore, PendingBudgetAlert } from '../store/types';
+import type { AlertQueueStore, PendingBudgetAlert } from '../store/types';
 import { sendAlertWebhook, type WebhookOutcome } from './webhook';
 
 /** Longest backoff between two attempts: 5 minutes. */
 export const MAX_ALERT_BACKOFF_MS = 5 * 60 * 1000;
 
 export interface AlertDispatcherOptions {
-  store: GatewayStore;
+  store: AlertQueueStore;
   logger: Logger;
   /** The webhook URL (config `alerts.webhookUrl`). */
   url: string;

@@ -13,14 +13,14 @@ import type { RequestContext } from '../context';
 import type { AfterResponseStep } from '../after-response';
 import { toCreditUnits } from '../store/credits';
 import type { Clock } from '../store/month';
-import type { GatewayStore } from '../store/types';
+import type { AlertQueueStore, LedgerStore } from '../store/types';
 import type { AlertDispatcher } from './alert-dispatcher';
 
 /** Claims this process has already seen fail or succeed, not asked again (bounded: cleared when full). */
 const MAX_REMEMBERED_CLAIMS = 100_000;
 
 export interface BudgetAlertsOptions {
-  store: GatewayStore;
+  store: LedgerStore & AlertQueueStore;
   dispatcher: AlertDispatcher;
   /** Thresholds of keys that set none (config `alerts.thresholds`, read per request). */
   defaultThresholds: () => readonly number[];

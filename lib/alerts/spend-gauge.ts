@@ -6,12 +6,12 @@
 import client from 'prom-client';
 import type { Clock } from '../store/month';
 import { utcMonth } from '../store/month';
-import type { GatewayStore } from '../store/types';
+import type { KeyStore, LedgerStore } from '../store/types';
 
 export const SPEND_GAUGE_NAME = 'gateway_key_credit_cap_used_ratio';
 
 /** Register the gauge on `registry` (once: a registry shared by several routers keeps the first). */
-export function registerSpendGauge(registry: client.Registry, store: GatewayStore, clock: Clock): void {
+export function registerSpendGauge(registry: client.Registry, store: KeyStore & LedgerStore, clock: Clock): void {
   if (registry.getSingleMetric(SPEND_GAUGE_NAME)) return;
   new client.Gauge({
     name: SPEND_GAUGE_NAME,

@@ -140,7 +140,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
   }
 
   /**
-   * Ledger and key reads (admin API, budget alerts) and the spend visibility calls (issue 23): bounded by `timeoutMs`
+   * Ledger and key reads (admin API, budget alerts) and the spend visibility calls: bounded by `timeoutMs`
    * like the rest (a disconnected client queues commands; a finish step or the alert dispatcher must
    * not wait for ever, or a shutdown would). A failure is a 503 for an admin request; the finish step
    * and the dispatcher log it.

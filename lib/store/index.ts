@@ -5,7 +5,7 @@ import { hashSecret, lastFour } from '../keys';
 import { MemoryStore } from './memory-store';
 import { systemClock, type Clock } from './month';
 import { RedisStore } from './redis-store';
-import type { GatewayStore } from './types';
+import type { GatewayStore, KeyStore } from './types';
 
 export type { GatewayStore } from './types';
 export { MemoryStore } from './memory-store';
@@ -43,7 +43,7 @@ export async function createStore(config: GatewayConfig, options: CreateStoreOpt
  * Put the config.json keys in the store. A key already there keeps its run-time state (rotations,
  * revocation, limits changed since); a new one is created with the file's settings.
  */
-export async function seedConfigKeys(store: GatewayStore, config: GatewayConfig): Promise<void> {
+export async function seedConfigKeys(store: KeyStore, config: GatewayConfig): Promise<void> {
   for (const key of config.keys) {
     const sha256 = key.keySha256 ?? hashSecret(key.key!);
     await store.seedKey({

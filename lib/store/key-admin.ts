@@ -4,7 +4,7 @@
  * SHA-256 hashes.
  */
 import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys';
-import type { GatewayStore, KeyPatch, KeyRecord } from './types';
+import type { KeyPatch, KeyRecord, KeyStore } from './types';
 
 /** Default grace period of a rotated-out secret: 24 h. */
 export const DEFAULT_ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
@@ -37,7 +37,7 @@ const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
  * Create a key with a new secret.
  * @throws Error when the id is malformed or taken, or a limit is not a valid number
  */
-export async function createApiKey(store: GatewayStore, input: CreateApiKeyInput): Promise<IssuedKey> {
+export async function createApiKey(store: KeyStore, input: CreateApiKeyInput): Promise<IssuedKey> {
   const id = input.id ?? `key_${randomBase62(12)}`;
   if (!KEY_ID.test(id)) throw new Error(`key id "${id}" may hold only letters, digits, ".", "_" and "-" (at most 64)`);
   checkLimits({ rateLimitPerMinute: input.rateLimitPerMinute, monthlyCreditCap: input.monthlyCreditCap ?? null });
@@ -62,7 +62,7 @@ export async function createApiKey(store: GatewayStore, input: CreateApiKeyInput
  * @throws Error when the key does not exist or graceMs is negative
  */
 export async function rotateApiKey(
-  store: GatewayStore, id: string, graceMs = DEFAULT_ROTATION_GRACE_MS, now?: number, keyPrefix?: string,
+  store: KeyStore, id: string, graceMs = DEFAULT_ROTATION_GRACE_MS, now?: number, keyPrefix?: string,
 ): Promise<IssuedKey> {
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new Error('the grace period must be 0 or more milliseconds');
   const secret = generateSecret(keyPrefix);
@@ -71,12 +71,12 @@ export async function rotateApiKey(
 }
 
 /** Revoke a key: its next request, on any instance, gets 401. @throws Error when it does not exist */
-export function revokeApiKey(store: GatewayStore, id: string): Promise<KeyRecord> {
+export function revokeApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
   return store.updateKey(id, { revoked: true });
 }
 
 /** Undo a revocation. @throws Error when the key does not exist */
-export function restoreApiKey(store: GatewayStore, id: string): Promise<KeyRecord> {
+export function restoreApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
   return store.updateKey(id, { revoked: false });
 }
 
@@ -85,7 +85,7 @@ export function restoreApiKey(store: GatewayStore, id: string): Promise<KeyRecor
  * @throws Error when the key does not exist or a limit is not a valid number
  */
 export function setKeyLimits(
-  store: GatewayStore,
+  store: KeyStore,
   id: string,
   limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap' | 'allowedModels' | 'name' | 'alertThresholds'>,
 ): Promise<KeyRecord> {

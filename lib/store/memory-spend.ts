@@ -1,5 +1,5 @@
 /**
- * The memory store's spend state (issue 23): usage per key, model and UTC day, the request log, and
+ * The memory store's spend state: usage per key, model and UTC day, the request log, and
  * budget alerts (which were claimed, which wait for delivery). Kept apart from memory-store.ts, which
  * calls in here from its settlement step and snapshot; persisted with the rest in the state file.
  */

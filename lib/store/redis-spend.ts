@@ -1,5 +1,5 @@
 /**
- * Reading back what the Redis store keeps for spend visibility (issue 23): the day totals hash and the
+ * Reading back what the Redis store keeps for spend visibility: the day totals hash and the
  * request log stream. The writes are in the scripts (redis-scripts.ts).
  */
 import { fromCreditUnits } from './credits';

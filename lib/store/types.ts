@@ -1,7 +1,8 @@
 /**
- * The store seam: keys (hashed), credit reservations and the usage ledger. One interface, two
+ * The store seam, one interface per role: keys (hashed), admission and the usage ledger, stored
+ * responses and pins, the request log, the budget alert queue; `GatewayStore` is all of them. Two
  * implementations (memory: the embedded default; Redis: several instances). Every atomic operation
- * (reserve, settle, revoke, rotate) is one call so the Redis version can be one script.
+ * (admit, reserve, settle, revoke, rotate) is one call so the Redis version can be one script.
  */
 import type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
 import type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
@@ -145,9 +146,8 @@ export interface PinnedObject {
   data: Record<string, unknown>;
 }
 
-export interface GatewayStore {
-  /** Which implementation this is (`memory` or `redis`), for /health and logs. */
-  readonly kind: string;
+/** Keys: finding a request's key (auth) and changing keys (admin API, `npm run keys`, config seeding). */
+export interface KeyStore {
   /** The key one of whose live secrets hashes to `sha256`; expired rotated secrets never match. */
   findKeyBySecretHash(sha256: string, now?: number): Promise<KeyRecord | null>;
   /**
@@ -156,11 +156,6 @@ export interface GatewayStore {
    * checks that snapshot in the store. A revoked snapshot is always read again before it is returned.
    */
   identifyKey(sha256: string, now: number, fresh?: boolean): Promise<KeySnapshot | null>;
-  /**
-   * Check a request's key snapshot and secret, count it against the key's rate limit and hold its
-   * credits, all in one atomic step (Redis: one script, one round trip). See AdmissionResult.
-   */
-  admit(request: AdmissionRequest): Promise<AdmissionResult>;
   getKey(id: string): Promise<KeyRecord | null>;
   listKeys(): Promise<KeyRecord[]>;
   /** Creates a key. @throws Error when the id exists. */
@@ -171,6 +166,15 @@ export interface GatewayStore {
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
   /** Adds `secret` as the current secret; earlier current secrets expire `graceMs` from `now`. */
   rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now?: number): Promise<KeyRecord>;
+}
+
+/** Admission and ledger: a request's count and credit hold before its upstream call, its settlement after, and the spend read back (months, UTC days). */
+export interface LedgerStore {
+  /**
+   * Check a request's key snapshot and secret, count it against the key's rate limit and hold its
+   * credits, all in one atomic step (Redis: one script, one round trip). See AdmissionResult.
+   */
+  admit(request: AdmissionRequest): Promise<AdmissionResult>;
   /**
    * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when
    * spent + reserved + credits <= cap (a null cap always succeeds). With `minCredits` (<= credits),
@@ -193,6 +197,12 @@ export interface GatewayStore {
   getMonthSpend(keyId: string, month: string): Promise<number>;
   /** Ledger of a key for a month, per model. */
   getUsage(keyId: string, month: string): Promise<UsageTotals[]>;
+  /** Ledger of a key for a month, per UTC day and model. */
+  getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]>;
+}
+
+/** Stored responses (Responses API, tool-loop thinking) and the pins of objects owned by a key (files, message batches), each kept for a time. */
+export interface ResponseStore {
   /**
    * Keep a response for `ttlMs` (replacing one with the same id).
    * @param maxKeyBytes most bytes (of the records as JSON) the record's key may hold; absent: no bound.
@@ -209,14 +219,10 @@ export interface GatewayStore {
   getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null>;
   /** Forget a pin; false when there was none. */
   deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean>;
-  /** Throws when the backing service is unreachable. */
-  ping(): Promise<void>;
-  /** Waits for operations under way (settlements of closing requests), then releases the connection. */
-  close(): Promise<void>;
+}
 
-  // --- Spend visibility (issue 23): days, request log, budget alerts -------------------------------
-  /** Ledger of a key for a month, per UTC day and model. */
-  getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]>;
+/** The request log: one record per finished request, read back by time range (admin export, session usage). */
+export interface RequestLogStore {
   /** Add a record to the request log for a request that settles nothing (count_tokens). */
   appendRequestLog(record: RequestLogRecord): Promise<void>;
   /**
@@ -227,6 +233,10 @@ export interface GatewayStore {
   readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage>;
   /** How long request log records are kept (ms) and, for the memory store, at most how many. */
   setRequestLogRetention(retentionMs: number, maxRecords?: number): void;
+}
+
+/** The budget alert queue: claimed once, leased for delivery by one instance, retried or finished. */
+export interface AlertQueueStore {
   /**
    * Atomically: when no alert with `alert.id` was ever claimed, remember it and keep it as pending
    * (due at once); returns whether this call claimed it. Every instance may ask; one wins.
@@ -242,3 +252,20 @@ export interface GatewayStore {
   /** Forget a pending alert (delivered or given up); it is still never claimed again. */
   finishBudgetAlert(id: string): Promise<void>;
 }
+
+/** The store as a service: its kind, reachability and shutdown. */
+export interface StoreConnection {
+  /** Which implementation this is (`memory` or `redis`), for /health and logs. */
+  readonly kind: string;
+  /** Throws when the backing service is unreachable. */
+  ping(): Promise<void>;
+  /** Waits for operations under way (settlements of closing requests), then releases the connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * The whole store: every role above, implemented by one object (the memory and Redis stores, or a
+ * custom store passed to `createGateway`). Each pipeline step is typed with the roles it uses, so its
+ * reader sees only what it may touch.
+ */
+export type GatewayStore = KeyStore & LedgerStore & ResponseStore & RequestLogStore & AlertQueueStore & StoreConnection;

@@ -4,7 +4,6 @@
  * goes away, and watch the reply body for idle gaps.
  */
 import type http from 'node:http';
-import type { Readable } from 'node:stream';
 
 /**
  * What an attempt listens to for cancellation: the part of `AbortSignal` it uses.
@@ -74,30 +73,4 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
       reject({ error, timedOut, reusedSocket: request.reusedSocket } satisfies AttemptFailure);
     });
   });
-}
-
-/**
- * Watch a readable for idle gaps: `onIdle` runs once when no chunk arrived for `idleMs`. It listens to
- * 'data', so attach it in the same tick as the stream's reader (or the first chunks go unread).
- * @returns stop(), which also runs by itself when the stream ends or closes
- */
-export function watchIdle(stream: Readable, idleMs: number, onIdle: () => void): () => void {
-  let timer: NodeJS.Timeout | undefined = setTimeout(fire, idleMs);
-  function fire() {
-    timer = undefined;
-    stop();
-    onIdle();
-  }
-  function reset() {
-    timer?.refresh();
-  }
-  function stop() {
-    if (timer) clearTimeout(timer);
-    timer = undefined;
-    stream.off('data', reset);
-  }
-  stream.on('data', reset);
-  stream.once('end', stop);
-  stream.once('close', stop);
-  return stop;
 }

@@ -1,5 +1,5 @@
 /**
- * Gateways on a Redis Cluster (issue 24): two instances sharing one cluster keep a key's cap, its
+ * Gateways on a Redis Cluster: two instances sharing one cluster keep a key's cap, its
  * revocation and its rate limit exact across both, and a gateway rides out the failover of a primary
  * (SIGKILL, a replica promoted): fail closed (503) for the keys on that primary while it is down,
  * 200 for the others throughout, back to 200 by itself once the replica took over, and a ledger

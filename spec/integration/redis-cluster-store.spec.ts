@@ -1,5 +1,5 @@
 /**
- * The Redis store past one server (issue 24): the store contract on a 3-primary, 3-replica Redis
+ * The Redis store past one server: the store contract on a 3-primary, 3-replica Redis
  * Cluster and on a TLS Redis with a password, one round trip to Redis before a request's upstream
  * call (counted with INFO commandstats, single node and cluster), and the move of a store written in
  * the earlier layout. Real redis-server processes on loopback, started here.

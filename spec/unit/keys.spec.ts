@@ -1,26 +1,28 @@
 import { expect } from 'chai';
-import { hashSecret, randomBase62 } from '../../lib/keys';
+import { hashSecret, randomBase62, randomRequestId } from '../../lib/keys';
 
-describe('randomBase62 (secrets, request ids)', () => {
-  it('gives ids of the asked length, base62 only, all distinct across many refills of its byte pool', () => {
-    const ids = new Set<string>();
-    for (let i = 0; i < 2000; i++) {
-      const id = randomBase62(24);
-      expect(id).to.match(/^[A-Za-z0-9]{24}$/);
-      ids.add(id);
-    }
-    expect(ids.size).to.equal(2000);
-  });
+for (const [name, random] of [['randomBase62 (secrets)', randomBase62], ['randomRequestId (request ids, from a byte pool)', randomRequestId]] as const) {
+  describe(name, () => {
+    it('gives ids of the asked length, base62 only, all distinct across many refills of its byte pool', () => {
+      const ids = new Set<string>();
+      for (let i = 0; i < 2000; i++) {
+        const id = random(24);
+        expect(id).to.match(/^[A-Za-z0-9]{24}$/);
+        ids.add(id);
+      }
+      expect(ids.size).to.equal(2000);
+    });
 
-  it('uses every base62 character about equally often (no modulo bias)', () => {
-    const counts = new Map<string, number>();
-    const text = randomBase62(62 * 2000);
-    for (const ch of text) counts.set(ch, (counts.get(ch) ?? 0) + 1);
-    expect(counts.size).to.equal(62);
-    // Expected 2000 each; a biased generator (byte % 62 without rejection) gives the first 8 about 2,400.
-    for (const [ch, n] of counts) expect(n, ch).to.be.within(1700, 2300);
+    it('uses every base62 character about equally often (no modulo bias)', () => {
+      const counts = new Map<string, number>();
+      const text = random(62 * 2000);
+      for (const ch of text) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+      expect(counts.size).to.equal(62);
+      // Expected 2000 each; a biased generator (byte % 62 without rejection) gives the first 8 about 2,400.
+      for (const [ch, n] of counts) expect(n, ch).to.be.within(1700, 2300);
+    });
   });
-});
+}
 
 describe('hashSecret', () => {
   it('is the hex SHA-256 of the UTF-8 secret (stored hashes and config keySha256 values keep matching)', () => {

@@ -4,20 +4,21 @@
  * loop with the client's lifetime (a client that goes away cancels the attempt and any retry wait),
  * record what the reply showed for the finish step (status, time to first byte, usage, stop reason),
  * write reply heads and SSE records, read a bounded error body with the gateway's credentials
- * redacted. Following an upstream stream is in upstream-stream.ts.
+ * redacted. Following an upstream stream is in stream.ts.
  */
 import type http from 'node:http';
 import type { NextFunction, Response } from 'express';
-import type { ModelConfig } from './config';
-import { getContext, type RequestContext, type Usage } from './context';
-import { errors, fromTranslationError, GatewayError } from './errors';
-import { readBody, tryParseJson } from './read-body';
-import { operationNameOf } from './trace-attributes';
-import type { TraceSpan } from './trace-span';
-import type { StartAttempt, UpstreamClient, UpstreamReply, UpstreamRequest } from './upstream';
-import type { NativeUsage } from '../translators/native-types';
-import { mapNativeErrorToChat } from '../translators/native-to-chat-errors';
-import { emptyUsage, mergeNativeUsage } from '../translators/usage';
+import type { ModelConfig } from '../config';
+import { getContext, type RequestContext, type Usage } from '../context';
+import { errors, fromTranslationError, GatewayError } from '../errors';
+import { readBody, tryParseJson } from '../read-body';
+import { operationNameOf } from '../trace-attributes';
+import type { TraceSpan } from '../trace-span';
+import type { UpstreamReply } from './attempt';
+import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
+import type { NativeUsage } from '../../translators/native-types';
+import { mapNativeErrorToChat } from '../../translators/native-to-chat-errors';
+import { emptyUsage, mergeNativeUsage } from '../../translators/usage';
 
 /**
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes

@@ -5,11 +5,11 @@
  */
 import type http from 'node:http';
 import type { Response } from 'express';
-import { getContext } from './context';
-import { createSseDecoder, type SseEvent } from './sse';
-import { createStreamWriter, openSseReply, recordReply, sendJsonReply } from './upstream-exchange';
-import type { StreamTransform } from '../translators/stream-transform';
-import { estimateTokens } from '../translators/usage';
+import { getContext } from '../context';
+import { createSseDecoder, type SseEvent } from '../sse';
+import { createStreamWriter, openSseReply, recordReply, sendJsonReply } from './exchange';
+import type { StreamTransform } from '../../translators/stream-transform';
+import { estimateTokens } from '../../translators/usage';
 
 export interface UpstreamStreamHandlers {
   /** The bytes of one upstream chunk, before its events are parsed (the native proxy passes them on). */
