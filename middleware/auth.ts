@@ -53,9 +53,10 @@ export function refuseRepeatedCredentials(rawHeaders: string[]): void {
 
 /**
  * The key a request carries in the headers its route takes, or a 401 explaining which header to use.
- * @param route the route as the refusal names it, e.g. `POST /v1/responses`. Default `this route`.
+ * @param route the route as the refusal names it, e.g. `POST /v1/responses`, or the request it is read
+ *   from (only when the refusal is made: most requests never need it). Default `this route`.
  */
-export function extractApiKey(headers: Record<string, string | string[] | undefined>, accept: AuthHeaders, route = 'this route'): string {
+export function extractApiKey(headers: Record<string, string | string[] | undefined>, accept: AuthHeaders, route: string | RouteOf = 'this route'): string {
   const apiKeyHeader = headers['x-api-key'];
   if (Array.isArray(apiKeyHeader)) throw errors.authentication('send exactly one x-api-key header');
   const authorization = headers.authorization;
@@ -63,7 +64,7 @@ export function extractApiKey(headers: Record<string, string | string[] | undefi
   if (accept === 'chat') {
     if (bearer) return bearer;
     if (apiKeyHeader) {
-      throw errors.authentication(`${route} takes the key in the Authorization header, not x-api-key: "Authorization: Bearer <API_KEY>"`);
+      throw errors.authentication(`${typeof route === 'string' ? route : formatRoute(route)} takes the key in the Authorization header, not x-api-key: "Authorization: Bearer <API_KEY>"`);
     }
     throw errors.authentication('missing API key: send "Authorization: Bearer <API_KEY>"');
   }
@@ -72,13 +73,26 @@ export function extractApiKey(headers: Record<string, string | string[] | undefi
   throw errors.authentication('missing API key: send "x-api-key: <API_KEY>"');
 }
 
+/** What a request's route is read from: its method, mount path and matched route pattern. */
+export interface RouteOf {
+  method: string;
+  baseUrl: string;
+  path: string;
+  route?: { path?: unknown };
+}
+
+/** `POST /v1/responses/{id}`: the method and the route pattern, parameters in braces. */
+function formatRoute(req: RouteOf): string {
+  return `${req.method} ${req.baseUrl}${String(req.route?.path ?? req.path).replace(/:(\w+)/g, '{$1}')}`;
+}
+
 export function createAuth(options: AuthOptions): RequestHandler {
   const readPrefixes = typeof options.prefixes === 'function' ? options.prefixes : () => (options.prefixes as string[] | undefined) ?? [DEFAULT_KEY_PREFIX];
   const now = options.now ?? Date.now;
   return async (req, res, next) => {
     try {
       refuseRepeatedCredentials(req.rawHeaders);
-      const secret = extractApiKey(req.headers, options.accept, `${req.method} ${req.baseUrl}${String(req.route?.path ?? req.path).replace(/:(\w+)/g, '{$1}')}`);
+      const secret = extractApiKey(req.headers, options.accept, req);
       const prefixes = readPrefixes();
       if (!prefixes.some((prefix) => secret.startsWith(prefix))) {
         // Not which prefixes exist: that would tell a caller which key groups there are.

@@ -32,6 +32,11 @@ export function detectFormat(path: string): RequestContext['format'] {
 export function createRequestContext(options: RequestContextOptions): RequestHandler {
   const scope = options.scope ?? true;
   const tracing = options.tracing ?? null;
+  // One listener for every response (it finds its request and context on the response), rather than
+  // a closure per request.
+  function onClose(this: Response): void {
+    options.onFinish(this.locals.gateway as RequestContext, this.req, this);
+  }
   return (req, res, next) => {
     const ctx: RequestContext = {
       requestId: `req_${randomRequestId(24)}`,
@@ -47,7 +52,7 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
     res.locals.gateway = ctx;
     res.setHeader('request-id', ctx.requestId);
     res.setHeader('x-request-id', ctx.requestId);
-    res.once('close', () => options.onFinish(ctx, req, res));
+    res.once('close', onClose);
     // Every log line written while this request is handled carries its id (lib/logger.ts).
     if (scope) requestScope.run({ requestId: ctx.requestId }, next);
     else next();
