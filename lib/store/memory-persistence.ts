@@ -6,10 +6,18 @@
  * changes (longer when one write takes more than a tenth of that, see MEMORY_FLUSH_MAX_SHARE), so a
  * crash loses at most that much settled spend. Several instances never see each other's
  * state: that needs the Redis store.
+ *
+ * The request log (up to 100,000 records) goes to a JSON-lines file beside it, to which each write
+ * appends only the records written since the last (a whole rewrite of the log every second cost up to
+ * a tenth of the CPU; bench/RESULTS.md, "Mechanisms kept for speed"). The state file names that file
+ * and how many of its bytes belong to the state, so a crash between the two writes leaves the log and
+ * the spend totals equal; the log file is rewritten, under a new name, once most of it is records the
+ * log has dropped. A state file written before this holds its log inline, and is read as before.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { MemoryStore, type MemorySnapshot } from './memory-store';
+import type { RequestLogRecord } from './types';
 
 /**
  * Fill `store` from the state file, when there is one.
@@ -25,14 +33,39 @@ export function loadMemoryState(store: MemoryStore, file: string): boolean {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
   }
-  let snapshot: MemorySnapshot;
   try {
-    snapshot = JSON.parse(text) as MemorySnapshot;
+    const snapshot = JSON.parse(text) as StateFile;
+    const logFile = snapshot.requestLogFile;
+    const logged = logFile ? readRequestLogFile(path.join(path.dirname(file), logFile.name), logFile.bytes) : [];
+    if (logFile) snapshot.spendState = { ...snapshot.spendState, requestLog: logged.slice(logFile.dropped ?? 0) };
     store.restore(snapshot);
+    logFiles.set(store, logFile ? { name: logFile.name, bytes: logFile.bytes, lines: logged.length, seq: store.requestLogSince(Infinity).next } : null);
   } catch (err) {
     throw new Error(`state file ${file} cannot be read back (${(err as Error).message}); move it away to start empty`);
   }
+  removeStaleLogFiles(file, logFiles.get(store)?.name);
   return true;
+}
+
+/** Remove the request log files of `file` other than `kept` (left by a process that stopped between writes). */
+function removeStaleLogFiles(file: string, kept: string | undefined): void {
+  const prefix = `${path.basename(file)}.requests.`;
+  for (const name of fs.readdirSync(path.dirname(file))) {
+    if (name.startsWith(prefix) && name.endsWith('.jsonl') && name !== kept) fs.rmSync(path.join(path.dirname(file), name), { force: true });
+  }
+}
+
+/**
+ * The first `bytes` bytes of a request log file, one record per line; what lies past them (appended
+ * by a write whose state file never replaced the old one) is cut off, so the next append follows them.
+ * @throws Error when the file is missing or shorter than `bytes`
+ */
+function readRequestLogFile(file: string, bytes: number): RequestLogRecord[] {
+  const data = fs.readFileSync(file);
+  if (data.length < bytes) throw new Error(`request log file ${file} is shorter than the state says`);
+  if (data.length > bytes) fs.truncateSync(file, bytes);
+  const text = data.subarray(0, bytes).toString('utf8');
+  return text === '' ? [] : text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as RequestLogRecord);
 }
 
 /** How often settled spend is written to the state file while it changes, in ms (what a crash can lose at most). */
@@ -80,9 +113,69 @@ export function keepMemoryState(store: MemoryStore, file: string, onError: (err:
   };
 }
 
-/** Write the store's state to `file` (through a temporary file and a rename, so a reader never sees half). */
+/** What the state file holds: the store's snapshot and, once written so, where its request log is. */
+interface StateFile extends MemorySnapshot {
+  /**
+   * The request log file (a name in the state file's directory), its bytes that belong to this state,
+   * and how many of its first lines are records the log has dropped since.
+   */
+  requestLogFile?: { name: string; bytes: number; dropped?: number };
+}
+
+/** A store's request log file as last written: name, bytes and lines, and the sequence number of the next record to append. */
+interface RequestLogFile {
+  name: string;
+  bytes: number;
+  lines: number;
+  seq: number;
+}
+
+/** Each store's request log file (null or absent: none yet, the next write starts one). */
+const logFiles = new WeakMap<MemoryStore, RequestLogFile | null>();
+
+/** Request log files started by this process (part of a new file's name). */
+let logFileCount = 0;
+
+/**
+ * Write the store's state to `file` (through a temporary file and a rename, so a reader never sees
+ * half), after appending the request log's new records to its file (see the module comment).
+ */
 export function saveMemoryState(store: MemoryStore, file: string): void {
-  const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  fs.writeFileSync(temporary, JSON.stringify(store.snapshot()), { mode: 0o600 });
+  const dir = path.dirname(file);
+  let log = logFiles.get(store) ?? null;
+  const previous = log?.name;
+  const fresh = store.requestLogSince(log?.seq ?? 0);
+  // A new file when there is none yet, or when records the log has dropped would be most of the old one.
+  if (!log || log.lines + fresh.records.length - fresh.kept > fresh.kept + 1024) {
+    const name = `${path.basename(file)}.requests.${process.pid}-${Date.now()}-${(logFileCount += 1)}.jsonl`;
+    const all = store.requestLogSince(0);
+    const text = formatLines(all.records);
+    fs.writeFileSync(path.join(dir, name), text, { mode: 0o600 });
+    log = { name, bytes: Buffer.byteLength(text), lines: all.records.length, seq: all.next };
+  } else if (fresh.records.length > 0) {
+    const text = formatLines(fresh.records);
+    try {
+      fs.appendFileSync(path.join(dir, log.name), text, { mode: 0o600 });
+    } catch (err) {
+      // Part of the text may be in the file: the next write starts a new one.
+      logFiles.set(store, null);
+      throw err;
+    }
+    log = { name: log.name, bytes: log.bytes + Buffer.byteLength(text), lines: log.lines + fresh.records.length, seq: fresh.next };
+  }
+  logFiles.set(store, log);
+  const state: StateFile = store.snapshot();
+  if (state.spendState) state.spendState.requestLog = [];
+  state.requestLogFile = { name: log.name, bytes: log.bytes, dropped: log.lines - fresh.kept };
+  const temporary = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`);
+  fs.writeFileSync(temporary, JSON.stringify(state), { mode: 0o600 });
   fs.renameSync(temporary, file);
+  if (previous !== undefined && previous !== log.name) fs.rmSync(path.join(dir, previous), { force: true });
+}
+
+/** Records as JSON lines, each ending in a newline (JSON.stringify escapes the newlines inside strings). */
+function formatLines(records: RequestLogRecord[]): string {
+  let text = '';
+  for (const record of records) text += `${JSON.stringify(record)}\n`;
+  return text;
 }

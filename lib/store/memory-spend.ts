@@ -131,6 +131,18 @@ export class MemoryRequestLog {
     return this.records.slice(this.head);
   }
 
+  /**
+   * The kept records from sequence number `seq` on (all kept ones when `seq` is older than the oldest
+   * kept), with the sequence number the next record will get and how many records are kept.
+   */
+  since(seq: number): { records: RequestLogRecord[]; next: number; kept: number } {
+    return {
+      records: this.records.slice(Math.max(this.head, seq - this.firstSeq)),
+      next: this.firstSeq + this.records.length,
+      kept: this.records.length - this.head,
+    };
+  }
+
   restore(records: RequestLogRecord[]): void {
     this.records = records.map((record) => ({ ...record }));
     this.head = 0;
@@ -200,6 +212,11 @@ export class MemorySpendStore {
 
   async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
     return this.requestLog.read(fromMs, toMs, cursor, limit, this.clock());
+  }
+
+  /** The request log's records from sequence number `seq` on (MemoryRequestLog.since): the state file appends only those. */
+  requestLogSince(seq: number): ReturnType<MemoryRequestLog['since']> {
+    return this.requestLog.since(seq);
   }
 
   setRequestLogRetention(retentionMs: number, maxRecords?: number): void {

@@ -139,6 +139,85 @@ describe('MemoryStore', () => {
       expect((await after.reserveCredits('k1', '2025-06', 5, 10, 60_000)).ok).to.equal(true);
     });
 
+    const logRecord = (i: number) => ({ time: 0, requestId: `req_${i}`, keyId: 'k1', keyGroup: 'default', route: 'POST /v1/messages', model: 'm', status: 200,
+      stopReason: 'end_turn', inputTokens: i, outputTokens: 2, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, firstByteMs: null,
+      durationMs: 9, streamed: false, clientAborted: false, sessionId: 'line\nbreak', agentId: null, upstreamTarget: null });
+    const logFilesIn = (dir: string) => fs.readdirSync(dir).filter((name) => name.endsWith('.jsonl'));
+    const readIds = async (store: MemoryStore) => (await store.readRequestLog(0, 1, null, 100_000)).records.map((r) => r.requestId);
+
+    it('appends only the request log records written since the last save to the log file beside the state', async () => {
+      const file = path.join(dir, 'state.json');
+      const before = new MemoryStore(() => 0);
+      for (let i = 0; i < 3; i++) await before.appendRequestLog(logRecord(i));
+      saveMemoryState(before, file);
+      const [logFile] = logFilesIn(dir);
+      const lines = () => fs.readFileSync(path.join(dir, logFile), 'utf8').split('\n').length - 1;
+      expect(lines()).to.equal(3);
+      saveMemoryState(before, file);
+      expect(lines()).to.equal(3);
+      for (let i = 3; i < 5; i++) await before.appendRequestLog(logRecord(i));
+      saveMemoryState(before, file);
+      expect(lines()).to.equal(5);
+      expect(fs.readFileSync(file, 'utf8')).not.to.include('req_1');
+
+      const after = new MemoryStore(() => 0);
+      loadMemoryState(after, file);
+      expect(await readIds(after)).to.deep.equal(['req_0', 'req_1', 'req_2', 'req_3', 'req_4']);
+      expect((await after.readRequestLog(0, 1, null, 1)).records[0]).to.deep.equal(logRecord(0));
+      // Loaded, it goes on appending to the same file.
+      await after.appendRequestLog(logRecord(5));
+      saveMemoryState(after, file);
+      expect(logFilesIn(dir)).to.deep.equal([logFile]);
+      expect(lines()).to.equal(6);
+    });
+
+    it('leaves out records appended after the last state write (a crash between the two writes)', async () => {
+      const file = path.join(dir, 'state.json');
+      const before = new MemoryStore(() => 0);
+      await before.appendRequestLog(logRecord(0));
+      saveMemoryState(before, file);
+      const logFile = path.join(dir, logFilesIn(dir)[0]);
+      fs.appendFileSync(logFile, `${JSON.stringify(logRecord(1))}\n{"half a rec`);
+
+      const after = new MemoryStore(() => 0);
+      loadMemoryState(after, file);
+      expect(await readIds(after)).to.deep.equal(['req_0']);
+      await after.appendRequestLog(logRecord(2));
+      saveMemoryState(after, file);
+      const again = new MemoryStore(() => 0);
+      loadMemoryState(again, file);
+      expect(await readIds(again)).to.deep.equal(['req_0', 'req_2']);
+    });
+
+    it('starts a new log file once records the log dropped are most of it, and removes the old one', async () => {
+      const file = path.join(dir, 'state.json');
+      const before = new MemoryStore(() => 0);
+      before.setRequestLogRetention(86_400_000, 10);
+      await before.appendRequestLog(logRecord(0));
+      saveMemoryState(before, file);
+      const [first] = logFilesIn(dir);
+      for (let i = 1; i < 2000; i++) {
+        await before.appendRequestLog(logRecord(i));
+        saveMemoryState(before, file);
+      }
+      expect(logFilesIn(dir)).to.have.length(1).and.not.include(first);
+      // Rewritten when about 1034 of its lines were dropped ones: at most that many since.
+      expect(fs.readFileSync(path.join(dir, logFilesIn(dir)[0]), 'utf8').split('\n').length).to.be.within(11, 1100);
+      const after = new MemoryStore(() => 0);
+      loadMemoryState(after, file);
+      expect(await readIds(after)).to.deep.equal(Array.from({ length: 10 }, (_, i) => `req_${1990 + i}`));
+    });
+
+    it('reads a state file that holds its request log inline (written before the log file)', async () => {
+      const file = path.join(dir, 'state.json');
+      const before = new MemoryStore(() => 0);
+      await before.appendRequestLog(logRecord(0));
+      fs.writeFileSync(file, JSON.stringify(before.snapshot()));
+      const after = new MemoryStore(() => 0);
+      loadMemoryState(after, file);
+      expect(await readIds(after)).to.deep.equal(['req_0']);
+    });
+
     it('starts empty without a file, and refuses a file it cannot read back', () => {
       expect(loadMemoryState(new MemoryStore(), path.join(dir, 'none.json'))).to.equal(false);
       const bad = path.join(dir, 'bad.json');
