@@ -1,15 +1,14 @@
 /**
- * Per-key rate limit: at most the key's `rateLimitPerMinute` requests in a
+ * Per-key rate limit (express-rate-limit): at most the key's `rateLimitPerMinute` requests in a
  * one-minute window that starts at the key's first request. The counter lives in the gateway store
  * (memory: this process; Redis: shared, so every instance counts against one window).
  *
  * The count is taken by the request's admission (`GatewayStore.admit`): one atomic store step (one
  * Redis script, one round trip) that also checks the key the auth step found (its record's version,
  * the secret, the revocation) and takes the credit reservation's hold when the request is within its
- * limit. This step then compares the count with the key's limit (express-rate-limit's rule: refused
- * when the count passes the limit) and writes the headers. So a request waits for one round trip to
- * Redis before its upstream call, where a separate rate-limit store (rate-limit-redis) would add one
- * of its own.
+ * limit. express-rate-limit stays the middleware (limit, refusal; this step writes the headers); its store is an adapter
+ * that answers with the admission's count. So a request waits for one round trip to Redis before its
+ * upstream call, where a separate rate-limit store (rate-limit-redis) would add one of its own.
  *
  * Every reply past this step carries the headers of both client families (wire-formats.md §4.1, §7):
  *   anthropic-ratelimit-requests-limit / -remaining / -reset (RFC 3339 time of the window's end)
@@ -17,7 +16,7 @@
  * Over the limit: 429 `rate_limit_error` (chat: `rate_limit_exceeded`) with `retry-after` in seconds.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import type { IncrementResponse, RateLimitInfo } from 'express-rate-limit';
+import { rateLimit, type IncrementResponse, type RateLimitInfo, type Store } from 'express-rate-limit';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
 import type { AdmissionRequest, LedgerStore, StoreConnection } from '../lib/store/types';
@@ -90,35 +89,61 @@ async function admitWithRetries(req: Request, res: Response, options: RateLimitO
   throw new GatewayError(503, 'api_error', 'this key is being changed; try again shortly', { chatCode: 'service_unavailable', headers: { 'retry-after': '1' } });
 }
 
-/**
- * The rate-limit step: admits the request (counting it), writes both header families, and refuses with
- * 429 past the key's limit (`remaining` = max(limit - count, 0); refused when count > limit, so a limit
- * of 0 refuses every request).
- */
+/** Where express-rate-limit puts its figures on the request (its own convention, read here only). */
+const INFO_PROPERTY = 'rateLimit';
+
 export function createRateLimit(options: RateLimitOptions): RequestHandler {
   const now = options.now ?? Date.now;
-  // One async function, no limiter library around it: express-rate-limit's per-request token map,
-  // callbacks and checks cost more than the count itself (bench/RESULTS.md, "Mechanisms kept for speed").
-  return async function rateLimit(req, res, next) {
-    let counted: IncrementResponse;
-    try {
-      counted = await admitRequest(req, res, options);
-    } catch (err) {
-      return next(err);
-    }
+  // express-rate-limit hands its store only the key it generated: each request gets a token under
+  // which the adapter finds it again. The count itself is per API key (not per IP), in the admission:
+  // every instance and every secret of a rotated key share one count.
+  const waiting = new Map<string, { req: Request; res: Response }>();
+  let tokens = 0;
+  const store: Store = {
+    async increment(token: string) {
+      const request = waiting.get(token)!;
+      waiting.delete(token);
+      return admitRequest(request.req, request.res, options);
+    },
+    async decrement() {},
+    async resetKey() {},
+  };
+  const limiter = rateLimit({
+    windowMs: RATE_LIMIT_WINDOW_MS,
     // Read after the admission: the key as the store holds it.
-    const limit = getContext(res).key!.rateLimitPerMinute;
-    const at = now();
-    const info = { limit, remaining: Math.max(limit - counted.totalHits, 0), resetTime: counted.resetTime };
-    setRateLimitHeaders(res, info, at);
-    if (counted.totalHits <= limit) return next();
-    const retryAfter = secondsUntil(info.resetTime, at);
-    res.setHeader('retry-after', String(retryAfter));
-    next(new GatewayError(429, 'rate_limit_error',
-      `rate limit of ${limit} requests per minute reached for this key; retry after ${retryAfter} s`,
-      { chatCode: 'rate_limit_exceeded' }));
+    limit: (_req, res) => getContext(res).key!.rateLimitPerMinute,
+    keyGenerator: (req, res) => {
+      const token = String((tokens += 1));
+      waiting.set(token, { req, res });
+      return token;
+    },
+    store,
+    legacyHeaders: false,
+    standardHeaders: false,
+    requestPropertyName: INFO_PROPERTY,
+    // Keyed by key id, so the library's IP and proxy checks do not apply; its other checks are for
+    // set-up mistakes (a limiter built per request, a request counted twice) that the tests cover,
+    // and the double-count check keeps a map per request. All off.
+    validate: false,
+    handler: (_req, _res, next) => next(RATE_LIMITED),
+  });
+  return (req, res, next) => {
+    // The limiter is an async function: a store failure rejects, and reaches the error handler here.
+    Promise.resolve(limiter(req, res, (err?: unknown) => {
+      const info = (req as unknown as Record<string, RateLimitInfo | undefined>)[INFO_PROPERTY];
+      if (info) setRateLimitHeaders(res, info, now());
+      if (err !== RATE_LIMITED) return next(err);
+      const retryAfter = secondsUntil(info?.resetTime, now());
+      res.setHeader('retry-after', String(retryAfter));
+      next(new GatewayError(429, 'rate_limit_error',
+        `rate limit of ${info?.limit} requests per minute reached for this key; retry after ${retryAfter} s`,
+        { chatCode: 'rate_limit_exceeded' }));
+    })).catch(next);
   };
 }
+
+/** Marker the library's handler passes on; replaced by the real error, which needs the figures. */
+const RATE_LIMITED = Symbol('rate limited');
 
 /** Set both header families from the limiter's figures. */
 export function setRateLimitHeaders(res: Response, info: Pick<RateLimitInfo, 'limit' | 'remaining' | 'resetTime'>, now: number): void {
