@@ -10,17 +10,15 @@
  */
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
-import { emptyUsage, getContext, type RequestContext } from '../lib/context';
+import { emptyUsage, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { hasDuplicateKeys } from '../lib/json-duplicates';
-import { readBody, tryParseJson } from '../lib/read-body';
+import { tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
-import {
-  failExchange, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
-} from '../lib/upstream/exchange';
-import { followUpstreamStream } from '../lib/upstream/stream';
+import { modelRenameOf, recordReply, writeReplyHead, type ModelRename } from '../lib/upstream/exchange';
+import { createReplyHandler, followUpstreamStream, isEventStream } from '../lib/upstream/reply';
 import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
@@ -56,14 +54,15 @@ function upstreamBody(body: Record<string, unknown>, ctx: RequestContext): Buffe
 }
 
 /** The reply head's headers, without those the client must not see; the upstream's request id as `upstream-request-id`. */
-function clientHeaders(response: http.IncomingMessage, upstream: UpstreamClient): http.OutgoingHttpHeaders {
-  const headers: http.OutgoingHttpHeaders = {};
+function clientHeaders(response: http.IncomingMessage, upstream: UpstreamClient): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(response.headers)) {
     if (value === undefined || DROPPED_REPLY_HEADER.test(name)) continue;
     const text = String(value);
     if (upstream.redact(text) === text) headers[name] = value;
   }
-  if (response.headers['request-id']) headers['upstream-request-id'] = response.headers['request-id'];
+  const requestId = response.headers['request-id'];
+  if (requestId) headers['upstream-request-id'] = requestId;
   return headers;
 }
 
@@ -141,51 +140,32 @@ function renameInFirstEvent(text: string, rename: ModelRename): string {
   });
 }
 
-/** Send a whole reply (JSON, or an error status), reading its usage and naming the canonical model. */
-async function sendWholeReply(response: http.IncomingMessage, res: Response, ctx: RequestContext, upstream: UpstreamClient, headers: http.OutgoingHttpHeaders): Promise<void> {
-  const status = response.statusCode ?? 502;
-  let text: Buffer;
-  if (status === 200) {
-    text = await readBody(response);
-    const body = tryParseJson(text.toString('utf8')) as any;
-    if (body?.usage) recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), body.usage) });
-    if (body?.stop_reason !== undefined) recordReply(ctx, { stopReason: body.stop_reason });
-    const rename = modelRenameOf(ctx.model!);
-    if (rename && body?.model === rename.from) text = Buffer.from(JSON.stringify({ ...body, model: rename.to }));
-  } else {
-    // The upstream's own error (status, body, headers), with any upstream credential in it redacted.
-    text = Buffer.from(await readUpstreamError(response, upstream));
-  }
-  writeReplyHead(res, status, { ...headers, 'content-length': String(text.length) });
-  res.end(text);
+/** A whole 200 reply as the client gets it: its bytes, with `model` renamed to the canonical ID when the upstream names it differently. */
+function wholeReply(bytes: Buffer, ctx: RequestContext): Buffer {
+  const body = tryParseJson(bytes.toString('utf8')) as any;
+  if (body?.usage) recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), body.usage) });
+  if (body?.stop_reason !== undefined) recordReply(ctx, { stopReason: body.stop_reason });
+  const rename = modelRenameOf(ctx.model!);
+  return rename && body?.model === rename.from ? Buffer.from(JSON.stringify({ ...body, model: rename.to })) : bytes;
 }
 
 export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   const { upstream } = options;
-  return async function nativeProxy(req, res, next) {
-    const ctx = getContext(res);
-    try {
-      const body = upstreamBody(req.body, ctx);
+  return createReplyHandler<never, undefined>(upstream, {
+    convert(req, _res, ctx) {
       const query = req.originalUrl.indexOf('?');
       const path = options.path + (query === -1 ? '' : req.originalUrl.slice(query));
-      const reply = await sendForClient(res, upstream, { path, headers: selectUpstreamHeaders(req.headers), body });
-      if (!reply) return;
-      const { response } = reply;
-      if (response.statusCode !== undefined && response.statusCode >= 300 && response.statusCode < 400) {
-        // The API never redirects; a redirect's Location would point the client at the upstream itself.
-        response.resume();
-        throw errors.upstreamUnreachable(`the upstream answered ${response.statusCode} (a redirect), which the gateway does not follow`);
-      }
-      const replyHeaders = clientHeaders(response, upstream);
-      const stream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
-      if (stream && response.statusCode === 200) {
-        delete replyHeaders['content-length'];
-        writeReplyHead(res, 200, { ...replyHeaders, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-        return pipeStream(response, res, ctx, modelRenameOf(ctx.model!));
-      }
-      await sendWholeReply(response, res, ctx, upstream, replyHeaders);
-    } catch (err) {
-      failExchange(err, res, next);
-    }
-  };
+      return { request: { path, headers: selectUpstreamHeaders(req.headers), body: upstreamBody(req.body, ctx) }, state: undefined };
+    },
+    // The upstream's own error (status, body, headers), with any upstream credential in it redacted.
+    upstreamError: (response, text) => ({ status: response.statusCode ?? 502, headers: clientHeaders(response, upstream), body: text }),
+    isStream: isEventStream,
+    whole: (bytes, response, ctx) => ({ status: 200, headers: clientHeaders(response, upstream), body: wholeReply(bytes, ctx) }),
+    relay(response, res, ctx) {
+      const headers = clientHeaders(response, upstream);
+      delete headers['content-length'];
+      writeReplyHead(res, 200, { ...headers, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+      pipeStream(response, res, ctx, modelRenameOf(ctx.model!));
+    },
+  });
 }

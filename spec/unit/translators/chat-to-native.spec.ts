@@ -117,7 +117,7 @@ describe('reverse translation', () => {
       it(name, () => {
         const transform = createReverseStreamTransform({ model: 'fam-large' });
         const events: NativeStreamEvent[] = [];
-        for (const line of readLines(`${name}.chat.jsonl`)) events.push(...(line === '[DONE]' ? transform.done() : transform.push(JSON.parse(line))));
+        for (const line of readLines(`${name}.chat.jsonl`)) events.push(...(line === '[DONE]' ? transform.done() : transform.pushChunk(JSON.parse(line))));
         events.push(...transform.end());
         expect(events).to.deep.equal(readLines(`${name}.native.jsonl`).map((line) => JSON.parse(line)));
         expect(transform.closed).to.equal(true);
@@ -126,11 +126,11 @@ describe('reverse translation', () => {
 
     it('reports usage and stop reason as it goes, and ignores records after the end', () => {
       const transform = createReverseStreamTransform({ model: 'm' });
-      for (const line of readLines('text-with-usage.chat.jsonl')) if (line !== '[DONE]') transform.push(JSON.parse(line));
+      for (const line of readLines('text-with-usage.chat.jsonl')) if (line !== '[DONE]') transform.pushChunk(JSON.parse(line));
       expect(transform.stopReason).to.equal('end_turn');
       expect(transform.usage).to.deep.equal({ ...emptyUsage(), input_tokens: 12, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 5 });
       expect(transform.done().map((e) => e.event)).to.deep.equal(['message_stop']);
-      expect(transform.push({ choices: [{ delta: { content: 'late' } }] })).to.deep.equal([]);
+      expect(transform.pushChunk({ choices: [{ delta: { content: 'late' } }] })).to.deep.equal([]);
     });
   });
 });

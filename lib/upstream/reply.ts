@@ -1,0 +1,225 @@
+/**
+ * The one reply path of every upstream route (native proxy, chat translation, chat pass-through,
+ * native via a chat upstream, Responses): convert the request, send it through the upstream client
+ * (its one retry loop and error mapping, exchange.ts), then either relay the reply or convert it: a
+ * whole reply through the route's `whole`, a stream through the route's StreamTransform
+ * (translators/stream-transform.ts), or byte for byte through the route's `relay` (native). Every
+ * reply written before a stream's first byte (the upstream's error in the route's format, a stream's
+ * error, a whole reply) is written by one function, {@link sendWholeReply}; the gateway's own errors
+ * go to the error handler (middleware/error-handler.ts), which renders them in the route's shape.
+ */
+import type http from 'node:http';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { getContext, type RequestContext } from '../context';
+import { errors, fromTranslationError, GatewayError } from '../errors';
+import { readBody } from '../read-body';
+import { createSseDecoder, type SseEvent } from '../sse';
+import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
+import { createStreamWriter, openSseReply, recordReply, sendForClient, sendJsonReply, writeReplyHead } from './exchange';
+import type { ErrorReply, StreamTransform } from '../../translators/stream-transform';
+import { estimateTokens } from '../../translators/usage';
+
+export type { ErrorReply };
+
+/** A stream converted record by record: the route's transform and how one record is written as SSE text. */
+export interface ConvertedStream<R> {
+  transform: StreamTransform<R>;
+  format(record: R): string;
+  /**
+   * Called with the records that end a stream; they are written once it resolves (the Responses
+   * route stores the response first). It must not reject.
+   */
+  beforeClose?(records: R[]): Promise<void> | void;
+}
+
+/** A converted request: what goes upstream, and what the conversion learnt that the reply needs. */
+export interface Converted<S> {
+  /** The upstream request, or the attempts a route starts itself. */
+  request: UpstreamRequest | StartAttempt;
+  state: S;
+}
+
+/**
+ * What one route does on the reply path; the skeleton ({@link createReplyHandler}) does the rest.
+ * `R` is a stream record of the client's format, `S` what `convert` passes to the reply steps.
+ */
+export interface ReplyRoute<R, S> {
+  /**
+   * Convert the client's request into the upstream request, setting the reply headers the conversion
+   * decides (warnings) on `res`.
+   * @throws GatewayError or TranslationError, rendered in the route's shape
+   */
+  convert(req: Request, res: Response, ctx: RequestContext): Promise<Converted<S>> | Converted<S>;
+  /** The upstream's error reply (any status but 200; `text` its body, credentials redacted) in the route's format. */
+  upstreamError(response: http.IncomingMessage, text: string, ctx: RequestContext): ErrorReply;
+  /** True when a 200 reply is a stream (default: the client asked for one). */
+  isStream?(response: http.IncomingMessage, ctx: RequestContext): boolean;
+  /**
+   * A whole 200 reply's body (bytes as received) as the client's reply, its usage and stop reason
+   * recorded (recordReply).
+   * @throws GatewayError 502 when the body is not the reply the upstream's API sends
+   */
+  whole(body: Buffer, response: http.IncomingMessage, ctx: RequestContext, state: S): Promise<ErrorReply> | ErrorReply;
+  /** A stream converted record by record; one of `stream` or `relay`. */
+  stream?(ctx: RequestContext, state: S): ConvertedStream<R>;
+  /** A stream relayed byte for byte (the native proxy): writes the head and follows the reply itself. */
+  relay?(response: http.IncomingMessage, res: Response, ctx: RequestContext): void;
+}
+
+/**
+ * The request handler of an upstream route: `route.convert`, send through `upstream`, then the
+ * upstream's error, a redirect (never followed: a 502), a stream or a whole reply. A failure before
+ * the reply head becomes an error response in the route's shape; after it, the connection is closed.
+ */
+export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyRoute<R, S>): RequestHandler {
+  return async (req, res, next) => {
+    const ctx = getContext(res);
+    try {
+      const { request, state } = await route.convert(req, res, ctx);
+      const reply = await sendForClient(res, upstream, request);
+      if (!reply) return;
+      const { response } = reply;
+      const status = response.statusCode ?? 502;
+      if (status >= 300 && status < 400) {
+        // The APIs never redirect; a redirect's Location would point the client at the upstream itself.
+        response.resume();
+        throw errors.upstreamUnreachable(`the upstream answered ${status} (a redirect), which the gateway does not follow`);
+      }
+      if (status !== 200) return sendWholeReply(res, route.upstreamError(response, await readUpstreamError(response, upstream), ctx));
+      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) {
+        if (route.relay) return route.relay(response, res, ctx);
+        return relayStream(response, res, route.stream!(ctx, state));
+      }
+      sendWholeReply(res, await route.whole(await readBody(response), response, ctx, state));
+    } catch (err) {
+      failExchange(err, res, next);
+    }
+  };
+}
+
+/** True when a reply is an SSE stream, by its content type. */
+export function isEventStream(response: http.IncomingMessage): boolean {
+  return String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
+}
+
+/**
+ * Write a whole reply (an error or a non-streamed reply) in one go, recording the time to first byte:
+ * `reply.headers` over those already set on `res`; a string or Buffer body as it is (with its length),
+ * any other body as JSON.
+ * @throws TypeError when a JSON body cannot be serialised, as `JSON.stringify` does
+ */
+export function sendWholeReply(res: Response, reply: ErrorReply): void {
+  for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
+  if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) return sendJsonReply(res, reply.status, reply.body);
+  const bytes = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+  writeReplyHead(res, reply.status, { 'content-length': String(bytes.length) });
+  res.end(bytes);
+}
+
+export interface UpstreamStreamHandlers {
+  /** The bytes of one upstream chunk, before its events are parsed (the native proxy passes them on). */
+  onChunk?(chunk: Buffer): void;
+  /** One parsed SSE event, in the tick it was parsed. */
+  onEvent(event: SseEvent): void;
+  /** The events of one upstream chunk have all been reported, in the same tick (StreamWriter's `flush`). */
+  onChunkParsed?(): void;
+  /** The upstream ended its reply normally. */
+  onEnd(): void;
+  /** The connection was lost, or the stream went idle (`idle` true). Called at most once. */
+  onLost(message: string, idle: boolean): void;
+}
+
+/** Parse an upstream SSE reply as it arrives (eventsource-parser, lib/sse.ts) and report its end, loss or idle timeout once. */
+export function followUpstreamStream(response: http.IncomingMessage, handlers: UpstreamStreamHandlers): void {
+  let settled = false;
+  const decoder = createSseDecoder(handlers.onEvent);
+  response.on('data', (chunk: Buffer) => {
+    handlers.onChunk?.(chunk);
+    decoder.write(chunk);
+    handlers.onChunkParsed?.();
+  });
+  response.once('end', () => {
+    decoder.end();
+    if (settled) return;
+    settled = true;
+    handlers.onEnd();
+  });
+  const lost = (message: string, idle = false) => {
+    if (settled) return;
+    settled = true;
+    handlers.onLost(message, idle);
+  };
+  // A reset socket emits `error` then `close` without `end`; an idle stream is destroyed with UPSTREAM_IDLE.
+  response.once('error', (err: NodeJS.ErrnoException) =>
+    err.code === 'UPSTREAM_IDLE' ? lost(err.message, true) : lost('the upstream connection was lost mid-stream'));
+  response.once('close', () => lost('the upstream connection was lost mid-stream'));
+}
+
+/**
+ * Relay an upstream stream through a route's transform, writing each upstream chunk's records in the
+ * tick it was parsed. Headers go out with the first records, so an error before any output (the
+ * transform's `error`) still becomes a real HTTP status in the route's error shape; after the first
+ * byte the transform's own error records say it. Usage and stop reason are recorded as they come.
+ */
+export function relayStream<R>(response: http.IncomingMessage, res: Response, stream: ConvertedStream<R>): void {
+  const { transform, format, beforeClose } = stream;
+  const ctx = getContext(res);
+  recordReply(ctx, { usage: transform.usage });
+  const out = createStreamWriter(res);
+  const send = (records: R[]) => {
+    for (const record of records) out.add(format(record));
+    if (transform.closed) out.end();
+  };
+  const write = (records: R[]) => {
+    if (records.length === 0 || res.writableEnded || res.destroyed) return;
+    if (!res.headersSent && transform.error) return sendWholeReply(res, transform.error);
+    openSseReply(res);
+    // Until the final usage arrives, usage is at least what the client has received, so a stream
+    // cut short settles what was streamed rather than the provisional count.
+    if (transform.stopReason === null) {
+      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(transform.streamedCharacters));
+    }
+    const waitFor = transform.closed ? beforeClose?.(records) : undefined;
+    if (waitFor) void waitFor.then(() => send(records));
+    else send(records);
+  };
+  followUpstreamStream(response, {
+    onEvent(event) {
+      write(transform.push(event));
+      recordReply(ctx, { stopReason: transform.stopReason });
+    },
+    onChunkParsed: out.flush,
+    onEnd: () => write(transform.end()),
+    onLost: (message) => write(transform.fail(message)),
+  });
+}
+
+/** Largest upstream error body read (they are small JSON objects). */
+const ERROR_BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The body of an upstream error reply, with every upstream credential replaced by `[redacted]`: an
+ * upstream may quote the gateway's own key back, and it must never reach a client.
+ */
+export async function readUpstreamError(response: http.IncomingMessage, upstream: UpstreamClient): Promise<string> {
+  return upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
+}
+
+/**
+ * A failure during an exchange: before the reply head it becomes an error response through the error
+ * handler (a GatewayError as it is, a stack overflow a 400: only a request nested too deeply to
+ * convert or serialise causes one, an idle reply body a 504, anything else a 502); after it, the
+ * connection is closed, since the status is already sent.
+ */
+export function failExchange(err: unknown, res: Response, next: NextFunction): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (err instanceof GatewayError) return next(err);
+  const translated = fromTranslationError(err);
+  if (translated) return next(translated);
+  if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
+  if (err instanceof RangeError && /call stack/i.test(err.message)) return next(errors.invalidRequest('request body is nested too deeply'));
+  next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+}
