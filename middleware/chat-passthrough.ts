@@ -11,13 +11,13 @@
 import type http from 'node:http';
 import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
-import { emptyUsage } from '../lib/context';
+import { emptyUsage, recordReply } from '../lib/context';
 import { errors } from '../lib/errors';
 import { tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { chatRequest, modelRenameOf, recordReply } from '../lib/upstream/exchange';
-import { createReplyHandler, isEventStream } from '../lib/upstream/reply';
+import { chatRequest } from '../lib/upstream/exchange';
+import { createReplyHandler, isEventStream, modelRenameOf } from '../lib/upstream/reply';
 import type { ChatCompletionRequest } from '../translators/chat-types';
 import { convertChatUsageToNative } from '../translators/chat-to-native-mapping';
 import { createPassthroughStreamTransform, type PassthroughRecord } from '../translators/chat-passthrough-stream';

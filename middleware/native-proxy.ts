@@ -10,15 +10,14 @@
  */
 import type http from 'node:http';
 import type { RequestHandler, Response } from 'express';
-import { emptyUsage, type RequestContext } from '../lib/context';
+import { emptyUsage, recordReply, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { hasDuplicateKeys } from '../lib/json-duplicates';
 import { tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
-import { modelRenameOf, recordReply, writeReplyHead, type ModelRename } from '../lib/upstream/exchange';
-import { createReplyHandler, followUpstreamStream, isEventStream } from '../lib/upstream/reply';
+import { createReplyHandler, followUpstreamStream, isEventStream, modelRenameOf, writeReplyHead, type ModelRename } from '../lib/upstream/reply';
 import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {

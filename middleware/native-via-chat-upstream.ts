@@ -6,12 +6,12 @@
  * `error` event when the reply did not complete.
  */
 import type { RequestHandler } from 'express';
-import { emptyUsage } from '../lib/context';
+import { emptyUsage, recordReply } from '../lib/context';
 import { errors } from '../lib/errors';
 import { tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import { chatRequest, recordReply } from '../lib/upstream/exchange';
+import { chatRequest } from '../lib/upstream/exchange';
 import { createReplyHandler } from '../lib/upstream/reply';
 import type { NativeMessagesRequest } from '../translators/native-types';
 import { convertNativeRequestToChat } from '../translators/native-to-chat-request';

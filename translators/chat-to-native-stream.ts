@@ -19,7 +19,7 @@ import {
 } from './chat-to-native-mapping';
 import { toMessageId } from './chat-to-native-response';
 import type { SseEvent } from './native-types';
-import type { ErrorReply, StreamTransform } from './stream-transform';
+import type { WholeReply, StreamTransform } from './stream-transform';
 
 /** One native SSE event: its `event:` name and its data (whose `type` equals the name). */
 export interface NativeStreamEvent {
@@ -65,7 +65,7 @@ export function createReverseStreamTransform(options: { model: string; requestId
   let usageSeen = false;
   let deltaSent = false;
   let nextBlock = 0;
-  let error: ErrorReply | undefined;
+  let error: WholeReply | undefined;
   let open: { kind: 'text' } | { kind: 'tool'; toolIndex: number } | null = null;
 
   const closeBlock = (out: NativeStreamEvent[]) => {

@@ -12,7 +12,7 @@ import type { Usage } from './usage';
  * (status, headers, body) or a non-streamed reply. A string or Buffer body is written as it is,
  * anything else as JSON.
  */
-export interface ErrorReply {
+export interface WholeReply {
   /** HTTP status for the client. */
   status: number;
   /** Reply headers, over those already set. */
@@ -42,5 +42,5 @@ export interface StreamTransform<R> {
    * The error that closed the stream, as the HTTP error it stands for (used when nothing was sent
    * yet); undefined for a transform whose failures always go out as records (pass-through).
    */
-  readonly error: ErrorReply | undefined;
+  readonly error: WholeReply | undefined;
 }

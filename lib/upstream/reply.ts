@@ -10,16 +10,18 @@
  */
 import type http from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { getContext, type RequestContext } from '../context';
+import type { ModelConfig } from '../config';
+import { getContext, recordReply, type RequestContext } from '../context';
 import { errors, fromTranslationError, GatewayError } from '../errors';
-import { readBody } from '../read-body';
-import { createSseDecoder, type SseEvent } from '../sse';
+import { readBody, tryParseJson } from '../read-body';
+import { createSseDecoder, createStreamWriter, type SseEvent } from '../sse';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
-import { createStreamWriter, openSseReply, recordReply, sendForClient, sendJsonReply, writeReplyHead } from './exchange';
-import type { ErrorReply, StreamTransform } from '../../translators/stream-transform';
-import { estimateTokens } from '../../translators/usage';
+import { sendForClient } from './exchange';
+import type { NativeUsage } from '../../translators/native-types';
+import type { WholeReply, StreamTransform } from '../../translators/stream-transform';
+import { emptyUsage, estimateTokens, mergeNativeUsage } from '../../translators/usage';
 
-export type { ErrorReply };
+export type { WholeReply };
 
 /** A stream converted record by record: the route's transform and how one record is written as SSE text. */
 export interface ConvertedStream<R> {
@@ -51,7 +53,7 @@ export interface ReplyRoute<R, S> {
    */
   convert(req: Request, res: Response, ctx: RequestContext): Promise<Converted<S>> | Converted<S>;
   /** The upstream's error reply (any status but 200; `text` its body, credentials redacted) in the route's format. */
-  upstreamError(response: http.IncomingMessage, text: string, ctx: RequestContext): ErrorReply;
+  upstreamError(response: http.IncomingMessage, text: string, ctx: RequestContext): WholeReply;
   /** True when a 200 reply is a stream (default: the client asked for one). */
   isStream?(response: http.IncomingMessage, ctx: RequestContext): boolean;
   /**
@@ -59,7 +61,7 @@ export interface ReplyRoute<R, S> {
    * recorded (recordReply).
    * @throws GatewayError 502 when the body is not the reply the upstream's API sends
    */
-  whole(body: Buffer, response: http.IncomingMessage, ctx: RequestContext, state: S): Promise<ErrorReply> | ErrorReply;
+  whole(body: Buffer, response: http.IncomingMessage, ctx: RequestContext, state: S): Promise<WholeReply> | WholeReply;
   /** A stream converted record by record; one of `stream` or `relay`. */
   stream?(ctx: RequestContext, state: S): ConvertedStream<R>;
   /** A stream relayed byte for byte (the native proxy): writes the head and follows the reply itself. */
@@ -108,12 +110,60 @@ export function isEventStream(response: http.IncomingMessage): boolean {
  * any other body as JSON.
  * @throws TypeError when a JSON body cannot be serialised, as `JSON.stringify` does
  */
-export function sendWholeReply(res: Response, reply: ErrorReply): void {
+export function sendWholeReply(res: Response, reply: WholeReply): void {
   for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
   if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) return sendJsonReply(res, reply.status, reply.body);
   const bytes = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
   writeReplyHead(res, reply.status, { 'content-length': String(bytes.length) });
   res.end(bytes);
+}
+
+/** Write the reply head (status and headers) and record the time to first byte. */
+export function writeReplyHead(res: Response, status: number, headers: http.OutgoingHttpHeaders): void {
+  res.writeHead(status, headers);
+  recordReply(getContext(res), { firstByte: true });
+}
+
+/**
+ * Send `body` as the whole JSON reply of an upstream route (the headers already set on `res` kept),
+ * recording the time to first byte.
+ * @throws TypeError when `body` cannot be serialised, as `JSON.stringify` does
+ */
+function sendJsonReply(res: Response, status: number, body: unknown): void {
+  const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
+  writeReplyHead(res, status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
+  res.end(bytes);
+}
+
+/** Send the SSE reply head if it has not gone yet. */
+function openSseReply(res: Response): void {
+  if (res.headersSent) return;
+  writeReplyHead(res, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', connection: 'keep-alive' });
+}
+
+/**
+ * Parse a whole native message reply (the translating routes' non-streaming upstream reply) and record
+ * its usage and stop reason.
+ * @throws GatewayError 502 when the body is not a native message
+ */
+export function parseNativeMessage<T extends { content: unknown; usage?: unknown; stop_reason?: string | null }>(body: Buffer, ctx: RequestContext): T {
+  const message = tryParseJson(body.toString('utf8')) as T | undefined;
+  if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
+    throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
+  }
+  recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage as NativeUsage), stopReason: message.stop_reason ?? null });
+  return message;
+}
+
+/** How a reply's `model` is renamed from the upstream's name to the canonical ID; null when they match. */
+export interface ModelRename {
+  from: string;
+  to: string;
+}
+
+/** The rename replies of `model` need (catalogue `upstreamModel` -> canonical `id`). */
+export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>): ModelRename | null {
+  return model.id === model.upstreamModel ? null : { from: model.upstreamModel, to: model.id };
 }
 
 export interface UpstreamStreamHandlers {

@@ -1,7 +1,7 @@
-/** The streamed reply's writer (lib/upstream/exchange.ts): every event reaches the client once, nothing after the end. */
+/** The streamed reply's writer (lib/sse.ts): every event reaches the client once, nothing after the end. */
 import { expect } from 'chai';
 import type { Response } from 'express';
-import { createStreamWriter } from '../../lib/upstream/exchange';
+import { createStreamWriter } from '../../lib/sse';
 
 /** A response that records its writes and its end, as far as the writer uses one. */
 function recordingResponse() {
