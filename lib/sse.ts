@@ -49,8 +49,8 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): { write(ch
  * to the client. Nothing is written once the response has ended or was destroyed.
  */
 export interface StreamWriter {
-  /** Gather `text` (SSE records) with the rest of the current upstream chunk's output. */
-  add(text: string): void;
+  /** Gather `data` (SSE records, or the upstream's own bytes) with the rest of the current upstream chunk's output. */
+  add(data: string | Buffer): void;
   /** Write what was gathered, in one write. */
   flush(): void;
   /** Write what was gathered and end the reply. */
@@ -58,14 +58,17 @@ export interface StreamWriter {
 }
 
 export function createStreamWriter(res: Response): StreamWriter {
-  let pending = '';
+  // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.
+  let pending: string | Buffer = '';
   const writable = () => !res.writableEnded && !res.destroyed;
   return {
-    add(text) {
-      pending += text;
+    add(data) {
+      if (pending.length === 0) pending = data;
+      else if (typeof pending === 'string' && typeof data === 'string') pending += data;
+      else pending = Buffer.concat([Buffer.from(pending), Buffer.from(data)]);
     },
     flush() {
-      if (pending !== '' && writable()) res.write(pending);
+      if (pending.length > 0 && writable()) res.write(pending);
       pending = '';
     },
     end() {

@@ -80,7 +80,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       await keep(collectThinkingBlocks(message.content ?? []), (completion.choices[0].message.tool_calls ?? []).map((call) => call.id));
       return { status: 200, headers: {}, body: completion };
     },
-    stream(ctx, { body, created, keep }): ConvertedStream<ChatStreamRecord> {
+    stream(_response, ctx, { body, created, keep }): ConvertedStream<ChatStreamRecord> {
       const transform = createChatStreamTransform({
         model: ctx.model!.id,
         created,

@@ -67,7 +67,7 @@ export function createChatPassthrough(options: ChatPassthroughOptions): RequestH
       if (parsed.model === ctx.model!.upstreamModel) parsed.model = ctx.model!.id;
       return { status: 200, headers: passedHeaders(response), body: parsed };
     },
-    stream: (ctx, wantsUsage) => ({
+    stream: (_response, ctx, wantsUsage) => ({
       transform: createPassthroughStreamTransform({ rename: modelRenameOf(ctx.model!), stripUsage: !wantsUsage }),
       format: (record) => formatSse(record),
     }),

@@ -9,7 +9,7 @@
  * a native `event: error`, never silently.
  */
 import type http from 'node:http';
-import type { RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import { emptyUsage, recordReply, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { hasDuplicateKeys } from '../lib/json-duplicates';
@@ -17,8 +17,9 @@ import { tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
-import { createReplyHandler, followUpstreamStream, isEventStream, modelRenameOf, writeReplyHead, type ModelRename } from '../lib/upstream/reply';
-import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
+import { createReplyHandler, isEventStream, modelRenameOf } from '../lib/upstream/reply';
+import { createNativeRelayTransform, type NativeRelayRecord } from '../translators/native-relay-stream';
+import { mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
   upstream: UpstreamClient;
@@ -65,80 +66,6 @@ function clientHeaders(response: http.IncomingMessage, upstream: UpstreamClient)
   return headers;
 }
 
-/**
- * Pass a native SSE reply to the client as it arrives, reading usage and stop reason on the side.
- * When the upstream names the model differently from the catalogue, the first event (message_start)
- * is rewritten to name the canonical ID; every later byte passes unchanged.
- *
- * The recorded usage always holds what was streamed so far: the upstream's figures, and until its
- * final `message_delta` usage arrives, at least an estimate of the output tokens already passed on
- * (so a stream cut short settles what the client received, not message_start's provisional count).
- */
-function pipeStream(response: http.IncomingMessage, res: Response, ctx: RequestContext, rename: ModelRename | null): void {
-  const usage = emptyUsage();
-  recordReply(ctx, { usage });
-  let streamedCharacters = 0;
-  let finalUsageSeen = false;
-  let complete = false;
-  const writable = () => !res.writableEnded && !res.destroyed;
-  // With a rename, the bytes up to the end of the first event wait until it is whole.
-  let head: Buffer | null = rename ? Buffer.alloc(0) : null;
-  const flushHead = () => {
-    if (head !== null && head.length > 0) res.write(head);
-    head = null;
-  };
-  const fail = (type: string, message: string) => {
-    if (!writable()) return;
-    flushHead();
-    res.end(formatSse({ type: 'error', error: { type, message } }, 'error'));
-  };
-
-  followUpstreamStream(response, {
-    onChunk(chunk) {
-      if (!writable()) return;
-      if (head === null) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\n\n');
-      if (end === -1 && head.length < 64 * 1024) return;
-      const cut = end === -1 ? head.length : end + 2;
-      res.write(renameInFirstEvent(head.subarray(0, cut).toString('utf8'), rename!) + head.subarray(cut).toString('latin1'), 'latin1');
-      head = null;
-    },
-    onEvent(event) {
-      if (event.event === 'message_stop') complete = true;
-      if (event.event === 'content_block_delta') {
-        streamedCharacters += countDeltaCharacters(tryParseJson(event.data));
-      } else if (event.event === 'message_start' || event.event === 'message_delta') {
-        const data = tryParseJson(event.data) as any;
-        mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
-        if (event.event === 'message_delta' && typeof data?.usage?.output_tokens === 'number') finalUsageSeen = true;
-        if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) recordReply(ctx, { stopReason: data.delta.stop_reason });
-      }
-      if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateTokens(streamedCharacters));
-    },
-    onEnd() {
-      if (!complete) return fail('api_error', 'the upstream stream ended before the reply was complete');
-      if (!writable()) return;
-      flushHead();
-      res.end();
-    },
-    onLost: (message, idle) => fail(idle ? 'timeout_error' : 'api_error', message),
-  });
-}
-
-/** Rewrite `message.model` in a message_start event's data line; any other text is returned as is. */
-function renameInFirstEvent(text: string, rename: ModelRename): string {
-  return text.replace(/^data: ?(.*)$/m, (line, json: string) => {
-    const data = tryParseJson(json) as any;
-    if (data?.type !== 'message_start' || data.message?.model !== rename.from) return line;
-    data.message.model = rename.to;
-    return `data: ${JSON.stringify(data)}`;
-  });
-}
-
 /** A whole 200 reply as the client gets it: its bytes, with `model` renamed to the canonical ID when the upstream names it differently. */
 function wholeReply(bytes: Buffer, ctx: RequestContext): Buffer {
   const body = tryParseJson(bytes.toString('utf8')) as any;
@@ -150,7 +77,7 @@ function wholeReply(bytes: Buffer, ctx: RequestContext): Buffer {
 
 export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   const { upstream } = options;
-  return createReplyHandler<never, undefined>(upstream, {
+  return createReplyHandler<NativeRelayRecord, undefined>(upstream, {
     convert(req, _res, ctx) {
       const query = req.originalUrl.indexOf('?');
       const path = options.path + (query === -1 ? '' : req.originalUrl.slice(query));
@@ -160,11 +87,15 @@ export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
     upstreamError: (response, text) => ({ status: response.statusCode ?? 502, headers: clientHeaders(response, upstream), body: text }),
     isStream: isEventStream,
     whole: (bytes, response, ctx) => ({ status: 200, headers: clientHeaders(response, upstream), body: wholeReply(bytes, ctx) }),
-    relay(response, res, ctx) {
+    // The head goes out at once with the upstream's headers; bytes pass as they come, usage read on the side.
+    stream(response, ctx) {
       const headers = clientHeaders(response, upstream);
       delete headers['content-length'];
-      writeReplyHead(res, 200, { ...headers, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-      pipeStream(response, res, ctx, modelRenameOf(ctx.model!));
+      return {
+        transform: createNativeRelayTransform(modelRenameOf(ctx.model!)),
+        format: (record) => (Buffer.isBuffer(record) ? record : formatSse(record, 'error')),
+        headers: { ...headers, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+      };
     },
   });
 }

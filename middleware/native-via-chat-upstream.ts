@@ -53,7 +53,7 @@ export function createNativeViaChatUpstream(options: NativeViaChatUpstreamOption
     },
     // Headers go out with the first event, so an upstream error record before any output still
     // becomes a real HTTP status.
-    stream: (ctx) => ({
+    stream: (_response, ctx) => ({
       transform: createReverseStreamTransform({ model: ctx.model!.id, requestId: ctx.requestId }),
       format: (event) => formatSse(event.data, event.event),
     }),

@@ -161,7 +161,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
     },
     // After the first byte a failure is `response.failed` with the message. The events that end a
     // completed reply wait for the store (when kept).
-    stream(_ctx, { responseOptions, includeEncrypted, keep }) {
+    stream(_response, _ctx, { responseOptions, includeEncrypted, keep }) {
       const transform = createResponsesStreamTransform({ ...responseOptions, includeEncrypted });
       return {
         transform,

@@ -49,8 +49,6 @@ export interface ReverseStreamTransform extends StreamTransform<NativeStreamEven
   pushChunk(chunk: UpstreamChatChunk): NativeStreamEvent[];
   /** Events for the `data: [DONE]` terminator. */
   done(): NativeStreamEvent[];
-  /** An error event (lost connection, unreadable record); closes the stream. */
-  fail(message: string, type?: string): NativeStreamEvent[];
 }
 
 /**
@@ -95,7 +93,7 @@ export function createReverseStreamTransform(options: { model: string; requestId
 
   function pushChunk(chunk: UpstreamChatChunk): NativeStreamEvent[] {
     if (closed) return [];
-    if (chunk.error) return fail(chunk.error.message ?? 'the upstream reported an error', mapChatErrorTypeToNative(chunk.error.type, chunk.error.code));
+    if (chunk.error) return failWith(chunk.error.message ?? 'the upstream reported an error', mapChatErrorTypeToNative(chunk.error.type, chunk.error.code));
     const out: NativeStreamEvent[] = [];
     start(chunk, out);
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
@@ -150,13 +148,16 @@ export function createReverseStreamTransform(options: { model: string; requestId
     return closed ? [] : stopReason !== null ? done() : fail('the upstream connection was lost mid-stream');
   }
 
-  function fail(message: string, type = 'api_error'): NativeStreamEvent[] {
+  /** An error event (lost connection, unreadable record, the upstream's error record); closes the stream. */
+  function failWith(message: string, type = 'api_error'): NativeStreamEvent[] {
     if (closed) return [];
     closed = true;
     const reply = convertStreamErrorToNativeReply({ type, message });
     error = { status: reply.status, headers: {}, body: options.requestId ? { ...reply.body, request_id: options.requestId } : reply.body };
     return [{ event: 'error', data: { type: 'error', error: { type, message } } }];
   }
+
+  const fail = (message: string) => failWith(message);
 
   function push(event: SseEvent): NativeStreamEvent[] {
     if (event.data === '[DONE]') return done();

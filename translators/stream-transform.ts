@@ -28,8 +28,16 @@ export interface StreamTransform<R> {
    * (never the ones of a completed reply), so the client sees a failure rather than a truncated stream.
    */
   end(): R[];
-  /** A failure outside the stream (connection lost, idle timeout): the failure records, once. */
-  fail(message: string): R[];
+  /**
+   * A failure outside the stream (connection lost, or `idle`: stalled past the idle limit): the
+   * failure records, once.
+   */
+  fail(message: string, idle?: boolean): R[];
+  /**
+   * A relaying transform only (the native route): the records for the bytes of one upstream chunk,
+   * written before its events are pushed (which then only read them).
+   */
+  relay?(chunk: Buffer): R[];
   /** Billing counts so far (message_start, then message_delta's cumulative fields). */
   readonly usage: Usage;
   /** Stop reason from message_delta, once seen. */

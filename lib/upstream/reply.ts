@@ -26,7 +26,13 @@ export type { WholeReply };
 /** A stream converted record by record: the route's transform and how one record is written as SSE text. */
 export interface ConvertedStream<R> {
   transform: StreamTransform<R>;
-  format(record: R): string;
+  format(record: R): string | Buffer;
+  /**
+   * The reply head, written as soon as the stream starts (the native route: the upstream's own
+   * headers). Without it the SSE head goes out with the first records, so an error before them can
+   * still be a real HTTP status (the transform's `error`).
+   */
+  headers?: http.OutgoingHttpHeaders;
   /**
    * Called with the records that end a stream; they are written once it resolves (the Responses
    * route stores the response first). It must not reject.
@@ -62,10 +68,8 @@ export interface ReplyRoute<R, S> {
    * @throws GatewayError 502 when the body is not the reply the upstream's API sends
    */
   whole(body: Buffer, response: http.IncomingMessage, ctx: RequestContext, state: S): Promise<WholeReply> | WholeReply;
-  /** A stream converted record by record; one of `stream` or `relay`. */
-  stream?(ctx: RequestContext, state: S): ConvertedStream<R>;
-  /** A stream relayed byte for byte (the native proxy): writes the head and follows the reply itself. */
-  relay?(response: http.IncomingMessage, res: Response, ctx: RequestContext): void;
+  /** A stream's transform: converting it record by record, or relaying its bytes (the native route). */
+  stream(response: http.IncomingMessage, ctx: RequestContext, state: S): ConvertedStream<R>;
 }
 
 /**
@@ -88,10 +92,7 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
         throw errors.upstreamUnreachable(`the upstream answered ${status} (a redirect), which the gateway does not follow`);
       }
       if (status !== 200) return sendWholeReply(res, route.upstreamError(response, await readUpstreamError(response, upstream), ctx));
-      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) {
-        if (route.relay) return route.relay(response, res, ctx);
-        return relayStream(response, res, route.stream!(ctx, state));
-      }
+      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) return relayStream(response, res, route.stream(response, ctx, state));
       sendWholeReply(res, await route.whole(await readBody(response), response, ctx, state));
     } catch (err) {
       failExchange(err, res, next);
@@ -206,16 +207,20 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
 }
 
 /**
- * Relay an upstream stream through a route's transform, writing each upstream chunk's records in the
- * tick it was parsed. Headers go out with the first records, so an error before any output (the
- * transform's `error`) still becomes a real HTTP status in the route's error shape; after the first
- * byte the transform's own error records say it. Usage and stop reason are recorded as they come.
+ * Relay an upstream stream through a route's transform, writing each upstream chunk's records (its
+ * bytes first, for a relaying transform) in the tick it was parsed. Without `stream.headers` the head
+ * goes out with the first records, so an error before any output (the transform's `error`) still
+ * becomes a real HTTP status in the route's error shape; after the first byte the transform's own
+ * error records say it. Usage and stop reason are recorded as they come; the reply ends when the
+ * upstream's does (after the records that end the stream, once `beforeClose` has resolved).
  */
 export function relayStream<R>(response: http.IncomingMessage, res: Response, stream: ConvertedStream<R>): void {
   const { transform, format, beforeClose } = stream;
   const ctx = getContext(res);
   recordReply(ctx, { usage: transform.usage });
+  if (stream.headers) writeReplyHead(res, 200, stream.headers);
   const out = createStreamWriter(res);
+  let closing = false;
   const send = (records: R[]) => {
     for (const record of records) out.add(format(record));
     if (transform.closed) out.end();
@@ -229,18 +234,25 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
     if (transform.stopReason === null) {
       transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(transform.streamedCharacters));
     }
-    const waitFor = transform.closed ? beforeClose?.(records) : undefined;
-    if (waitFor) void waitFor.then(() => send(records));
-    else send(records);
+    const waitFor = transform.closed && !closing ? beforeClose?.(records) : undefined;
+    if (!waitFor) return send(records);
+    closing = true;
+    void waitFor.then(() => send(records));
+  };
+  // The upstream's reply is over: what ends the stream goes out, and the reply ends (unless it waits for beforeClose).
+  const finish = (records: R[]) => {
+    write(records);
+    if (!closing && res.headersSent) out.end();
   };
   followUpstreamStream(response, {
+    onChunk: transform.relay ? (chunk) => write(transform.relay!(chunk)) : undefined,
     onEvent(event) {
       write(transform.push(event));
       recordReply(ctx, { stopReason: transform.stopReason });
     },
     onChunkParsed: out.flush,
-    onEnd: () => write(transform.end()),
-    onLost: (message) => write(transform.fail(message)),
+    onEnd: () => finish(transform.end()),
+    onLost: (message, idle) => finish(transform.fail(message, idle)),
   });
 }
 

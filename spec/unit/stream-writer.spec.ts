@@ -46,4 +46,15 @@ describe('stream writer', () => {
     out.end();
     expect(calls).to.deep.equal([]);
   });
+
+  it('writes relayed bytes as they are, joined with the records of the same chunk in one write', () => {
+    const { res, calls } = recordingResponse();
+    const out = createStreamWriter(res as unknown as Response);
+    const euro = Buffer.from('€');
+    out.add(euro.subarray(0, 1));
+    out.add(euro.subarray(1));
+    out.add('event: error\n\n');
+    out.flush();
+    expect(calls).to.deep.equal(['write €event: error\n\n']);
+  });
 });
