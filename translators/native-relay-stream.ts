@@ -23,6 +23,9 @@ import { countDeltaCharacters, emptyUsage, estimateTokens, mergeNativeUsage, typ
 /** What the client gets: upstream bytes as they are, or the data of the `error` event that ends a broken stream. */
 export type NativeRelayRecord = Buffer | { type: 'error'; error: { type: string; message: string } };
 
+/** What `push` returns for every event (the bytes went out with `relay`); shared, never written to. */
+const NOTHING: NativeRelayRecord[] = [];
+
 /** Longest first event held back for a rename; past it, the bytes go out as they are. */
 const HEAD_LIMIT = 64 * 1024;
 
@@ -79,7 +82,7 @@ export function createNativeRelayTransform(rename: { from: string; to: string } 
         if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) stopReason = data.delta.stop_reason;
       }
       if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateTokens(streamedCharacters));
-      return [];
+      return NOTHING;
     },
     end() {
       if (!complete) return close('api_error', 'the upstream stream ended before the reply was complete');

@@ -248,7 +248,7 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
     onChunk: transform.relay ? (chunk) => write(transform.relay!(chunk)) : undefined,
     onEvent(event) {
       write(transform.push(event));
-      recordReply(ctx, { stopReason: transform.stopReason });
+      if (transform.stopReason !== ctx.stopReason) recordReply(ctx, { stopReason: transform.stopReason });
     },
     onChunkParsed: out.flush,
     onEnd: () => finish(transform.end()),
