@@ -1,9 +1,9 @@
 /**
  * The one reply path of every upstream route (native proxy, chat translation, chat pass-through,
  * native via a chat upstream, Responses): convert the request, send it through the upstream client
- * (its one retry loop and error mapping, exchange.ts), then either relay the reply or convert it: a
- * whole reply through the route's `whole`, a stream through the route's StreamTransform
- * (translators/stream-transform.ts), or byte for byte through the route's `relay` (native). Every
+ * (its one retry loop and error mapping, exchange.ts), then relay or convert the reply: a whole reply
+ * through the route's `whole`, a stream through the route's StreamTransform
+ * (translators/stream-transform.ts), which converts its records or relays its bytes (native). Every
  * reply written before a stream's first byte (the upstream's error in the route's format, a stream's
  * error, a whole reply) is written by one function, {@link sendWholeReply}; the gateway's own errors
  * go to the error handler (middleware/error-handler.ts), which renders them in the route's shape.
@@ -23,7 +23,7 @@ import { emptyUsage, estimateTokens, mergeNativeUsage } from '../../translators/
 
 export type { WholeReply };
 
-/** A stream converted record by record: the route's transform and how one record is written as SSE text. */
+/** A stream as a route relays it: its transform, and how one record is written (SSE text, or relayed bytes). */
 export interface ConvertedStream<R> {
   transform: StreamTransform<R>;
   format(record: R): string | Buffer;
