@@ -133,3 +133,22 @@ export function createKeySettingsCheck(refusal: (ctx: RequestContext) => Error |
     confirm().then(() => next(refusal(ctx) ?? undefined), next);
   };
 }
+
+/** What a reply showed, for settlement, the log line and the metrics. */
+export interface ReplyFacts {
+  /** The upstream's HTTP status. */
+  status?: number;
+  /** The usage so far (a stream's object may be updated in place as events arrive). */
+  usage?: Usage;
+  stopReason?: string | null;
+  /** The first byte of the reply went to the client now. */
+  firstByte?: boolean;
+}
+
+/** Record what a reply showed on the request's context: the one place every upstream route reports it. */
+export function recordReply(ctx: RequestContext, facts: ReplyFacts): void {
+  if (facts.status !== undefined) ctx.upstreamStatus = facts.status;
+  if (facts.usage !== undefined) ctx.usage = facts.usage;
+  if (facts.stopReason !== undefined) ctx.stopReason = facts.stopReason;
+  if (facts.firstByte) ctx.firstByteMs ??= Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+}

@@ -1,8 +1,10 @@
 /**
- * Server-sent events: the one place outgoing records are formatted, and the parser of incoming
- * streams (eventsource-parser, which holds for any split of the byte stream).
+ * Server-sent events: the one place outgoing records are formatted and written (one write per
+ * upstream chunk), and the parser of incoming streams (eventsource-parser, which holds for any split
+ * of the byte stream).
  */
 import { StringDecoder } from 'node:string_decoder';
+import type { Response } from 'express';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
 import type { SseEvent } from '../translators/native-types';
@@ -36,6 +38,42 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): { write(ch
     end() {
       const rest = decoder.end();
       if (rest) parser.feed(rest);
+    },
+  };
+}
+
+/**
+ * A streamed reply's output, written once per upstream chunk: what the events of one chunk produce is
+ * gathered, then written in one `res.write` when the chunk has been parsed (in the same tick: pass
+ * `flush` as `onChunkParsed` of followUpstreamStream, lib/upstream/reply.ts), so one upstream chunk is one HTTP chunk
+ * to the client. Nothing is written once the response has ended or was destroyed.
+ */
+export interface StreamWriter {
+  /** Gather `data` (SSE records, or the upstream's own bytes) with the rest of the current upstream chunk's output. */
+  add(data: string | Buffer): void;
+  /** Write what was gathered, in one write. */
+  flush(): void;
+  /** Write what was gathered and end the reply. */
+  end(): void;
+}
+
+export function createStreamWriter(res: Response): StreamWriter {
+  // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.
+  let pending: string | Buffer = '';
+  const writable = () => !res.writableEnded && !res.destroyed;
+  return {
+    add(data) {
+      if (pending.length === 0) pending = data;
+      else if (typeof pending === 'string' && typeof data === 'string') pending += data;
+      else pending = Buffer.concat([Buffer.from(pending), Buffer.from(data)]);
+    },
+    flush() {
+      if (pending.length > 0 && writable()) res.write(pending);
+      pending = '';
+    },
+    end() {
+      if (writable()) res.end(pending);
+      pending = '';
     },
   };
 }

@@ -5,25 +5,21 @@
  * other events of that chunk; no timers, no sleeps), ending with `data: [DONE]`, or with an error
  * record when the reply did not complete.
  */
-import type http from 'node:http';
-import type { RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
-import { getContext, type RequestContext } from '../lib/context';
 import type { Logger } from '../lib/logger';
 import type { ResponseStore } from '../lib/store/types';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
-import {
-  failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
-} from '../lib/upstream/exchange';
-import { relayTranslatedStream } from '../lib/upstream/stream';
+import { nativeRequest, promptCacheAffinity, setTranslationHeaders } from '../lib/upstream/exchange';
+import { createReplyHandler, parseNativeMessage, type ConvertedStream } from '../lib/upstream/reply';
 import { convertChatRequest } from '../translators/chat-to-native-request';
 import { collectThinkingBlocks, convertNativeResponse } from '../translators/native-to-chat-response';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
-import type { ChatThinkingBlock } from '../translators/chat-types';
-import { createChatStreamTransform } from '../translators/native-to-chat-stream';
-import type { ChatCompletionRequest } from '../translators/chat-types';
+import type { ChatCompletionRequest, ChatThinkingBlock } from '../translators/chat-types';
+import { createChatStreamTransform, type ChatStreamRecord } from '../translators/native-to-chat-stream';
+import { convertNativeErrorReply } from '../translators/native-to-chat-errors';
 import type { NativeMessage } from '../translators/native-types';
 
 export interface ChatCompletionsOptions {
@@ -39,6 +35,13 @@ export interface ChatCompletionsOptions {
   store: ResponseStore;
 }
 
+/** What the request's conversion decided that its reply needs. */
+interface ChatExchange {
+  body: ChatCompletionRequest;
+  created: number;
+  keep: (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => Promise<void>;
+}
+
 export function createChatCompletions(options: ChatCompletionsOptions): RequestHandler {
   const { upstream, catalogue, logger } = options;
   const unknownStopReasons = new Set<string>();
@@ -47,11 +50,8 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
     unknownStopReasons.add(value);
     logger.warn({ message: 'unknown stop reason mapped to finish_reason "stop"', request_id: requestId, stop_reason: value });
   };
-
-  return async (req, res, next) => {
-    const ctx = getContext(res);
-    const onUnknownStopReason = (value: string) => warnUnknownStopReason(ctx.requestId, value);
-    try {
+  return createReplyHandler<ChatStreamRecord, ChatExchange>(upstream, {
+    async convert(req, res, ctx) {
       const body = req.body as ChatCompletionRequest;
       const model = ctx.model!;
       const settings = options.settings();
@@ -67,43 +67,34 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       if (restored) ctx.warnings.push(restored);
       setTranslationHeaders(res, ctx.warnings, droppedParams);
       const keep = (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => keepThinking(options.store, logger, ctx, blocks, toolCallIds, settings.storeTtlMs);
-      const reply = await sendNativeRequest(res, upstream, request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
-      if (!reply) return;
-      const { response } = reply;
-      const created = Math.floor(Date.now() / 1000);
-      if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);
-      if (ctx.stream) return streamReply(response, res, ctx, created, body, onUnknownStopReason, keep);
-      const message = await readNativeMessage<NativeMessage>(response, ctx);
-      const completion = convertNativeResponse(message, { model: model.id, created, onUnknownStopReason });
+      return {
+        request: nativeRequest(request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key)),
+        state: { body, created: Math.floor(Date.now() / 1000), keep },
+      };
+    },
+    upstreamError: (response, text) => convertNativeErrorReply(response.statusCode ?? 502, text, response.headers['retry-after']),
+    async whole(bytes, _response, ctx, { created, keep }) {
+      const message = parseNativeMessage<NativeMessage>(bytes, ctx);
+      const onUnknownStopReason = (value: string) => warnUnknownStopReason(ctx.requestId, value);
+      const completion = convertNativeResponse(message, { model: ctx.model!.id, created, onUnknownStopReason });
       await keep(collectThinkingBlocks(message.content ?? []), (completion.choices[0].message.tool_calls ?? []).map((call) => call.id));
-      sendJsonReply(res, 200, completion);
-    } catch (err) {
-      failExchange(err, res, next);
-    }
-  };
-}
-
-/**
- * Translate the upstream SSE stream record by record (relayTranslatedStream). After the first byte an
- * error becomes a `data: {"error": ...}` record and the stream ends without `[DONE]`.
- */
-function streamReply(
-  response: http.IncomingMessage,
-  res: Response,
-  ctx: RequestContext,
-  created: number,
-  body: ChatCompletionRequest,
-  onUnknownStopReason: (value: string) => void,
-  keep: (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => Promise<void>,
-): void {
-  const transform = createChatStreamTransform({
-    model: ctx.model!.id,
-    created,
-    includeUsage: body.stream_options?.include_usage === true,
-    onUnknownStopReason,
+      return { status: 200, headers: {}, body: completion };
+    },
+    stream(_response, ctx, { body, created, keep }): ConvertedStream<ChatStreamRecord> {
+      const transform = createChatStreamTransform({
+        model: ctx.model!.id,
+        created,
+        includeUsage: body.stream_options?.include_usage === true,
+        onUnknownStopReason: (value) => warnUnknownStopReason(ctx.requestId, value),
+      });
+      // After the first byte an error is a `data: {"error": ...}` record and the stream ends without
+      // `[DONE]`. The records that end the stream wait until the thinking is kept, so the next turn
+      // finds it (only when there is some: otherwise they go out in the same write as the rest of the chunk).
+      return {
+        transform,
+        format: (record) => formatSse(record),
+        beforeClose: () => (transform.thinkingBlocks.length > 0 && transform.toolCallIds.length > 0 ? keep(transform.thinkingBlocks, transform.toolCallIds) : undefined),
+      };
+    },
   });
-  // The records that end the stream wait until the thinking is kept, so the next turn finds it
-  // (only when there is some: otherwise they go out in the same write as the rest of the chunk).
-  relayTranslatedStream(response, res, transform, (record) => formatSse(record),
-    () => (transform.thinkingBlocks.length > 0 && transform.toolCallIds.length > 0 ? keep(transform.thinkingBlocks, transform.toolCallIds) : undefined));
 }

@@ -9,19 +9,17 @@
  * a native `event: error`, never silently.
  */
 import type http from 'node:http';
-import type { RequestHandler, Response } from 'express';
-import { emptyUsage, getContext, type RequestContext } from '../lib/context';
+import type { RequestHandler } from 'express';
+import { emptyUsage, recordReply, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { hasDuplicateKeys } from '../lib/json-duplicates';
-import { readBody, tryParseJson } from '../lib/read-body';
+import { tryParseJson } from '../lib/read-body';
 import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
-import {
-  failExchange, modelRenameOf, readUpstreamError, recordReply, sendForClient, writeReplyHead, type ModelRename,
-} from '../lib/upstream/exchange';
-import { followUpstreamStream } from '../lib/upstream/stream';
-import { countDeltaCharacters, estimateTokens, mergeNativeUsage } from '../translators/usage';
+import { createReplyHandler, isEventStream, modelRenameOf } from '../lib/upstream/reply';
+import { createNativeRelayTransform, type NativeRelayRecord } from '../translators/native-relay-stream';
+import { mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
   upstream: UpstreamClient;
@@ -56,136 +54,48 @@ function upstreamBody(body: Record<string, unknown>, ctx: RequestContext): Buffe
 }
 
 /** The reply head's headers, without those the client must not see; the upstream's request id as `upstream-request-id`. */
-function clientHeaders(response: http.IncomingMessage, upstream: UpstreamClient): http.OutgoingHttpHeaders {
-  const headers: http.OutgoingHttpHeaders = {};
+function clientHeaders(response: http.IncomingMessage, upstream: UpstreamClient): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(response.headers)) {
     if (value === undefined || DROPPED_REPLY_HEADER.test(name)) continue;
     const text = String(value);
     if (upstream.redact(text) === text) headers[name] = value;
   }
-  if (response.headers['request-id']) headers['upstream-request-id'] = response.headers['request-id'];
+  const requestId = response.headers['request-id'];
+  if (requestId) headers['upstream-request-id'] = requestId;
   return headers;
 }
 
-/**
- * Pass a native SSE reply to the client as it arrives, reading usage and stop reason on the side.
- * When the upstream names the model differently from the catalogue, the first event (message_start)
- * is rewritten to name the canonical ID; every later byte passes unchanged.
- *
- * The recorded usage always holds what was streamed so far: the upstream's figures, and until its
- * final `message_delta` usage arrives, at least an estimate of the output tokens already passed on
- * (so a stream cut short settles what the client received, not message_start's provisional count).
- */
-function pipeStream(response: http.IncomingMessage, res: Response, ctx: RequestContext, rename: ModelRename | null): void {
-  const usage = emptyUsage();
-  recordReply(ctx, { usage });
-  let streamedCharacters = 0;
-  let finalUsageSeen = false;
-  let complete = false;
-  const writable = () => !res.writableEnded && !res.destroyed;
-  // With a rename, the bytes up to the end of the first event wait until it is whole.
-  let head: Buffer | null = rename ? Buffer.alloc(0) : null;
-  const flushHead = () => {
-    if (head !== null && head.length > 0) res.write(head);
-    head = null;
-  };
-  const fail = (type: string, message: string) => {
-    if (!writable()) return;
-    flushHead();
-    res.end(formatSse({ type: 'error', error: { type, message } }, 'error'));
-  };
-
-  followUpstreamStream(response, {
-    onChunk(chunk) {
-      if (!writable()) return;
-      if (head === null) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\n\n');
-      if (end === -1 && head.length < 64 * 1024) return;
-      const cut = end === -1 ? head.length : end + 2;
-      res.write(renameInFirstEvent(head.subarray(0, cut).toString('utf8'), rename!) + head.subarray(cut).toString('latin1'), 'latin1');
-      head = null;
-    },
-    onEvent(event) {
-      if (event.event === 'message_stop') complete = true;
-      if (event.event === 'content_block_delta') {
-        streamedCharacters += countDeltaCharacters(tryParseJson(event.data));
-      } else if (event.event === 'message_start' || event.event === 'message_delta') {
-        const data = tryParseJson(event.data) as any;
-        mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
-        if (event.event === 'message_delta' && typeof data?.usage?.output_tokens === 'number') finalUsageSeen = true;
-        if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) recordReply(ctx, { stopReason: data.delta.stop_reason });
-      }
-      if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateTokens(streamedCharacters));
-    },
-    onEnd() {
-      if (!complete) return fail('api_error', 'the upstream stream ended before the reply was complete');
-      if (!writable()) return;
-      flushHead();
-      res.end();
-    },
-    onLost: (message, idle) => fail(idle ? 'timeout_error' : 'api_error', message),
-  });
-}
-
-/** Rewrite `message.model` in a message_start event's data line; any other text is returned as is. */
-function renameInFirstEvent(text: string, rename: ModelRename): string {
-  return text.replace(/^data: ?(.*)$/m, (line, json: string) => {
-    const data = tryParseJson(json) as any;
-    if (data?.type !== 'message_start' || data.message?.model !== rename.from) return line;
-    data.message.model = rename.to;
-    return `data: ${JSON.stringify(data)}`;
-  });
-}
-
-/** Send a whole reply (JSON, or an error status), reading its usage and naming the canonical model. */
-async function sendWholeReply(response: http.IncomingMessage, res: Response, ctx: RequestContext, upstream: UpstreamClient, headers: http.OutgoingHttpHeaders): Promise<void> {
-  const status = response.statusCode ?? 502;
-  let text: Buffer;
-  if (status === 200) {
-    text = await readBody(response);
-    const body = tryParseJson(text.toString('utf8')) as any;
-    if (body?.usage) recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), body.usage) });
-    if (body?.stop_reason !== undefined) recordReply(ctx, { stopReason: body.stop_reason });
-    const rename = modelRenameOf(ctx.model!);
-    if (rename && body?.model === rename.from) text = Buffer.from(JSON.stringify({ ...body, model: rename.to }));
-  } else {
-    // The upstream's own error (status, body, headers), with any upstream credential in it redacted.
-    text = Buffer.from(await readUpstreamError(response, upstream));
-  }
-  writeReplyHead(res, status, { ...headers, 'content-length': String(text.length) });
-  res.end(text);
+/** A whole 200 reply as the client gets it: its bytes, with `model` renamed to the canonical ID when the upstream names it differently. */
+function wholeReply(bytes: Buffer, ctx: RequestContext): Buffer {
+  const body = tryParseJson(bytes.toString('utf8')) as any;
+  if (body?.usage) recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), body.usage) });
+  if (body?.stop_reason !== undefined) recordReply(ctx, { stopReason: body.stop_reason });
+  const rename = modelRenameOf(ctx.model!);
+  return rename && body?.model === rename.from ? Buffer.from(JSON.stringify({ ...body, model: rename.to })) : bytes;
 }
 
 export function createNativeProxy(options: NativeProxyOptions): RequestHandler {
   const { upstream } = options;
-  return async function nativeProxy(req, res, next) {
-    const ctx = getContext(res);
-    try {
-      const body = upstreamBody(req.body, ctx);
+  return createReplyHandler<NativeRelayRecord, undefined>(upstream, {
+    convert(req, _res, ctx) {
       const query = req.originalUrl.indexOf('?');
       const path = options.path + (query === -1 ? '' : req.originalUrl.slice(query));
-      const reply = await sendForClient(res, upstream, { path, headers: selectUpstreamHeaders(req.headers), body });
-      if (!reply) return;
-      const { response } = reply;
-      if (response.statusCode !== undefined && response.statusCode >= 300 && response.statusCode < 400) {
-        // The API never redirects; a redirect's Location would point the client at the upstream itself.
-        response.resume();
-        throw errors.upstreamUnreachable(`the upstream answered ${response.statusCode} (a redirect), which the gateway does not follow`);
-      }
-      const replyHeaders = clientHeaders(response, upstream);
-      const stream = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
-      if (stream && response.statusCode === 200) {
-        delete replyHeaders['content-length'];
-        writeReplyHead(res, 200, { ...replyHeaders, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
-        return pipeStream(response, res, ctx, modelRenameOf(ctx.model!));
-      }
-      await sendWholeReply(response, res, ctx, upstream, replyHeaders);
-    } catch (err) {
-      failExchange(err, res, next);
-    }
-  };
+      return { request: { path, headers: selectUpstreamHeaders(req.headers), body: upstreamBody(req.body, ctx) }, state: undefined };
+    },
+    // The upstream's own error (status, body, headers), with any upstream credential in it redacted.
+    upstreamError: (response, text) => ({ status: response.statusCode ?? 502, headers: clientHeaders(response, upstream), body: text }),
+    isStream: isEventStream,
+    whole: (bytes, response, ctx) => ({ status: 200, headers: clientHeaders(response, upstream), body: wholeReply(bytes, ctx) }),
+    // The head goes out at once with the upstream's headers; bytes pass as they come, usage read on the side.
+    stream(response, ctx) {
+      const headers = clientHeaders(response, upstream);
+      delete headers['content-length'];
+      return {
+        transform: createNativeRelayTransform(modelRenameOf(ctx.model!)),
+        format: (record) => (Buffer.isBuffer(record) ? record : formatSse(record, 'error')),
+        headers: { ...headers, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+      };
+    },
+  });
 }

@@ -9,28 +9,26 @@
  * `responses.storeTtlMs` before the final event or body goes out, so a next call naming it always
  * finds it. See docs/responses.md.
  */
-import type http from 'node:http';
-import type { RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
-import { getContext, type RequestContext } from '../lib/context';
+import type { RequestContext } from '../lib/context';
 import { randomBase62 } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
 import type { ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
-import {
-  failExchange, promptCacheAffinity, readNativeMessage, sendNativeRequest, sendJsonReply, sendNativeErrorInChatShape, setTranslationHeaders,
-} from '../lib/upstream/exchange';
-import { relayTranslatedStream } from '../lib/upstream/stream';
+import { nativeRequest, promptCacheAffinity, setTranslationHeaders } from '../lib/upstream/exchange';
+import { createReplyHandler, parseNativeMessage } from '../lib/upstream/reply';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
 import type { ChatThinkingBlock } from '../translators/chat-types';
 import { decodeReasoning, wantsEncryptedReasoning } from '../translators/responses-reasoning';
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
+import { convertNativeErrorReply } from '../translators/native-to-chat-errors';
 import { createResponsesStreamTransform } from '../translators/responses-stream';
 import {
-  type NativeReply, type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse,
+  type NativeReply, type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
 } from '../translators/responses-types';
 
 export interface ResponsesOptions {
@@ -108,11 +106,17 @@ function createKeeper(options: {
   };
 }
 
+/** What the request's conversion decided that its reply needs. */
+interface ResponsesExchange {
+  responseOptions: ResponseOptions;
+  includeEncrypted: boolean;
+  keep: Keeper;
+}
+
 export function createResponses(options: ResponsesOptions): RequestHandler {
   const { upstream, catalogue, store, logger } = options;
-  return async (req, res, next) => {
-    const ctx = getContext(res);
-    try {
+  return createReplyHandler<ResponsesStreamRecord, ResponsesExchange>(upstream, {
+    async convert(req, res, ctx) {
       const body = req.body as ResponsesRequest;
       const model = ctx.model!;
       const settings = options.settings();
@@ -139,43 +143,35 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       };
       // A chain of responses is one session: without a session id from the client, its root's id.
       if (body.store !== false) ctx.sessionId ??= previous ? previous.sessionId ?? previous.id : responseOptions.id;
-      const includeEncrypted = wantsEncryptedReasoning(body.include);
       const keep = createKeeper({
         store, logger, ctx, body, previousItems, ttlMs: settings.storeTtlMs, maxKeyBytes: settings.maxStoredBytesPerKey, limitBytes: options.limitBytes(),
       });
-
-      const reply = await sendNativeRequest(res, upstream, converted.request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key));
-      if (!reply) return;
-      const { response } = reply;
-      if (response.statusCode !== 200) return await sendNativeErrorInChatShape(response, res, upstream);
-      if (ctx.stream) return streamReply(response, res, { ...responseOptions, includeEncrypted }, keep);
-
-      const message = await readNativeMessage<NativeReply>(response, ctx);
+      return {
+        request: nativeRequest(converted.request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key)),
+        state: { responseOptions, includeEncrypted: wantsEncryptedReasoning(body.include), keep },
+      };
+    },
+    upstreamError: (response, text) => convertNativeErrorReply(response.statusCode ?? 502, text, response.headers['retry-after']),
+    async whole(bytes, _response, ctx, { responseOptions, includeEncrypted, keep }) {
+      const message = parseNativeMessage<NativeReply>(bytes, ctx);
       const full = convertNativeReply(message, responseOptions);
       const clientView = { ...full, output: viewOutputForClient(full.output, includeEncrypted) };
       await keep(full, clientView);
-      sendJsonReply(res, 200, clientView);
-    } catch (err) {
-      failExchange(err, res, next);
-    }
-  };
-}
-
-/**
- * Translate the upstream SSE stream event by event (relayTranslatedStream). After the first byte a
- * failure is `response.failed` with the message. The events that end a completed reply wait for the
- * store (when kept).
- */
-function streamReply(
-  response: http.IncomingMessage,
-  res: Response,
-  options: Parameters<typeof createResponsesStreamTransform>[0],
-  keep: Keeper,
-): void {
-  const transform = createResponsesStreamTransform(options);
-  relayTranslatedStream(response, res, transform, (event) => formatSse(event, event.type), (events) => {
-    const final = events[events.length - 1];
-    // `keep` never rejects (a store failure is logged).
-    return final.type === 'response.failed' ? undefined : keep(transform.response, final.response as ResponsesResponse);
+      return { status: 200, headers: {}, body: clientView };
+    },
+    // After the first byte a failure is `response.failed` with the message. The events that end a
+    // completed reply wait for the store (when kept).
+    stream(_response, _ctx, { responseOptions, includeEncrypted, keep }) {
+      const transform = createResponsesStreamTransform({ ...responseOptions, includeEncrypted });
+      return {
+        transform,
+        format: (event) => formatSse(event, event.type),
+        beforeClose(events) {
+          const final = events[events.length - 1];
+          // `keep` never rejects (a store failure is logged).
+          return final.type === 'response.failed' ? undefined : keep(transform.response, final.response as ResponsesResponse);
+        },
+      };
+    },
   });
 }

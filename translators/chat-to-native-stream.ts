@@ -14,8 +14,12 @@
  * A stateful transform created per request; pure (no I/O).
  */
 import { emptyUsage, toNativeTokenCounts, type Usage } from './usage';
-import { convertChatUsageToNative, mapChatErrorTypeToNative, mapFinishReasonToStopReason, type ReportedChatUsage } from './chat-to-native-mapping';
+import {
+  convertChatUsageToNative, convertStreamErrorToNativeReply, mapChatErrorTypeToNative, mapFinishReasonToStopReason, type ReportedChatUsage,
+} from './chat-to-native-mapping';
 import { toMessageId } from './chat-to-native-response';
+import type { SseEvent } from './native-types';
+import type { WholeReply, StreamTransform } from './stream-transform';
 
 /** One native SSE event: its `event:` name and its data (whose `type` equals the name). */
 export interface NativeStreamEvent {
@@ -35,24 +39,23 @@ export interface UpstreamChatChunk {
   error?: { message?: string; type?: string; code?: string | null };
 }
 
-export interface ReverseStreamTransform {
+/**
+ * The transform of one streamed reply: `push` takes the upstream's SSE events (a chunk's JSON, or
+ * `[DONE]`); closed by message_stop or an `error` event. `error` is that event as a native error
+ * reply (429, 400 or 502, with `request_id`) for a failure before any byte went out.
+ */
+export interface ReverseStreamTransform extends StreamTransform<NativeStreamEvent> {
   /** Events for one upstream chunk (already JSON-parsed). */
-  push(chunk: UpstreamChatChunk): NativeStreamEvent[];
+  pushChunk(chunk: UpstreamChatChunk): NativeStreamEvent[];
   /** Events for the `data: [DONE]` terminator. */
   done(): NativeStreamEvent[];
-  /** Events when the upstream body ends (after [DONE] or not). */
-  end(): NativeStreamEvent[];
-  /** An error event (lost connection, unreadable record); closes the stream. */
-  fail(message: string, type?: string): NativeStreamEvent[];
-  /** Usage so far (native naming); updated in place. */
-  readonly usage: Usage;
-  /** Stop reason once the finish reason arrived, else null. */
-  readonly stopReason: string | null;
-  /** True once message_stop or an error event has been produced. */
-  readonly closed: boolean;
 }
 
-export function createReverseStreamTransform(options: { model: string }): ReverseStreamTransform {
+/**
+ * @param options.model the canonical model named in message_start
+ * @param options.requestId the gateway's request id, put in the body of `error`
+ */
+export function createReverseStreamTransform(options: { model: string; requestId?: string }): ReverseStreamTransform {
   const usage: Usage = emptyUsage();
   let started = false;
   let closed = false;
@@ -60,6 +63,7 @@ export function createReverseStreamTransform(options: { model: string }): Revers
   let usageSeen = false;
   let deltaSent = false;
   let nextBlock = 0;
+  let error: WholeReply | undefined;
   let open: { kind: 'text' } | { kind: 'tool'; toolIndex: number } | null = null;
 
   const closeBlock = (out: NativeStreamEvent[]) => {
@@ -87,9 +91,9 @@ export function createReverseStreamTransform(options: { model: string }): Revers
     });
   };
 
-  function push(chunk: UpstreamChatChunk): NativeStreamEvent[] {
+  function pushChunk(chunk: UpstreamChatChunk): NativeStreamEvent[] {
     if (closed) return [];
-    if (chunk.error) return fail(chunk.error.message ?? 'the upstream reported an error', mapChatErrorTypeToNative(chunk.error.type, chunk.error.code));
+    if (chunk.error) return failWith(chunk.error.message ?? 'the upstream reported an error', mapChatErrorTypeToNative(chunk.error.type, chunk.error.code));
     const out: NativeStreamEvent[] = [];
     start(chunk, out);
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
@@ -144,15 +148,34 @@ export function createReverseStreamTransform(options: { model: string }): Revers
     return closed ? [] : stopReason !== null ? done() : fail('the upstream connection was lost mid-stream');
   }
 
-  function fail(message: string, type = 'api_error'): NativeStreamEvent[] {
+  /** An error event (lost connection, unreadable record, the upstream's error record); closes the stream. */
+  function failWith(message: string, type = 'api_error'): NativeStreamEvent[] {
     if (closed) return [];
     closed = true;
+    const reply = convertStreamErrorToNativeReply({ type, message });
+    error = { status: reply.status, headers: {}, body: options.requestId ? { ...reply.body, request_id: options.requestId } : reply.body };
     return [{ event: 'error', data: { type: 'error', error: { type, message } } }];
   }
 
+  const fail = (message: string) => failWith(message);
+
+  function push(event: SseEvent): NativeStreamEvent[] {
+    if (event.data === '[DONE]') return done();
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(event.data);
+    } catch {
+      chunk = undefined;
+    }
+    return chunk && typeof chunk === 'object' ? pushChunk(chunk as UpstreamChatChunk) : fail('the upstream sent a record that is not JSON');
+  }
+
   return {
-    push, done, end, fail, usage,
+    push, pushChunk, done, end, fail, usage,
     get stopReason() { return stopReason; },
     get closed() { return closed; },
+    get error() { return error; },
+    // The usage of a cut stream is what the upstream reported: its chunks carry no estimate of their own.
+    streamedCharacters: 0,
   };
 }

@@ -90,3 +90,20 @@ export function mapStreamErrorToChat(data: NativeErrorBody | unknown): Translate
   const nativeType = (data as NativeErrorBody | undefined)?.error?.type;
   return mapNativeErrorToChat(mapNativeErrorTypeToStatus(typeof nativeType === 'string' ? nativeType : undefined), data);
 }
+
+/**
+ * A native upstream's error reply (status, body text) for a client of an OpenAI-shaped route
+ * (chat-completions, Responses): mapNativeErrorToChat's status (529 as 503) and chat error body, with
+ * the upstream's `retry-after` passed on. A body that is not JSON counts as no body.
+ */
+export function convertNativeErrorReply(status: number, text: string, retryAfter: string | string[] | undefined): TranslatedError {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  const translated = mapNativeErrorToChat(status, body);
+  if (typeof retryAfter === 'string') translated.headers = { 'retry-after': retryAfter, ...translated.headers };
+  return translated;
+}

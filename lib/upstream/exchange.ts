@@ -1,24 +1,15 @@
 /**
- * What every upstream route (native proxy, chat translator, chat pass-through, native via a chat
- * upstream) does around its upstream call, in one place: send through the upstream client's retry
- * loop with the client's lifetime (a client that goes away cancels the attempt and any retry wait),
- * record what the reply showed for the finish step (status, time to first byte, usage, stop reason),
- * write reply heads and SSE records, read a bounded error body with the gateway's credentials
- * redacted. Following an upstream stream is in stream.ts.
+ * The upstream step of the reply path (reply.ts): the upstream request a translating route sends,
+ * and sending it through the upstream client's retry loop with the client's lifetime (a client that
+ * goes away cancels the attempt and any retry wait), with its trace span and the reply's status
+ * recorded.
  */
-import type http from 'node:http';
-import type { NextFunction, Response } from 'express';
-import type { ModelConfig } from '../config';
-import { getContext, type RequestContext, type Usage } from '../context';
-import { errors, fromTranslationError, GatewayError } from '../errors';
-import { readBody, tryParseJson } from '../read-body';
+import type { Response } from 'express';
+import { getContext, recordReply, type RequestContext } from '../context';
 import { operationNameOf } from '../trace-attributes';
 import type { TraceSpan } from '../trace-span';
 import type { UpstreamReply } from './attempt';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
-import type { NativeUsage } from '../../translators/native-types';
-import { mapNativeErrorToChat } from '../../translators/native-to-chat-errors';
-import { emptyUsage, mergeNativeUsage } from '../../translators/usage';
 
 /**
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
@@ -97,11 +88,11 @@ function startUpstreamSpan(ctx: RequestContext, upstream: UpstreamClient, reques
 export const NATIVE_API_VERSION = '2023-06-01';
 
 /**
- * Send a native messages request (a translating route's) for the client behind `res`; see
- * sendForClient. `affinity` keeps requests on one upstream credential (UpstreamRequest.affinity).
+ * A translating route's native messages request (`body` serialised), for the reply path.
+ * `affinity` keeps requests on one upstream credential (UpstreamRequest.affinity).
  */
-export function sendNativeRequest(res: Response, upstream: UpstreamClient, body: unknown, affinity?: string): Promise<UpstreamReply | undefined> {
-  return sendForClient(res, upstream, { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)), affinity });
+export function nativeRequest(body: unknown, affinity?: string): UpstreamRequest {
+  return { path: '/v1/messages', headers: { 'anthropic-version': NATIVE_API_VERSION }, body: Buffer.from(JSON.stringify(body)), affinity };
 }
 
 /**
@@ -113,153 +104,9 @@ export function promptCacheAffinity(keyId: string, promptCacheKey: unknown): str
   return typeof promptCacheKey === 'string' && promptCacheKey !== '' ? `${keyId}\n${promptCacheKey}` : undefined;
 }
 
-/** Send a chat-completions request to a chat-completions upstream for the client behind `res`; see sendForClient. */
-export function sendChatRequest(res: Response, upstream: UpstreamClient, body: unknown): Promise<UpstreamReply | undefined> {
-  return sendForClient(res, upstream, { path: '/v1/chat/completions', headers: {}, body: Buffer.from(JSON.stringify(body)) });
-}
-
-/** What a reply showed, for settlement, the log line and the metrics. */
-export interface ReplyFacts {
-  /** The upstream's HTTP status. */
-  status?: number;
-  /** The usage so far (a stream's object may be updated in place as events arrive). */
-  usage?: Usage;
-  stopReason?: string | null;
-  /** The first byte of the reply went to the client now. */
-  firstByte?: boolean;
-}
-
-/** Record what a reply showed on the request's context: the one place every upstream route reports it. */
-export function recordReply(ctx: RequestContext, facts: ReplyFacts): void {
-  if (facts.status !== undefined) ctx.upstreamStatus = facts.status;
-  if (facts.usage !== undefined) ctx.usage = facts.usage;
-  if (facts.stopReason !== undefined) ctx.stopReason = facts.stopReason;
-  if (facts.firstByte) ctx.firstByteMs ??= Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
-}
-
-/** Write the reply head (status and headers) and record the time to first byte. */
-export function writeReplyHead(res: Response, status: number, headers: http.OutgoingHttpHeaders): void {
-  res.writeHead(status, headers);
-  recordReply(getContext(res), { firstByte: true });
-}
-
-/**
- * Send `body` as the whole JSON reply of an upstream route (the headers already set on `res` kept),
- * recording the time to first byte.
- * @throws TypeError when `body` cannot be serialised, as `JSON.stringify` does
- */
-export function sendJsonReply(res: Response, status: number, body: unknown): void {
-  const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
-  writeReplyHead(res, status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
-  res.end(bytes);
-}
-
-/** Send the SSE reply head if it has not gone yet. */
-export function openSseReply(res: Response): void {
-  if (res.headersSent) return;
-  writeReplyHead(res, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', connection: 'keep-alive' });
-}
-
-/**
- * A streamed reply's output, written once per upstream chunk: what the events of one chunk produce is
- * gathered, then written in one `res.write` when the chunk has been parsed (in the same tick: pass
- * `flush` as `onChunkParsed` of {@link followUpstreamStream}), so one upstream chunk is one HTTP chunk
- * to the client. Nothing is written once the response has ended or was destroyed.
- */
-export interface StreamWriter {
-  /** Gather `text` (SSE records) with the rest of the current upstream chunk's output. */
-  add(text: string): void;
-  /** Write what was gathered, in one write. */
-  flush(): void;
-  /** Write what was gathered and end the reply. */
-  end(): void;
-}
-
-export function createStreamWriter(res: Response): StreamWriter {
-  let pending = '';
-  const writable = () => !res.writableEnded && !res.destroyed;
-  return {
-    add(text) {
-      pending += text;
-    },
-    flush() {
-      if (pending !== '' && writable()) res.write(pending);
-      pending = '';
-    },
-    end() {
-      if (writable()) res.end(pending);
-      pending = '';
-    },
-  };
-}
-
-/**
- * Read a whole native message reply (the translating routes' non-streaming upstream reply) and record
- * its usage and stop reason.
- * @throws GatewayError 502 when the body is not a native message
- */
-export async function readNativeMessage<T extends { content: unknown; usage?: unknown; stop_reason?: string | null }>(
-  response: http.IncomingMessage, ctx: RequestContext,
-): Promise<T> {
-  const message = tryParseJson((await readBody(response)).toString('utf8')) as T | undefined;
-  if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
-    throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
-  }
-  recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage as NativeUsage), stopReason: message.stop_reason ?? null });
-  return message;
-}
-
-/**
- * A native upstream's error reply, before any byte was sent, for a route in the OpenAI error shape
- * (chat-completions, Responses): the same status (529 as 503), the chat error body, `retry-after`.
- */
-export async function sendNativeErrorInChatShape(response: http.IncomingMessage, res: Response, upstream: UpstreamClient): Promise<void> {
-  const translated = mapNativeErrorToChat(response.statusCode ?? 502, tryParseJson(await readUpstreamError(response, upstream)));
-  const retryAfter = response.headers['retry-after'];
-  if (typeof retryAfter === 'string') res.setHeader('retry-after', retryAfter);
-  for (const [name, value] of Object.entries(translated.headers)) res.setHeader(name, value);
-  sendJsonReply(res, translated.status, translated.body);
-}
-
-/** Largest upstream error body read (they are small JSON objects). */
-const ERROR_BODY_LIMIT = 1024 * 1024;
-
-/**
- * The body of an upstream error reply, with every upstream credential replaced by `[redacted]`: an
- * upstream may quote the gateway's own key back, and it must never reach a client.
- */
-export async function readUpstreamError(response: http.IncomingMessage, upstream: UpstreamClient): Promise<string> {
-  return upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
-}
-
-/** How a reply's `model` is renamed from the upstream's name to the canonical ID; null when they match. */
-export interface ModelRename {
-  from: string;
-  to: string;
-}
-
-/** The rename replies of `model` need (catalogue `upstreamModel` -> canonical `id`). */
-export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>): ModelRename | null {
-  return model.id === model.upstreamModel ? null : { from: model.upstreamModel, to: model.id };
-}
-
-/**
- * A failure during an exchange: before the reply head it becomes an error response (a GatewayError as
- * it is, a stack overflow a 400: only a request nested too deeply to convert or serialise causes one,
- * an idle reply body a 504, anything else a 502); after it, the connection is closed, since the
- * status is already sent.
- */
-export function failExchange(err: unknown, res: Response, next: NextFunction): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  if (err instanceof GatewayError) return next(err);
-  const translated = fromTranslationError(err);
-  if (translated) return next(translated);
-  if ((err as NodeJS.ErrnoException).code === 'UPSTREAM_IDLE') return next(errors.upstreamTimeout('the upstream reply stalled'));
-  if (err instanceof RangeError && /call stack/i.test(err.message)) return next(errors.invalidRequest('request body is nested too deeply'));
-  next(errors.upstreamUnreachable(`the upstream reply could not be read: ${(err as Error).message}`));
+/** A chat-completions request (`body` serialised) for a chat-completions upstream, for the reply path. */
+export function chatRequest(body: unknown): UpstreamRequest {
+  return { path: '/v1/chat/completions', headers: {}, body: Buffer.from(JSON.stringify(body)) };
 }
 
 /**

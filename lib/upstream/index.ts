@@ -1,4 +1,4 @@
-/** The upstream client and its parts (see client.ts); the reply side every route shares is in exchange.ts and stream.ts. */
+/** The upstream client and its parts (see client.ts); sending for a client is in exchange.ts, the reply path every route shares in reply.ts. */
 export * from './attempt';
 export * from './client';
 export { createCredentialRotation, type CredentialRotation, type UpstreamCredential } from './credentials';

@@ -29,6 +29,22 @@ describe('low findings of the audit', () => {
     }
   });
 
+  it('an upstream redirect is a 502 on the translating routes too, in their error shape', async () => {
+    gw.upstream.setHandler(() => ({ kind: 'json', status: 307, body: {}, headers: { location: 'http://upstream.internal/secret' } }));
+    try {
+      for (const path of ['/v1/chat/completions', '/v1/responses']) {
+        const body = path === '/v1/responses' ? { model: 'haiku', input: 'hi' } : { model: 'haiku', messages: [{ role: 'user', content: 'hi' }] };
+        const reply = await rawRequest(gw.url, { path, headers: chatHeaders(), body });
+        expect(reply.status, path).to.equal(502);
+        expect(isChatError(reply.json), path).to.equal(true);
+        expect(reply.headers.location).to.equal(undefined);
+        expect(reply.text).to.not.include('upstream.internal');
+      }
+    } finally {
+      gw.upstream.setHandler((request) => ({ kind: 'json', body: { input_tokens: 1, request: request.url } }));
+    }
+  });
+
   it('a tool schema nested 200,000 deep is a 400 naming the nesting, not a 502', async () => {
     const deep = '{"a":'.repeat(200_000) + '1' + '}'.repeat(200_000);
     const body = `{"model":"haiku","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${deep}}}]}`;

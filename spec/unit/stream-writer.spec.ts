@@ -1,7 +1,7 @@
-/** The streamed reply's writer (lib/upstream/exchange.ts): every event reaches the client once, nothing after the end. */
+/** The streamed reply's writer (lib/sse.ts): every event reaches the client once, nothing after the end. */
 import { expect } from 'chai';
 import type { Response } from 'express';
-import { createStreamWriter } from '../../lib/upstream/exchange';
+import { createStreamWriter } from '../../lib/sse';
 
 /** A response that records its writes and its end, as far as the writer uses one. */
 function recordingResponse() {
@@ -45,5 +45,16 @@ describe('stream writer', () => {
     out.flush();
     out.end();
     expect(calls).to.deep.equal([]);
+  });
+
+  it('writes relayed bytes as they are, joined with the records of the same chunk in one write', () => {
+    const { res, calls } = recordingResponse();
+    const out = createStreamWriter(res as unknown as Response);
+    const euro = Buffer.from('€');
+    out.add(euro.subarray(0, 1));
+    out.add(euro.subarray(1));
+    out.add('event: error\n\n');
+    out.flush();
+    expect(calls).to.deep.equal(['write €event: error\n\n']);
   });
 });

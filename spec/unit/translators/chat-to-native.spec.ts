@@ -117,20 +117,47 @@ describe('reverse translation', () => {
       it(name, () => {
         const transform = createReverseStreamTransform({ model: 'fam-large' });
         const events: NativeStreamEvent[] = [];
-        for (const line of readLines(`${name}.chat.jsonl`)) events.push(...(line === '[DONE]' ? transform.done() : transform.push(JSON.parse(line))));
+        for (const line of readLines(`${name}.chat.jsonl`)) events.push(...(line === '[DONE]' ? transform.done() : transform.pushChunk(JSON.parse(line))));
         events.push(...transform.end());
         expect(events).to.deep.equal(readLines(`${name}.native.jsonl`).map((line) => JSON.parse(line)));
         expect(transform.closed).to.equal(true);
       });
     }
 
+    for (const name of cases) {
+      it(`${name}, read as the upstream's SSE events (the StreamTransform shape)`, () => {
+        const transform = createReverseStreamTransform({ model: 'fam-large' });
+        const events: NativeStreamEvent[] = [];
+        for (const line of readLines(`${name}.chat.jsonl`)) events.push(...transform.push({ data: line }));
+        events.push(...transform.end());
+        expect(events).to.deep.equal(readLines(`${name}.native.jsonl`).map((line) => JSON.parse(line)));
+      });
+    }
+
+    it('an error before any output is a native error reply with its status and the request id', () => {
+      const transform = createReverseStreamTransform({ model: 'm', requestId: 'req_1' });
+      expect(transform.error).to.equal(undefined);
+      transform.push({ data: '{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}' });
+      expect(transform.error).to.deep.equal({
+        status: 429, headers: {}, body: { type: 'error', error: { type: 'rate_limit_error', message: 'Rate limit reached' }, request_id: 'req_1' },
+      });
+    });
+
+    it('a record that is not JSON ends the stream with an error event, a 502 before any output', () => {
+      const transform = createReverseStreamTransform({ model: 'm' });
+      expect(transform.push({ data: '{not json' }).map((e) => e.event)).to.deep.equal(['error']);
+      expect(transform.closed).to.equal(true);
+      expect(transform.error?.status).to.equal(502);
+      expect(transform.push({ data: '[DONE]' })).to.deep.equal([]);
+    });
+
     it('reports usage and stop reason as it goes, and ignores records after the end', () => {
       const transform = createReverseStreamTransform({ model: 'm' });
-      for (const line of readLines('text-with-usage.chat.jsonl')) if (line !== '[DONE]') transform.push(JSON.parse(line));
+      for (const line of readLines('text-with-usage.chat.jsonl')) if (line !== '[DONE]') transform.pushChunk(JSON.parse(line));
       expect(transform.stopReason).to.equal('end_turn');
       expect(transform.usage).to.deep.equal({ ...emptyUsage(), input_tokens: 12, output_tokens: 10, cache_creation_input_tokens: 0, cache_read_input_tokens: 5 });
       expect(transform.done().map((e) => e.event)).to.deep.equal(['message_stop']);
-      expect(transform.push({ choices: [{ delta: { content: 'late' } }] })).to.deep.equal([]);
+      expect(transform.pushChunk({ choices: [{ delta: { content: 'late' } }] })).to.deep.equal([]);
     });
   });
 });

@@ -1,0 +1,47 @@
+/**
+ * The native route's stream: bytes pass as they are (the first event renamed when the upstream names
+ * the model differently), usage is read on the side, and a broken stream ends with an `error` event.
+ */
+import { expect } from 'chai';
+import { createNativeRelayTransform, type NativeRelayRecord } from '../../../translators/native-relay-stream';
+
+const start = (model: string) => `event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"${model}","content":[],"usage":{"input_tokens":7,"output_tokens":1}}}\n\n`;
+const delta = (text: string) => `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${text}"}}\n\n`;
+const bytes = (records: NativeRelayRecord[]) => Buffer.concat(records.map((r) => (Buffer.isBuffer(r) ? r : Buffer.from(JSON.stringify(r)))));
+
+describe('native relay stream', () => {
+  it('passes bytes as they are, reading usage on the side', () => {
+    const transform = createNativeRelayTransform(null);
+    const chunk = Buffer.from(start('up') + delta('Héllo wörld'));
+    expect(transform.relay(chunk)).to.deep.equal([chunk]);
+    for (const text of [start('up'), delta('Héllo wörld')]) {
+      const [name, data] = text.trim().split('\n');
+      expect(transform.push({ event: name.slice(7), data: data.slice(6) })).to.deep.equal([]);
+    }
+    expect(transform.usage.input_tokens).to.equal(7);
+    expect(transform.usage.output_tokens).to.be.at.least(1);
+    expect(transform.streamedCharacters).to.equal('Héllo wörld'.length);
+  });
+
+  it('renames the model in the first event, whole, and keeps its other characters intact', () => {
+    const transform = createNativeRelayTransform({ from: 'up', to: 'canonical' });
+    const text = start('up') + delta('Ünïcödé 🌍');
+    const whole = Buffer.from(text);
+    // Split inside the first event: nothing goes out until it is whole.
+    expect(transform.relay(whole.subarray(0, 20))).to.deep.equal([]);
+    const out = bytes(transform.relay(whole.subarray(20))).toString('utf8');
+    expect(out).to.equal(text.replace('"model":"up"', '"model":"canonical"'));
+  });
+
+  it('a stream that ends before message_stop, or stalls, ends with an error event', () => {
+    const cut = createNativeRelayTransform(null);
+    expect(cut.end()).to.deep.equal([{ type: 'error', error: { type: 'api_error', message: 'the upstream stream ended before the reply was complete' } }]);
+    expect(cut.closed).to.equal(true);
+    const idle = createNativeRelayTransform(null);
+    expect(idle.fail('the upstream stream stalled', true)).to.deep.equal([{ type: 'error', error: { type: 'timeout_error', message: 'the upstream stream stalled' } }]);
+    const complete = createNativeRelayTransform(null);
+    complete.push({ event: 'message_stop', data: '{"type":"message_stop"}' });
+    expect(complete.end()).to.deep.equal([]);
+    expect(complete.closed).to.equal(true);
+  });
+});
