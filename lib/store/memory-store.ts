@@ -238,6 +238,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
 
   async savePin(pin: PinnedObject, ttlMs: number): Promise<void> {
     this.pins[pin.kind].save(pin, ttlMs);
+    // A batch's pin carries its credit holds and billing state: flushed like spend (memory-persistence.ts).
+    this.changes += 1;
   }
 
   async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
@@ -245,6 +247,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   }
 
   async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
+    this.changes += 1;
     return this.pins[kind].delete(id);
   }
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys';
 import { createApiKey, revokeApiKey } from '../../lib/store/key-admin';
-import { loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
+import { keepMemoryState, loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
 import { MAX_STORED_RESPONSES } from '../../lib/store/memory-responses';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { describeStoreContract } from '../helpers/store-contract';
@@ -74,6 +74,21 @@ describe('MemoryStore', () => {
     let dir: string;
     beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-state-'))));
     afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    it('flushes a batch or file pin made while nothing else changed (a crash keeps its holds and billing state)', async () => {
+      const file = path.join(dir, 'state.json');
+      const before = new MemoryStore();
+      const stop = keepMemoryState(before, file, (err) => { throw err; }, 10);
+      try {
+        await before.savePin({ kind: 'batch', id: 'msgbatch_kept', keyId: 'k1', data: { billed: false } }, 60_000);
+        await new Promise((resolve) => setTimeout(resolve, 80));
+        const after = new MemoryStore();
+        expect(loadMemoryState(after, file)).to.equal(true);
+        expect(await after.getPin('batch', 'msgbatch_kept')).to.include({ id: 'msgbatch_kept', keyId: 'k1' });
+      } finally {
+        stop();
+      }
+    });
 
     it('keeps keys, revocations, spend and usage across save and load', async () => {
       const file = path.join(dir, 'state.json');
