@@ -174,8 +174,8 @@ export interface GatewayConfig {
     storeTtlMs: number;
     /**
      * Most bytes of stored responses (as JSON) one key may hold; a response that would pass it is not
-     * stored (the reply still goes out). Default 67108864 (64 MiB). On Redis, bytes stored within the
-     * last `storeTtlMs` count (a delete does not give them back early).
+     * stored (the reply still goes out). Default 67108864 (64 MiB). On Redis, the bytes stored in a window
+     * of `storeTtlMs` from the key's first save count (a delete does not give them back early).
      */
     maxStoredBytesPerKey: number;
   };

@@ -259,10 +259,12 @@ export class RedisStore implements GatewayStore {
   async saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> {
     const json = JSON.stringify(record);
     if (maxKeyBytes !== undefined) {
-      // Bytes this key stored within the last ttlMs: counted up front, given back when refused.
+      // Bytes this key stored in the current window of ttlMs, which starts at its first save (NX: a
+      // save never pushes the window's end back, so a key that stores every day is never locked out;
+      // at most twice the bound is alive at once). Counted up front, given back when refused.
       const bytes = Buffer.byteLength(json);
       const counter = this.keys.responseBytes(record.keyId);
-      const [held] = await this.connection.commands.multi().incrBy(counter, bytes).pExpire(counter, ttlMs).exec() as unknown as [number];
+      const [held] = await this.connection.commands.multi().incrBy(counter, bytes).pExpire(counter, ttlMs, 'NX').exec() as unknown as [number];
       if (Number(held) > maxKeyBytes) {
         await this.connection.commands.decrBy(counter, bytes);
         return false;
