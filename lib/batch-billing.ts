@@ -46,7 +46,7 @@ export function sumBatchResults(results: string, data: BatchPinData, catalogue: 
       continue;
     }
     if (entry?.result?.type !== 'succeeded' || typeof entry.custom_id !== 'string') continue;
-    const modelId = data.models[entry.custom_id];
+    const modelId = Object.hasOwn(data.models, entry.custom_id) ? data.models[entry.custom_id] : undefined;
     const model = modelId === undefined ? undefined : catalogue.resolve(modelId);
     if (!model) continue;
     const usage = mergeNativeUsage(emptyUsage(), entry.result.message?.usage as never);

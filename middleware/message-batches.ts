@@ -32,6 +32,9 @@ export const BATCH_PIN_TTL_MS = 30 * 24 * 3600_000;
 /** Most requests in one batch (the upstream's limit). */
 const MAX_BATCH_REQUESTS = 100_000;
 
+/** What a `custom_id` may be (the Message Batches API's pattern). */
+const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
+
 export interface MessageBatchesOptions {
   store: LedgerStore & ResponseStore;
   catalogue: Catalogue;
@@ -77,12 +80,17 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_REQUESTS) {
       throw errors.invalidRequest(`requests: must be an array of 1 to ${MAX_BATCH_REQUESTS} requests`, 'requests');
     }
-    const models: Record<string, string> = {};
+    // No prototype: a `custom_id` such as `__proto__` is an entry like any other.
+    const models: Record<string, string> = Object.create(null);
     const needs = new Map<string, number>();
     requests.forEach((entry: any, i: number) => {
       const params = entry?.params;
       if (typeof entry?.custom_id !== 'string' || !params || typeof params !== 'object' || typeof params.model !== 'string') {
         throw errors.invalidRequest(`requests.${i}: must be {custom_id: string, params: {model: string, ...}}`, `requests.${i}`);
+      }
+      // The API's own rule for a custom_id (Message Batches API reference); one id once per batch.
+      if (!CUSTOM_ID.test(entry.custom_id) || entry.custom_id in models) {
+        throw errors.invalidRequest(`requests.${i}.custom_id: must be 1 to 64 of A-Z a-z 0-9 _ -, unique in the batch`, `requests.${i}.custom_id`);
       }
       const model = catalogue.resolve(params.model);
       if (!model) throw errors.modelNotFound(`requests.${i}.params.model: model "${String(params.model).slice(0, 100)}" not found`);

@@ -110,7 +110,8 @@ export function createFakeBatches(fallback: FakeHandler, idPrefix = 'msgbatch_fa
         if (id !== undefined && batchId !== id) continue;
         const n = batch.requests.length;
         Object.assign(batch.object, {
-          processing_status: 'ended', ended_at: new Date().toISOString(), results_url: `/v1/messages/batches/${batchId}/results`,
+          processing_status: 'ended', ended_at: new Date().toISOString(), // The API gives an absolute URL of its own host: the gateway must never relay it.
+          results_url: `https://api.anthropic.com/v1/messages/batches/${batchId}/results`,
           request_counts: { processing: 0, succeeded: n, errored: 0, canceled: 0, expired: 0 },
         });
       }

@@ -104,6 +104,23 @@ describe('Message Batches (memory store, Anthropic SDK)', function () {
     expect(fake.created.size).to.equal(0);
   });
 
+  it('every custom_id the API allows is billed (`__proto__` too); one it refuses, or a repeated one, is a 400 before the upstream', async () => {
+    const client = sdk(KEYS.all);
+    const requests = batchOf(2, () => 'haiku').map((entry, i) => ({ ...entry, custom_id: i ? '__proto__' : 'constructor' }));
+    const before = await spentOf(gw.gateway.store, 'team-all');
+    const batch = await client.messages.batches.create({ requests });
+    fake.end(batch.id);
+    await client.messages.batches.retrieve(batch.id);
+    expect(await spentOf(gw.gateway.store, 'team-all') - before).to.be.closeTo(2 * HAIKU_REQUEST, 1e-9);
+    const created = fake.created.size;
+    for (const ids of [['a b', 'ok'], ['same', 'same'], ['x'.repeat(65), 'ok']]) {
+      const refused = await client.messages.batches.create({ requests: batchOf(2, () => 'haiku').map((entry, i) => ({ ...entry, custom_id: ids[i] })) }).catch((err) => err);
+      expect(refused).to.be.instanceOf(Anthropic.BadRequestError);
+      expect(refused.message).to.include('custom_id');
+    }
+    expect(fake.created.size).to.equal(created);
+  });
+
   it('the cap holds a batch\'s worst case while it runs: one that does not fit is refused (402), one that fits blocks the rest of the cap', async () => {
     const client = sdk(CAPPED);
     // A haiku request's worst case at the batch rate: about ((80 + 1024) x 2 + 64 x 5) / 2 per million = 0.00126.
