@@ -121,15 +121,16 @@ function applyThinking(request: TunableRequest, input: ModelRuleInput, caps: Mod
     delete (request.tool_choice as { name?: string }).name;
     warnings.push('tool_choice relaxed to auto: the model always thinks, and thinking cannot be combined with a forced tool');
   }
-  if (typeof effort !== 'string' || caps.thinking === 'none') {
-    if (typeof effort === 'string' && effort !== 'none') warnings.push(`${input.effortField} ${effort} ignored: the model does not think`);
-    return;
-  }
+  // Checked with or without an effort: a model that thinks by default must be told not to.
   if (request.tool_choice?.type === 'any' || request.tool_choice?.type === 'tool') {
-    if (effort !== 'none' && effort !== 'minimal' && caps.thinkingDefault !== 'always') {
+    if (typeof effort === 'string' && effort !== 'none' && effort !== 'minimal' && caps.thinking !== 'none') {
       warnings.push(`${input.effortField} ${effort} left out: thinking cannot be combined with a forced tool_choice`);
     }
     if (caps.thinkingDefault === 'on') request.thinking = { type: 'disabled' };
+    return;
+  }
+  if (typeof effort !== 'string' || caps.thinking === 'none') {
+    if (typeof effort === 'string' && effort !== 'none') warnings.push(`${input.effortField} ${effort} ignored: the model does not think`);
     return;
   }
   const off = effort === 'none' || effort === 'minimal';

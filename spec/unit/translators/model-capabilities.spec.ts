@@ -50,6 +50,7 @@ describe('model capabilities: rules per model (table)', () => {
     { title: 'fable 5 (always thinks): none -> the lowest effort', model: 'model-fable-5', effort: 'none', expected: { thinking: { type: 'adaptive' }, output_config: { effort: 'low' } } },
     { title: 'a forced tool choice leaves thinking out', model: 'model-opus-4.8', effort: 'high', request: { tool_choice: { type: 'any' } }, expected: {}, absent: ['thinking', 'output_config'] },
     { title: 'a forced tool choice on a model thinking by default disables it', model: 'model-opus-5', effort: 'high', request: { tool_choice: { type: 'tool' } }, expected: { thinking: { type: 'disabled' } } },
+    { title: 'a forced tool choice without an effort on a model thinking by default disables it too', model: 'model-opus-5', request: { tool_choice: { type: 'any' } }, expected: { thinking: { type: 'disabled' } }, absent: ['output_config'] },
     { title: 'a forced tool choice on a model that always thinks becomes auto', model: 'model-fable-5', request: { tool_choice: { type: 'tool', name: 'f' } as { type: string } }, expected: { tool_choice: { type: 'auto' } } },
   ];
   for (const { title, model, effort, request, clientLimit, expected, absent, dropped } of cases) {
