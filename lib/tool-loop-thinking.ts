@@ -29,13 +29,17 @@ export async function restoreToolLoopThinking(store: ResponseStore, keyId: strin
 
 /**
  * Keep a reply's thinking for its first tool call, for this key, `ttlMs` long (nothing to keep
- * without both). A store that fails costs the client nothing now: it is logged, and the next turn
- * goes on without thinking if the client drops the blocks. Never rejects.
+ * without both), within the key's bound on stored bytes (`maxKeyBytes`, config
+ * `responses.maxStoredBytesPerKey`, shared with its stored responses). A store that fails or refuses
+ * costs the client nothing now: it is logged, and the next turn goes on without thinking if the client
+ * drops the blocks. Never rejects.
  */
-export async function keepThinking(store: ResponseStore, logger: Logger, ctx: RequestContext, blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[], ttlMs: number): Promise<void> {
+export async function keepThinking(store: ResponseStore, logger: Logger, ctx: RequestContext, blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[],
+  ttlMs: number, maxKeyBytes: number): Promise<void> {
   if (blocks.length === 0 || toolCallIds.length === 0) return;
   try {
-    await store.saveResponse({ id: thinkingStoreId(toolCallIds[0]), keyId: ctx.key!.id, response: {}, items: [...blocks] }, ttlMs);
+    const kept = await store.saveResponse({ id: thinkingStoreId(toolCallIds[0]), keyId: ctx.key!.id, response: {}, items: [...blocks] }, ttlMs, maxKeyBytes);
+    if (!kept) logger.warn({ message: `thinking of a tool call not kept: the key holds responses.maxStoredBytesPerKey (${maxKeyBytes} bytes) already`, request_id: ctx.requestId });
   } catch (err) {
     logger.warn({ message: 'thinking of a tool call not kept: the store failed', request_id: ctx.requestId, error: (err as Error).message });
   }

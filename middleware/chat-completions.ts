@@ -66,7 +66,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       const restored = await restoreToolLoopThinking(options.store, ctx.key!.id, request, model.capabilities);
       if (restored) ctx.warnings.push(restored);
       setTranslationHeaders(res, ctx.warnings, droppedParams);
-      const keep = (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => keepThinking(options.store, logger, ctx, blocks, toolCallIds, settings.storeTtlMs);
+      const keep = (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => keepThinking(options.store, logger, ctx, blocks, toolCallIds, settings.storeTtlMs, settings.maxStoredBytesPerKey);
       return {
         request: nativeRequest(request, promptCacheAffinity(ctx.key!.id, body.prompt_cache_key)),
         state: { body, created: Math.floor(Date.now() / 1000), keep },

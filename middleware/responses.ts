@@ -87,7 +87,9 @@ function createKeeper(options: {
     logger.warn({ message: `response not stored: ${why}`, request_id: ctx.requestId, response_id: response.id });
   };
   return async (response, clientView) => {
-    await keepThinking(store, logger, ctx, thinkingOf(response.output), callIdsOf(response.output), options.ttlMs);
+    const callIds = callIdsOf(response.output);
+    // Reasoning items are decoded only when there is a tool call to keep them for.
+    if (callIds.length > 0) await keepThinking(store, logger, ctx, thinkingOf(response.output), callIds, options.ttlMs, options.maxKeyBytes);
     if (body.store === false) return;
     try {
       const record = {
