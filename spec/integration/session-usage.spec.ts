@@ -33,13 +33,13 @@ for (const storeKind of ['memory', 'redis'] as const) {
     before(async () => {
       gw = await startTestGateway({ handler, env: { ADMIN_TOKEN }, store: storeKind === 'redis' ? await connectTestRedisStore(prefix) : undefined });
       const messages = [{ role: 'user', content: 'Hi' }];
-      const native = (extra: Array<[string, string]>, key = KEYS.all) =>
-        rawRequest(gw.url, { method: 'POST', path: '/v1/messages', headers: [...nativeHeaders(key), ...extra], body: { model: 'sonnet', max_tokens: 50, messages } });
+      const native = (extra: Array<[string, string]>, key = KEYS.all, model = 'sonnet') =>
+        rawRequest(gw.url, { method: 'POST', path: '/v1/messages', headers: [...nativeHeaders(key), ...extra], body: { model, max_tokens: 50, messages } });
       // Three turns of one Claude Code session, one of them from a subagent; the same id from another key.
       expect((await native([['x-claude-code-session-id', SESSION]])).status).to.equal(200);
       expect((await native([['x-claude-code-session-id', SESSION], ['x-claude-code-agent-id', 'agent-explore']])).status).to.equal(200);
       expect((await native([['x-claude-code-session-id', SESSION]])).status).to.equal(200);
-      expect((await native([['x-claude-code-session-id', SESSION]], KEYS.haikuOnly)).status).to.equal(403);
+      expect((await native([['x-claude-code-session-id', SESSION]], KEYS.haikuOnly, 'haiku')).status).to.equal(200);
       // A malformed id is ignored (the request is served, without a session).
       expect((await native([['x-claude-code-session-id', '=cmd|calc']])).status).to.equal(200);
       const chat = await rawRequest(gw.url, { method: 'POST', path: '/v1/chat/completions', headers: chatHeaders(), body: { model: 'sonnet', messages, prompt_cache_key: 'cache-key-7' } });
@@ -54,7 +54,7 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(third.status).to.equal(200);
       // Codex's header on the Responses route.
       expect((await rawRequest(gw.url, { method: 'POST', path: '/v1/responses', headers: [...chatHeaders(), ['session-id', 'codex-sess-1']], body: { model: 'sonnet', input: 'Hi', store: false } })).status).to.equal(200);
-      for (let i = 0; i < 100 && (await exportLog(gw, `from=${today}&to=${today}`)).length < 9; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let i = 0; i < 100 && (await exportLog(gw, `from=${today}&to=${today}`)).length < 10; i++) await new Promise((resolve) => setTimeout(resolve, 50));
     });
     after(async () => {
       await gw?.close();
@@ -70,11 +70,17 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(row.models).to.deep.equal(['model-sonnet-4.6']);
       expect(row.durationMs).to.be.a('number').and.at.least(0);
       expect(Date.parse(row.end)).to.be.at.least(Date.parse(row.start));
-      const records = await exportLog(gw, `from=${today}&to=${today}&sessionId=${SESSION}`);
+      const records = await exportLog(gw, `from=${today}&to=${today}&sessionId=${SESSION}&keyId=team-all`);
       expect(records).to.have.length(3);
       expect(records.map((record) => record.agentId)).to.deep.equal([null, 'agent-explore', null]);
       expect(units(row.credits)).to.equal(records.reduce((sum, record) => sum + units(record.credits), 0));
       expect(row.credits).to.be.greaterThan(0);
+    });
+
+    it('keeps one session id sent by two keys as two sessions, one per key', async () => {
+      const rows = (await admin(gw, 'GET', `/usage?from=${today}&to=${today}&groupBy=session`)).body.rows as any[];
+      const mine = rows.filter((row) => row.sessionId === SESSION).map((row) => [row.keyId, row.requests, row.models]);
+      expect(mine).to.have.deep.members([['team-all', 3, ['model-sonnet-4.6']], ['team-haiku', 1, ['model-haiku-4.5']]]);
     });
 
     it('reads prompt_cache_key, Codex\'s session-id header and the Responses chain root; ignores a malformed id', async () => {
@@ -90,8 +96,8 @@ for (const storeKind of ['memory', 'redis'] as const) {
 
     it('names the session in the request\'s log line (session_id), and nothing for a request without one', async () => {
       const lines = gw.logLines.filter((line) => line.message === 'request' && line.route === 'POST /v1/messages' && line.status === 200);
-      expect(lines.map((line) => line.session_id)).to.deep.equal([SESSION, SESSION, SESSION, undefined]);
-      expect(lines[3]).not.to.have.property('session_id');
+      expect(lines.map((line) => line.session_id)).to.deep.equal([SESSION, SESSION, SESSION, SESSION, undefined]);
+      expect(lines[4]).not.to.have.property('session_id');
       const codex = gw.logLines.find((line) => line.message === 'request' && line.session_id === 'codex-sess-1');
       expect(codex).to.include({ route: 'POST /v1/responses', status: 200 });
       expect(gw.logLines.some((line) => JSON.stringify(line).includes('=cmd|calc'))).to.equal(false);
