@@ -25,6 +25,7 @@ import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/context';
 import { GatewayError } from '../lib/errors';
+import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { LedgerStore, Reservation } from '../lib/store/types';
 import {
@@ -101,7 +102,13 @@ function lowerMaxTokens(req: Request, res: Response, format: CreditReservationFo
     body.max_tokens = maxTokens;
     const thinking = body.thinking as { budget_tokens?: unknown } | undefined;
     if (thinking && typeof thinking.budget_tokens === 'number' && thinking.budget_tokens >= maxTokens) {
-      body.thinking = { ...thinking, budget_tokens: maxTokens - 1 };
+      if (maxTokens - 1 >= MIN_THINKING_BUDGET) {
+        body.thinking = { ...thinking, budget_tokens: maxTokens - 1 };
+      } else {
+        // The API refuses a budget under its minimum: the reply the credit pays for is one without thinking.
+        body.thinking = { type: 'disabled' };
+        ctx.warnings.push(`thinking left out: a budget below max_tokens ${maxTokens} would be under the API's minimum of ${MIN_THINKING_BUDGET}`);
+      }
     }
     ctx.rawBody = undefined;
   }

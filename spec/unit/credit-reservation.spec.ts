@@ -213,6 +213,16 @@ describe('monthly credit cap through the gateway', () => {
     expect(await gw.gateway.store.getMonthSpend('capped', '2025-02')).to.equal(0.01);
   });
 
+  it('leaves thinking out of a lowered request whose budget would fall under the API minimum (1024), instead of an upstream 400', async () => {
+    await start(0.007);
+    const reply = await post(gw.url, '/v1/messages', CAPPED, { max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 } });
+    expect(reply.status, await reply.clone().text()).to.equal(200);
+    const sent = gw.upstream.requests[0].body;
+    expect(sent.max_tokens).to.be.below(1025);
+    expect(sent.thinking).to.deep.equal({ type: 'disabled' });
+    expect(reply.headers.get('x-gateway-warning')).to.include('thinking left out');
+  });
+
   it('lowers the max_tokens of a request whose worst case does not fit to what the credit left pays, and says so', async () => {
     await start(0.01);
     // 4000 output tokens of haiku = 0.02 credits: more than the whole cap
