@@ -18,16 +18,6 @@ export function operationNameOf(route: string): string | undefined {
 }
 
 /**
- * `gen_ai.provider.name` of an upstream kind: a native upstream speaks the Anthropic Messages API, a
- * chat-completions one the OpenAI Chat Completions API (the convention's well-known values).
- */
-export function providerNameOf(upstreamKind: 'native' | 'chat-completions' | undefined): string | undefined {
-  if (upstreamKind === 'native') return 'anthropic';
-  if (upstreamKind === 'chat-completions') return 'openai';
-  return undefined;
-}
-
-/**
  * The attributes the server span gets when the request has closed (`status`: the HTTP status the
  * client got). `gen_ai.usage.input_tokens` includes the cache tokens, which also get their own
  * attributes, as the convention asks.

@@ -33,7 +33,7 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     clientGone.abort();
     reply?.abort();
   });
-  const span = ctx.trace ? startUpstreamSpan(ctx, upstream, request) : undefined;
+  const span = ctx.trace ? startUpstreamSpan(ctx, request) : undefined;
   try {
     // The context is the route: its canonical model (a target's `models`) and session (affinity).
     if (typeof request === 'function') {
@@ -48,7 +48,15 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   }
   if (span) {
     span.event('upstream.first_byte');
-    span.set({ 'http.response.status_code': reply.response.statusCode });
+    // The target that answered (after a failover, not the first one tried): its origin only, never a credential.
+    const served = upstream.targets.find((target) => target.id === reply!.target)?.url ?? upstream.url;
+    ctx.trace!.set({ 'gateway.upstream.target': served.origin });
+    span.set({
+      'http.response.status_code': reply.response.statusCode,
+      'server.address': served.hostname,
+      'server.port': Number(served.port) || (served.protocol === 'https:' ? 443 : 80),
+      'gateway.upstream.target': served.origin,
+    });
     // Its last byte read, or the reply cut short.
     const end = () => span.end();
     reply.response.once('end', end);
@@ -64,23 +72,20 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
 }
 
 /**
- * The client span of an upstream call (GenAI conventions: `{operation} {model}`), with the upstream's
- * address (its origin only: never a credential) on it and on the server span.
+ * The client span of an upstream call (GenAI conventions: `{operation} {model}`); the address of the
+ * target that answers goes on it and on the server span once it has.
  */
-function startUpstreamSpan(ctx: RequestContext, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): TraceSpan {
+function startUpstreamSpan(ctx: RequestContext, request: UpstreamRequest | StartAttempt): TraceSpan {
   const operation = operationNameOf(ctx.route);
   const model = ctx.model?.upstreamModel;
   // The native proxy's attempts and the translating routes' native requests speak the Messages API.
   const provider = typeof request === 'function' || request.path.startsWith('/v1/messages') ? 'anthropic' : 'openai';
-  const target = upstream.url.origin;
-  ctx.trace!.set({ 'gateway.upstream.target': target, 'gen_ai.provider.name': provider });
+  ctx.trace!.set({ 'gen_ai.provider.name': provider });
+  // The address of the target that answers is set when it has (sendForClient).
   return ctx.trace!.startSpan(operation && model ? `${operation} ${model}` : 'upstream', 'client', {
     'gen_ai.operation.name': operation,
     'gen_ai.provider.name': provider,
     'gen_ai.request.model': model,
-    'server.address': upstream.url.hostname,
-    'server.port': Number(upstream.url.port) || (upstream.url.protocol === 'https:' ? 443 : 80),
-    'gateway.upstream.target': target,
   });
 }
 
