@@ -73,7 +73,24 @@ export function thinkingOn(body: any): boolean {
  */
 export function refusal(body: any, issuedSignatures: ReadonlySet<string>): string | null {
   const model = API_MODELS[body?.model];
-  return (model ? modelRefusal(body, model) : null) ?? thinkingBlockRefusal(body, issuedSignatures) ?? cacheControlRefusal(body);
+  return (model ? modelRefusal(body, model) : null) ?? thinkingBlockRefusal(body, issuedSignatures) ?? cacheControlRefusal(body) ?? billingFieldRefusal(body);
+}
+
+/**
+ * Models of the shipped catalogue that offer fast mode (config.json `fastModeMultiplier`), as the
+ * provider lists them (platform.claude.com/docs/en/build-with-claude/fast-mode, read 2026-11-25).
+ */
+export const FAST_MODE_MODELS = ['model-opus-5', 'model-opus-4.8', 'model-opus-4.7', 'model-opus-4.6'];
+
+/**
+ * What the real API refuses of a request's billing fields, or null: fast mode on a model that does
+ * not offer it ("supported on" list of the fast mode page), and an `inference_geo` other than `global`
+ * or `us` (data residency page, "Inference geo" table).
+ */
+export function billingFieldRefusal(body: any): string | null {
+  if (body?.speed === 'fast' && !FAST_MODE_MODELS.includes(body.model)) return `fast mode is not supported for model ${body.model}`;
+  if (body?.inference_geo !== undefined && !['global', 'us'].includes(body.inference_geo)) return 'inference_geo: must be one of "global", "us"';
+  return null;
 }
 
 function modelRefusal(body: any, model: ApiModel): string | null {

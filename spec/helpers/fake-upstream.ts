@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import { listenOnLoopback } from '../../lib/loopback';
-import { createApiJudge } from './api-rules';
+import { billingFieldRefusal, createApiJudge } from './api-rules';
 
 export interface RecordedRequest {
   method: string;
@@ -64,11 +64,6 @@ export function nativeTextEvents(pieces: string[], usage = { input_tokens: 10, o
   ];
 }
 
-/**
- * Models of the shipped catalogue that offer fast mode (config.json `fastModeMultiplier`), as the
- * provider lists them (platform.claude.com/docs/en/build-with-claude/fast-mode, read 2026-11-25).
- */
-export const FAST_MODE_MODELS = ['model-opus-5', 'model-opus-4.8', 'model-opus-4.7', 'model-opus-4.6'];
 
 /** Token counts a fake reply bills: the reply's own, and optionally a compaction step's and server tool counts. */
 export interface FakeTokens {
@@ -116,14 +111,11 @@ export function reportedUsage(body: any, tokens: FakeTokens, serviceTier = 'stan
 
 /**
  * What the real API refuses of a request's billing fields, as a 400 `invalid_request_error` body, or
- * null: fast mode on a model that does not offer it ("supported on" list of the fast mode page), and
- * an `inference_geo` other than `global` or `us` (data residency page, "Inference geo" table).
+ * null (api-rules.ts `billingFieldRefusal`, which every fake upstream applies).
  */
 export function refusedBillingFields(body: any): Record<string, unknown> | null {
-  const refuse = (message: string) => ({ type: 'error', error: { type: 'invalid_request_error', message } });
-  if (body?.speed === 'fast' && !FAST_MODE_MODELS.includes(body.model)) return refuse(`fast mode is not supported for model ${body.model}`);
-  if (body?.inference_geo !== undefined && !['global', 'us'].includes(body.inference_geo)) return refuse('inference_geo: must be one of "global", "us"');
-  return null;
+  const message = billingFieldRefusal(body);
+  return message === null ? null : { type: 'error', error: { type: 'invalid_request_error', message } };
 }
 
 /** Default behaviour: a text reply (streamed when asked) echoing the model it was sent. */
