@@ -79,7 +79,7 @@ export async function settleBatch(store: LedgerStore & ResponseStore, catalogue:
       status: 200, stopReason: null, inputTokens: sum.usage.input_tokens, outputTokens: sum.usage.output_tokens,
       cacheCreationInputTokens: sum.usage.cache_creation_input_tokens, cacheReadInputTokens: sum.usage.cache_read_input_tokens,
       credits: sum.credits, firstByteMs: null, durationMs: 0, streamed: false, clientAborted: false,
-      sessionId: null, agentId: null, upstreamTarget: null,
+      sessionId: null, agentId: null, upstreamTarget: data.target ?? null,
     };
     await store.settleCredits(reservation, {
       model, inputTokens: sum.usage.input_tokens, outputTokens: sum.usage.output_tokens,

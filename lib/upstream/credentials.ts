@@ -77,7 +77,8 @@ export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 
     pick(affinity?: string): UpstreamCredential {
       if (usable.length === 0) return { index: -1, headers: {} };
       const at = now();
-      const start = affinity === undefined ? turn : createHash('sha256').update(affinity).digest().readUInt32BE(0) % usable.length;
+      // One credential: no choice to make, so no hash of the affinity.
+      const start = affinity === undefined || usable.length === 1 ? turn : createHash('sha256').update(affinity).digest().readUInt32BE(0) % usable.length;
       let chosen = -1;
       for (let step = 0; step < usable.length && chosen === -1; step++) {
         const index = (start + step) % usable.length;
