@@ -56,8 +56,47 @@ interface OpenBlock {
   toolId: string;
   toolName: string;
   redactedData?: string;
-  /** Custom tool calls: characters of the unwrapped input already sent as deltas. */
-  inputSent?: number;
+  /**
+   * Custom tool calls: where in `text` decoding of the unwrapped input resumes (each fragment is
+   * decoded once); undefined before the value starts, -1 once it is closed.
+   */
+  inputAt?: number;
+}
+
+const JSON_ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+const HEX4 = /^[0-9a-fA-F]{4}$/;
+/** Where the custom tool stand-in's `{"input": "..."}` string value starts. */
+const INPUT_VALUE_START = /"input"\s*:\s*"/;
+
+/**
+ * Decode the characters of a JSON string value in `json` from index `at` (just past its opening quote
+ * or a previous stop): up to the closing quote or the last complete character, stopping before an
+ * escape cut in half (it completes with the next fragment).
+ * @returns the decoded text, the index to resume from, and whether the closing quote was reached
+ */
+export function decodeJsonStringFrom(json: string, at: number): { text: string; next: number; closed: boolean } {
+  let out = '';
+  let i = at;
+  for (; i < json.length; i++) {
+    const c = json[i];
+    if (c === '"') return { text: out, next: i + 1, closed: true };
+    if (c !== '\\') {
+      out += c;
+      continue;
+    }
+    const next = json[i + 1];
+    if (next === undefined) break;
+    if (next === 'u') {
+      const hex = json.slice(i + 2, i + 6);
+      if (!HEX4.test(hex)) break;
+      out += String.fromCharCode(parseInt(hex, 16));
+      i += 5;
+    } else {
+      out += JSON_ESCAPES[next] ?? next;
+      i += 1;
+    }
+  }
+  return { text: out, next: i, closed: false };
 }
 
 /**
@@ -68,29 +107,7 @@ interface OpenBlock {
  */
 export function readPartialJsonString(json: string, field: string): string {
   const start = new RegExp(`"${field}"\\s*:\\s*"`).exec(json);
-  if (!start) return '';
-  const escapes: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
-  let out = '';
-  for (let i = start.index + start[0].length; i < json.length; i++) {
-    const c = json[i];
-    if (c === '"') break;
-    if (c !== '\\') {
-      out += c;
-      continue;
-    }
-    const next = json[i + 1];
-    if (next === undefined) break;
-    if (next === 'u') {
-      const hex = json.slice(i + 2, i + 6);
-      if (!/^[0-9a-fA-F]{4}$/.test(hex)) break;
-      out += String.fromCharCode(parseInt(hex, 16));
-      i += 5;
-    } else {
-      out += escapes[next] ?? next;
-      i += 1;
-    }
-  }
-  return out;
+  return start ? decodeJsonStringFrom(json, start.index + start[0].length).text : '';
 }
 
 export function createOutputItems(options: OutputItemsOptions): OutputItems {
@@ -127,11 +144,17 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
     if (type === 'function_call') {
       push({ type: 'response.function_call_arguments.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta: json });
     } else if (type === 'custom_tool_call') {
-      // The native stand-in wraps the free text as {"input": "..."}: stream the text as it decodes.
-      const input = readPartialJsonString(open.text, 'input');
-      const delta = input.slice(open.inputSent ?? 0);
+      // The native stand-in wraps the free text as {"input": "..."}: stream the text as it decodes,
+      // each fragment once (a large apply_patch input would otherwise be decoded again per fragment).
+      if (open.inputAt === undefined) {
+        const start = INPUT_VALUE_START.exec(open.text);
+        if (!start) return;
+        open.inputAt = start.index + start[0].length;
+      }
+      if (open.inputAt < 0) return;
+      const { text: delta, next, closed } = decodeJsonStringFrom(open.text, open.inputAt);
+      open.inputAt = closed ? -1 : next;
       if (delta === '') return;
-      open.inputSent = input.length;
       push({ type: 'response.custom_tool_call_input.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta });
     }
   };

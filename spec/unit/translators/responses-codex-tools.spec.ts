@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { convertResponsesInput } from '../../../translators/responses-items';
 import { convertNativeReply } from '../../../translators/responses-response';
-import { readPartialJsonString } from '../../../translators/responses-stream-items';
+import { decodeJsonStringFrom, readPartialJsonString } from '../../../translators/responses-stream-items';
 import { convertResponsesTools, LOCAL_SHELL_TOOL } from '../../../translators/responses-tools';
 import { counterIds } from '../../helpers/responses-fixtures';
 
@@ -58,6 +58,29 @@ describe("Codex's own tools on the Responses route", () => {
       ['{"input": "done"}', 'done'],
     ];
     for (const [json, text] of cases) expect(readPartialJsonString(json, 'input'), json).to.equal(text);
+  });
+
+  it('decodes a value fragment by fragment, each once, to what the whole value decodes to (escapes cut anywhere)', () => {
+    const json = '{"input": "*** Begin Patch\\n+caf\\u00e9 \\"x\\" \\\\ end"}';
+    const start = json.indexOf('"', json.indexOf(':')) + 1;
+    for (let size = 1; size <= 5; size++) {
+      let text = '';
+      let at = start;
+      let closed = false;
+      const cuts: number[] = [];
+      for (let end = start + size; end < json.length; end += size) cuts.push(end);
+      cuts.push(json.length);
+      for (const end of cuts) {
+        const step = decodeJsonStringFrom(json.slice(0, end), at);
+        expect(step.next, 'never goes back').to.be.at.least(at);
+        text += step.text;
+        at = step.next;
+        closed = step.closed;
+        if (closed) break;
+      }
+      expect(closed).to.equal(true);
+      expect(text, `fragments of ${size}`).to.equal(JSON.parse(json).input);
+    }
   });
 });
 
