@@ -65,17 +65,47 @@ export function redactSecret(text: string, secret: string): string {
 }
 
 /**
+ * {@link redactSecret} for one secret, prepared once: its encoded forms, and probes that let a text
+ * holding no fragment of it pass after a few searches. Any run of REDACTED_FRAGMENT_LENGTH (12)
+ * characters of the secret holds one of its 6-character blocks (cut at every 6th character) whole, so
+ * a text holding none of them holds no fragment. Kept for speed: every reply header of the native
+ * route is redacted, and the full search (one per 12-character window, about 100 for an API key)
+ * cost each header value that many searches.
+ * @returns `text` with the secret redacted, as redactSecret does
+ */
+export function createSecretRedaction(secret: string): (text: string) => string {
+  const forms = [...new Set([secret, encodeURIComponent(secret), Buffer.from(secret).toString('base64')])];
+  const half = Math.floor(REDACTED_FRAGMENT_LENGTH / 2);
+  const probes: string[] = [];
+  if (secret.length >= REDACTED_FRAGMENT_LENGTH) {
+    for (let start = 0; start + half <= secret.length; start += half) probes.push(secret.slice(start, start + half));
+  }
+  return (text) => {
+    let found = false;
+    for (const form of forms) found ||= text.includes(form);
+    for (let i = 0; i < probes.length && !found; i++) found = text.includes(probes[i]);
+    return found ? redactSecret(text, secret) : text;
+  };
+}
+
+/**
  * @param secrets the credentials; empty strings are ignored, and none sends no credential (the simulated upstream)
  * @param auth how a credential is sent: `x-api-key` (native upstreams) or `bearer` (chat-completions upstreams)
  * @param now clock, epoch ms
  */
 export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 'bearer', now: () => number): CredentialRotation {
   const usable = secrets.filter((secret) => secret !== '');
+  const redactions = usable.map(createSecretRedaction);
+  // One credential object per secret, made once (the upstream client only reads them).
+  const credentials: UpstreamCredential[] = usable.map((secret, index) => ({
+    index, headers: (auth === 'bearer' ? { authorization: `Bearer ${secret}` } : { 'x-api-key': secret }) as Record<string, string>,
+  }));
+  const none: UpstreamCredential = { index: -1, headers: {} };
   const restingUntil = usable.map(() => 0);
   let turn = 0;
   return {
     pick(affinity?: string): UpstreamCredential {
-      if (usable.length === 0) return { index: -1, headers: {} };
+      if (usable.length === 0) return none;
       const at = now();
       // One credential: no choice to make, so no hash of the affinity.
       const start = affinity === undefined || usable.length === 1 ? turn : createHash('sha256').update(affinity).digest().readUInt32BE(0) % usable.length;
@@ -86,8 +116,7 @@ export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 
       }
       if (chosen === -1) chosen = restingUntil.indexOf(Math.min(...restingUntil));
       if (affinity === undefined) turn = (chosen + 1) % usable.length;
-      const secret = usable[chosen];
-      return { index: chosen, headers: auth === 'bearer' ? { authorization: `Bearer ${secret}` } : { 'x-api-key': secret } };
+      return credentials[chosen];
     },
     rest(index, untilMs) {
       if (index >= 0) restingUntil[index] = untilMs;
@@ -98,7 +127,7 @@ export function createCredentialRotation(secrets: string[], auth: 'x-api-key' | 
     },
     redact(text) {
       let out = text;
-      for (const secret of usable) out = redactSecret(out, secret);
+      for (const redaction of redactions) out = redaction(out);
       return out;
     },
   };

@@ -8,7 +8,7 @@ import type { Response } from 'express';
 import { getContext, recordReply, type RequestContext } from '../context';
 import { operationNameOf } from '../trace-attributes';
 import type { TraceSpan } from '../trace-span';
-import type { UpstreamReply } from './attempt';
+import { Cancellation, type UpstreamReply } from './attempt';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
 
 /**
@@ -21,7 +21,7 @@ import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
  * @throws GatewayError 502/504 from the upstream client
  */
 export async function sendForClient(res: Response, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): Promise<UpstreamReply | undefined> {
-  const clientGone = new AbortController();
+  const clientGone = new Cancellation();
   let reply: UpstreamReply | undefined;
   const ctx = getContext(res);
   // A billed whole (non-streamed) reply is not cancelled when its client leaves: the upstream bills
@@ -37,10 +37,10 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   try {
     // The context is the route: its canonical model (a target's `models`) and session (affinity).
     if (typeof request === 'function') {
-      reply = await upstream.exchange(request, clientGone.signal, ctx);
+      reply = await upstream.exchange(request, clientGone, ctx);
     } else {
       const accept = ctx.stream ? 'text/event-stream' : 'application/json';
-      reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone.signal, ctx);
+      reply = await upstream.send({ ...request, headers: { accept, ...request.headers } }, clientGone, ctx);
     }
   } catch (err) {
     span?.end(err as Error);

@@ -1,6 +1,8 @@
 /** The upstream client's retry policy and credential rotation, with a fixed clock and random source. */
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { createCredentialRotation, parseRetryAfter, type AttemptOutcome } from '../../lib/upstream';
+import { createSecretRedaction, redactSecret } from '../../lib/upstream/credentials';
 import { createRetryPolicy } from '../../lib/upstream/retry-policy';
 
 /** One target's credentials and retry policy, as the client holds them (lib/upstream/target.ts). */
@@ -104,6 +106,15 @@ describe('upstream retry policy', () => {
       expect(out, text).to.not.include(secret.slice(-12));
     }
     expect(rotation.redact('nothing secret here')).to.equal('nothing secret here');
+  });
+
+  it('redacts, with its probes, exactly what the full search redacts (any secret, any text holding pieces of it)', () => {
+    const piece = (secret: string) => fc.tuple(fc.nat(secret.length), fc.nat(secret.length)).map(([a, b]) => secret.slice(Math.min(a, b), Math.max(a, b)));
+    const case_ = fc.string({ unit: fc.constantFrom('a', 'b', 'k', '-', '/', '+', '0', '1'), minLength: 1, maxLength: 40 }).chain((secret) =>
+      fc.tuple(fc.constant(secret), fc.array(fc.oneof(piece(secret), fc.string({ maxLength: 6 }), fc.constant(encodeURIComponent(secret))), { maxLength: 6 }).map((parts) => parts.join(''))));
+    fc.assert(fc.property(case_, ([secret, text]) => {
+      expect(createSecretRedaction(secret)(text)).to.equal(redactSecret(text, secret));
+    }), { numRuns: 2000 });
   });
 
   it('redacts every credential from a text', () => {
