@@ -135,7 +135,7 @@ function buildRows(targets: Target[], options: Options): Row[] {
   // Order: each floor, then every gateway scenario compared with it, so comparisons are measured together.
   for (const floor of floorsUsed) {
     const { title, request, connections = options.connections } = FLOORS[floor];
-    for (const target of targets.filter((t) => t.kind === 'forwarder')) {
+    for (const target of targets.filter((t) => t.kind !== 'gateway')) {
       rows.push({ target, scenario: floor, title, floor, request, connections, ...empty() });
     }
     for (const scenario of gatewayScenarios.filter((s) => s.floor === floor)) {
@@ -148,7 +148,7 @@ function buildRows(targets: Target[], options: Options): Row[] {
 }
 
 function markerOf(row: Row): string {
-  return row.target.kind === 'forwarder' ? FLOORS[row.floor].completeMarker : SCENARIOS.find((s) => s.id === row.scenario)!.completeMarker;
+  return row.target.kind !== 'gateway' ? FLOORS[row.floor].completeMarker : SCENARIOS.find((s) => s.id === row.scenario)!.completeMarker;
 }
 
 async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
@@ -187,7 +187,7 @@ async function runProbePhase(rows: Row[], upstream: BenchChild, options: Options
     for (const row of rows) {
       // 200 deltas x the gap: too slow to probe, same path as 5 deltas; the delayed scenarios' probe would be their delay.
       if (row.scenario.includes('200') || row.scenario.endsWith('300ms')) continue;
-      const stream = row.target.kind === 'forwarder' ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
+      const stream = row.target.kind !== 'gateway' ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
       if (row.scenario === 'chat-stream-tools') {
         [row.probe, row.nativeProbe] = await probeTogether(row.target.child.url, [row.request, FLOORS['native-stream-tools'].request], options.probeCount);
       } else if (stream) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
@@ -218,6 +218,7 @@ async function main(): Promise<void> {
     await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
     const targets: Target[] = [
       { label: 'forwarder', kind: 'forwarder', child: track(await startChild('forwarder', script('forwarder'), [upstream.url], { execArgv: profileFlags(options.cpuProfDir, 'forwarder') })) },
+      { label: 'express floor', kind: 'floor', child: track(await startChild('express floor', script('express-floor'), [upstream.url], { execArgv: profileFlags(options.cpuProfDir, 'express floor') })) },
       track(await startGatewayChild('gateway (memory)', upstream, null, logFd, undefined, options.cpuProfDir)),
     ];
     if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, null, logFd, options.compare, options.cpuProfDir)));

@@ -12,7 +12,8 @@ export const PACED_GAP_MS = 5;
 
 export interface Target {
   label: string;
-  kind: 'forwarder' | 'gateway';
+  /** `floor`: the Express floor (bench/express-floor.ts), sent the forwarder's requests. */
+  kind: 'forwarder' | 'floor' | 'gateway';
   child: BenchChild;
 }
 

@@ -3,7 +3,9 @@
  * the model differently), usage is read on the side, and a broken stream ends with an `error` event.
  */
 import { expect } from 'chai';
-import { createNativeRelayTransform, type NativeRelayRecord } from '../../../translators/native-relay-stream';
+import fc from 'fast-check';
+import { createNativeRelayTransform, deltaCharacters, type NativeRelayRecord } from '../../../translators/native-relay-stream';
+import { countDeltaCharacters } from '../../../translators/usage';
 
 const start = (model: string) => `event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"${model}","content":[],"usage":{"input_tokens":7,"output_tokens":1}}}\n\n`;
 const delta = (text: string) => `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${text}"}}\n\n`;
@@ -43,5 +45,31 @@ describe('native relay stream', () => {
     complete.push({ event: 'message_stop', data: '{"type":"message_stop"}' });
     expect(complete.end()).to.deep.equal([]);
     expect(complete.closed).to.equal(true);
+  });
+
+  describe('characters of a delta read off its data', () => {
+    const parsed = (data: string) => {
+      try {
+        return countDeltaCharacters(JSON.parse(data));
+      } catch {
+        return 0;
+      }
+    };
+    const deltaTypes = fc.constantFrom(['text_delta', 'text'], ['input_json_delta', 'partial_json'], ['thinking_delta', 'thinking'], ['signature_delta', 'signature'], ['citations_delta', 'text']);
+
+    it('counts what the parsed data counts, for every text the API may stream (quotes, escapes, surrogates, non-ASCII)', () => {
+      fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.nat(20), deltaTypes, (text, index, [type, field]) => {
+        const data = JSON.stringify({ type: 'content_block_delta', index, delta: { type, [field]: text } });
+        expect(deltaCharacters(data)).to.equal(parsed(data));
+      }), { numRuns: 3000 });
+    });
+
+    it('counts what the parsed data counts for any data in the layout, valid JSON or not', () => {
+      const body = fc.string({ unit: fc.constantFrom('a', 'é', '"', '\\', 'u', '0', 'f', 'n', '\n', '\u2028', '}') });
+      fc.assert(fc.property(body, fc.constantFrom('text_delta","text', 'thinking_delta","thinking', 'input_json_delta","partial_json'), (raw, start) => {
+        const data = `{"type":"content_block_delta","index":0,"delta":{"type":"${start}":"${raw}"}}`;
+        expect(deltaCharacters(data)).to.equal(parsed(data));
+      }), { numRuns: 3000 });
+    });
   });
 });
