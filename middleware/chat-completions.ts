@@ -18,7 +18,7 @@ import { convertChatRequest } from '../translators/chat-to-native-request';
 import { collectThinkingBlocks, convertNativeResponse } from '../translators/native-to-chat-response';
 import { keepThinking, restoreToolLoopThinking } from '../lib/tool-loop-thinking';
 import type { ChatCompletionRequest, ChatThinkingBlock } from '../translators/chat-types';
-import { createChatStreamTransform, type ChatStreamRecord } from '../translators/native-to-chat-stream';
+import { createChatStreamTransform, serializeChatStreamRecord, type ChatStreamRecord } from '../translators/native-to-chat-stream';
 import { convertNativeErrorReply } from '../translators/native-to-chat-errors';
 import type { NativeMessage } from '../translators/native-types';
 
@@ -92,7 +92,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
       // finds it (only when there is some: otherwise they go out in the same write as the rest of the chunk).
       return {
         transform,
-        format: (record) => formatSse(record),
+        format: (record) => formatSse(serializeChatStreamRecord(record)),
         beforeClose: () => (transform.thinkingBlocks.length > 0 && transform.toolCallIds.length > 0 ? keep(transform.thinkingBlocks, transform.toolCallIds) : undefined),
       };
     },

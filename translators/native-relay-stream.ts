@@ -16,6 +16,7 @@
  *
  * A stateful transform created per request; pure (no I/O).
  */
+import { readDeltaText } from './native-delta';
 import type { SseEvent } from './native-types';
 import type { StreamTransform } from './stream-transform';
 import { countDeltaCharacters, emptyUsage, estimateTokens, mergeNativeUsage, type Usage } from './usage';
@@ -99,60 +100,12 @@ export function createNativeRelayTransform(rename: { from: string; to: string } 
   };
 }
 
-/** A content_block_delta's data as the API writes it, up to its index (docs/wire-formats.md §3). */
-const DELTA_HEAD = '{"type":"content_block_delta","index":';
-const DELTA_TYPE = ',"delta":{"type":';
-/** The delta types that carry generated text, each up to the opening quote of that text. */
-const DELTA_TEXT_STARTS = ['"text_delta","text":"', '"input_json_delta","partial_json":"', '"thinking_delta","thinking":"'];
-
 /**
  * The characters of generated text a content_block_delta's data carries, as countDeltaCharacters
- * counts them on the parsed data. Kept for speed: the deltas are most of a stream's events, and for
- * the API's own layout of a text, tool-input or thinking delta the text's length is read off the JSON
- * string without parsing it (a native stream of 200 deltas spent about 130 µs parsing them; RESULTS.md);
- * any other layout is parsed.
+ * counts them on the parsed data: read off the data in the API's layout (native-delta.ts), else parsed.
  */
 export function deltaCharacters(data: string): number {
-  if (data.startsWith(DELTA_HEAD) && data.endsWith('"}}')) {
-    let at = DELTA_HEAD.length;
-    const digits = at;
-    while (at < data.length && data.charCodeAt(at) >= 0x30 && data.charCodeAt(at) <= 0x39) at++;
-    if (at > digits && data.startsWith(DELTA_TYPE, at)) {
-      at += DELTA_TYPE.length;
-      const start = DELTA_TEXT_STARTS.find((prefix) => data.startsWith(prefix, at));
-      const length = start === undefined ? -1 : jsonStringLength(data, at + start.length, data.length - 3);
-      if (length !== -1) return length;
-    }
-  }
-  return countDeltaCharacters(parse(data));
-}
-
-/** Characters a JSON escape's letter stands for one of (after the backslash); `u` takes four hex digits. */
-const SIMPLE_ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
-
-/**
- * The length (UTF-16 code units, as `String.length`) of the JSON string whose text runs from `from` to
- * `to` (exclusive, between its quotes); -1 when that text is not a valid JSON string's (an unescaped
- * quote or control character, a bad escape).
- */
-function jsonStringLength(text: string, from: number, to: number): number {
-  let length = 0;
-  for (let i = from; i < to; i++) {
-    const code = text.charCodeAt(i);
-    if (code === 0x22 || code < 0x20) return -1;
-    if (code === 0x5c) {
-      const letter = text.charCodeAt(i + 1);
-      if (letter === 0x75) {
-        if (i + 5 >= to || !/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) return -1;
-        i += 5;
-      } else {
-        if (i + 1 >= to || !SIMPLE_ESCAPES.has(letter)) return -1;
-        i += 1;
-      }
-    }
-    length++;
-  }
-  return length;
+  return readDeltaText(data)?.length ?? countDeltaCharacters(parse(data));
 }
 
 function parse(text: string): unknown {

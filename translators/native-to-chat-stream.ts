@@ -7,6 +7,7 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage } from './usage';
+import { deltaTextOf, readDeltaText } from './native-delta';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
 import type { StreamTransform } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
@@ -173,6 +174,9 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const name = event.event ?? 'message';
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
+      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-delta.ts).
+      const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
+      if (read) return handler({ index: read.index, delta: { type: read.type, [read.field]: deltaTextOf(read) } });
       let data: unknown;
       try {
         data = JSON.parse(event.data);
@@ -209,4 +213,59 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       return toolCallIds;
     },
   };
+}
+
+/** The last chunk head serialised by {@link serializeChatStreamRecord}, with the fields it was made of. */
+let lastHead = { id: '', created: NaN, model: '', text: '' };
+
+/**
+ * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
+ * `JSON.stringify` writes it. Kept for speed: a content chunk (one choice whose delta is only
+ * `content`, as the transform makes for each text delta) is written from a head reused while the
+ * stream's id, created and model stay the same, and its text's JSON, the same bytes JSON.stringify
+ * writes (a test checks it) without serialising the whole chunk each time (RESULTS.md).
+ */
+export function serializeChatStreamRecord(record: ChatStreamRecord): string {
+  if (record === '[DONE]') return record;
+  const content = contentOnlyChunk(record);
+  if (content === undefined) return JSON.stringify(record);
+  const chunk = record as ChatCompletionChunk;
+  if (chunk.id !== lastHead.id || chunk.created !== lastHead.created || chunk.model !== lastHead.model) {
+    lastHead = {
+      id: chunk.id, created: chunk.created, model: chunk.model,
+      text: `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${chunk.created},"model":${JSON.stringify(chunk.model)},"choices":[{"index":0,"delta":{"content":`,
+    };
+  }
+  return `${lastHead.text}${JSON.stringify(content)}},"logprobs":null,"finish_reason":null}]${'usage' in chunk ? ',"usage":null' : ''}}`;
+}
+
+/** The content of a chunk in the one shape serializeChatStreamRecord writes itself; undefined for any other record. */
+function contentOnlyChunk(record: ChatCompletionChunk | ChatErrorBody): string | undefined {
+  const chunk = record as Partial<ChatCompletionChunk>;
+  if (chunk.object !== 'chat.completion.chunk' || typeof chunk.id !== 'string' || typeof chunk.model !== 'string' || !Number.isSafeInteger(chunk.created)) return undefined;
+  if ('usage' in chunk && chunk.usage !== null) return undefined;
+  if (!Array.isArray(chunk.choices) || chunk.choices.length !== 1) return undefined;
+  const choice = chunk.choices[0];
+  if (choice.index !== 0 || choice.logprobs !== null || choice.finish_reason !== null) return undefined;
+  const delta = choice.delta as Record<string, unknown>;
+  if (typeof delta.content !== 'string') return undefined;
+  // Only the members the transform writes, in its order: JSON.stringify follows the object's own.
+  return hasMembers(delta, DELTA_MEMBERS) && hasMembers(choice, CHOICE_MEMBERS) && hasMembers(chunk, 'usage' in chunk ? CHUNK_MEMBERS_WITH_USAGE : CHUNK_MEMBERS)
+    ? delta.content : undefined;
+}
+
+const DELTA_MEMBERS = ['content'];
+const CHOICE_MEMBERS = ['index', 'delta', 'logprobs', 'finish_reason'];
+const CHUNK_MEMBERS = ['id', 'object', 'created', 'model', 'choices'];
+const CHUNK_MEMBERS_WITH_USAGE = [...CHUNK_MEMBERS, 'usage'];
+
+/** True when `object`'s own enumerable members are exactly `names`, in that order. */
+function hasMembers(object: object, names: readonly string[]): boolean {
+  let at = 0;
+  for (const name in object) {
+    if (!Object.prototype.hasOwnProperty.call(object, name)) return false;
+    if (names[at] !== name) return false;
+    at++;
+  }
+  return at === names.length;
 }

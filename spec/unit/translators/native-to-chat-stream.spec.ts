@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createChatStreamTransform, type ChatStreamRecord } from '../../../translators/native-to-chat-stream';
+import { createChatStreamTransform, serializeChatStreamRecord, type ChatStreamRecord } from '../../../translators/native-to-chat-stream';
 import {
   readExpectedRecords,
   readNativeStreamBytes,
@@ -158,5 +158,43 @@ describe('chat stream translator: any split of the byte stream', () => {
     const bytes = readNativeStreamBytes('tool-calls');
     const pieces = [...bytes].map((byte) => Buffer.from([byte]));
     expect(translatePieces(pieces, { includeUsage: true })).to.deep.equal(readExpectedRecords('tool-calls'));
+  });
+});
+
+describe('chat stream translator: deltas read without parsing, chunks written without serialising', () => {
+  const options = (includeUsage: boolean) => ({ model: 'model-sonnet-4.6', created: 1_750_000_000, includeUsage });
+  const start = { event: 'message_start', data: JSON.stringify({ type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 3, output_tokens: 1 } } }) };
+  const delta = (type: string, field: string, text: string, spaced: boolean) => {
+    const data = { type: 'content_block_delta', index: 0, delta: { type, [field]: text } };
+    return { event: 'content_block_delta', data: spaced ? JSON.stringify(data, null, 1) : JSON.stringify(data) };
+  };
+  const deltaTypes = fc.constantFrom(['text_delta', 'text'], ['thinking_delta', 'thinking'], ['signature_delta', 'signature'], ['citations_delta', 'text']);
+
+  it('translates a delta in the API layout exactly as its parsed form (any text)', () => {
+    fc.assert(fc.property(fc.array(fc.tuple(deltaTypes, fc.string({ unit: 'binary' })), { maxLength: 6 }), fc.boolean(), (deltas, includeUsage) => {
+      const fast = createChatStreamTransform(options(includeUsage));
+      const parsed = createChatStreamTransform(options(includeUsage));
+      const blockStart = { event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }) };
+      expect(fast.push(start)).to.deep.equal(parsed.push(start));
+      expect(fast.push(blockStart)).to.deep.equal(parsed.push(blockStart));
+      for (const [[type, field], text] of deltas) {
+        expect(fast.push(delta(type, field, text, false))).to.deep.equal(parsed.push(delta(type, field, text, true)));
+      }
+      expect(fast.streamedCharacters).to.equal(parsed.streamedCharacters);
+    }), { numRuns: 1000 });
+  });
+
+  it('writes every record as JSON.stringify does (recorded streams and any text)', () => {
+    const check = (record: ChatStreamRecord) => expect(serializeChatStreamRecord(record)).to.equal(record === '[DONE]' ? record : JSON.stringify(record));
+    for (const { name, includeUsage } of FIXTURES) {
+      for (const record of translatePieces([readNativeStreamBytes(name)], { includeUsage })) check(record);
+    }
+    fc.assert(fc.property(fc.string({ unit: 'binary' }), fc.string(), fc.boolean(), (text, id, includeUsage) => {
+      const chunk = { id, object: 'chat.completion.chunk' as const, created: 1_750_000_000, model: 'm', choices: [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }], ...(includeUsage ? { usage: null } : {}) };
+      check(chunk);
+      // Not the one shape: written by JSON.stringify.
+      check({ ...chunk, choices: [{ ...chunk.choices[0], delta: { role: 'assistant', content: text } }] } as ChatStreamRecord);
+      check({ ...chunk, choices: [{ ...chunk.choices[0], finish_reason: 'stop' }] } as ChatStreamRecord);
+    }), { numRuns: 1000 });
   });
 });
