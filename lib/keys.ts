@@ -44,15 +44,16 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** CSPRNG bytes for request ids, drawn 4 KiB at a time: one CSPRNG call per about 150 ids, not per id. */
+/** CSPRNG bytes for ids, drawn 4 KiB at a time: one CSPRNG call per about 150 ids, not per id. */
 const idPool = { bytes: Buffer.alloc(0), at: 0 };
 
 /**
- * A request id's `length` random base62 characters, uniformly distributed as randomBase62's, from a
- * pool of CSPRNG bytes each used once. For ids only (they name a request, they grant nothing): secrets
+ * An id's `length` random base62 characters, uniformly distributed as randomBase62's, from a pool of
+ * CSPRNG bytes each used once. For ids only (request ids, the Responses API's response and item ids:
+ * they name something, they grant nothing; a stored response is served only to its own key): secrets
  * draw their own bytes (randomBase62), so none of theirs lingers in a pool.
  */
-export function randomRequestId(length: number): string {
+export function randomId(length: number): string {
   let out = '';
   while (out.length < length) {
     if (idPool.at >= idPool.bytes.length) {

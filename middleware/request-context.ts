@@ -3,7 +3,7 @@
  * runs the finish step (settle, log) once when the response closes, whatever ended it.
  */
 import type { RequestHandler, Request, Response } from 'express';
-import { randomRequestId } from '../lib/keys';
+import { randomId } from '../lib/keys';
 import type { RequestContext } from '../lib/context';
 import { requestScope } from '../lib/logger';
 import { routeLabel } from '../lib/routes';
@@ -39,7 +39,7 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
   }
   return (req, res, next) => {
     const ctx: RequestContext = {
-      requestId: `req_${randomRequestId(24)}`,
+      requestId: `req_${randomId(24)}`,
       format: detectFormat(req.path),
       route: `${req.method} ${req.path}`,
       startedAt: process.hrtime.bigint(),

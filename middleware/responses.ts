@@ -13,7 +13,7 @@ import type { RequestHandler } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig } from '../lib/config';
 import type { RequestContext } from '../lib/context';
-import { randomBase62 } from '../lib/keys';
+import { randomId } from '../lib/keys';
 import type { Logger } from '../lib/logger';
 import { formatSse } from '../lib/sse';
 import type { ResponseStore } from '../lib/store/types';
@@ -26,7 +26,7 @@ import { decodeReasoning, wantsEncryptedReasoning } from '../translators/respons
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { convertNativeErrorReply } from '../translators/native-to-chat-errors';
-import { createResponsesStreamTransform } from '../translators/responses-stream';
+import { createResponsesStreamTransform, serializeResponsesStreamRecord } from '../translators/responses-stream';
 import {
   type NativeReply, type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
 } from '../translators/responses-types';
@@ -45,7 +45,7 @@ export interface ResponsesOptions {
 
 /** An id of the Responses API: `<prefix>_` + 24 base62 characters. */
 export function newResponsesId(prefix: string): string {
-  return `${prefix}_${randomBase62(24)}`;
+  return `${prefix}_${randomId(24)}`;
 }
 
 /** This request's input as items (a string is one user message). */
@@ -167,7 +167,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
       const transform = createResponsesStreamTransform({ ...responseOptions, includeEncrypted });
       return {
         transform,
-        format: (event) => formatSse(event, event.type),
+        format: (event) => formatSse(serializeResponsesStreamRecord(event), event.type),
         beforeClose(events) {
           const final = events[events.length - 1];
           // `keep` never rejects (a store failure is logged).

@@ -23,6 +23,7 @@ import {
 } from './responses-response';
 import { createOutputItems } from './responses-stream-items';
 import { emptyUsage, mergeNativeUsage } from './usage';
+import { deltaTextOf, readDeltaText } from './native-delta';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -142,12 +143,18 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
       const name = event.event ?? 'message';
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
+      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-delta.ts).
+      const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
       let data: unknown;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        broken(`the upstream sent an unreadable ${name} event`);
-        return take();
+      if (read) {
+        data = { index: read.index, delta: { type: read.type, [read.field]: deltaTextOf(read) } };
+      } else {
+        try {
+          data = JSON.parse(event.data);
+        } catch {
+          broken(`the upstream sent an unreadable ${name} event`);
+          return take();
+        }
       }
       handler(data);
       return take();
@@ -179,4 +186,40 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
       return response;
     },
   };
+}
+
+/** The members of the delta events written by {@link serializeResponsesStreamRecord} itself, in the transform's order. */
+const DELTA_EVENT_MEMBERS: Record<string, readonly string[]> = {
+  'response.output_text.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'content_index', 'delta', 'logprobs'],
+  'response.reasoning_summary_text.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'summary_index', 'delta'],
+  'response.function_call_arguments.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'delta'],
+  'response.custom_tool_call_input.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'delta'],
+};
+const MEMBER_HEADS = new Map<string, string>();
+
+/**
+ * An event as the JSON text of its `data:` line, the bytes `JSON.stringify` writes. Kept for speed: the
+ * delta events, most of a stream, are written member by member (each a string, a safe integer or an
+ * empty array, in the transform's order; a test checks the bytes are the same) instead of by
+ * `JSON.stringify` of the whole event (RESULTS.md); any other event goes to JSON.stringify.
+ */
+export function serializeResponsesStreamRecord(record: ResponsesStreamRecord): string {
+  const members = DELTA_EVENT_MEMBERS[record.type];
+  if (members === undefined) return JSON.stringify(record);
+  let text = '{';
+  let at = 0;
+  for (const name in record) {
+    if (!Object.prototype.hasOwnProperty.call(record, name) || members[at] !== name) return JSON.stringify(record);
+    const value = record[name];
+    let json: string;
+    if (typeof value === 'string') json = JSON.stringify(value);
+    else if (Number.isSafeInteger(value)) json = String(value);
+    else if (Array.isArray(value) && value.length === 0) json = '[]';
+    else return JSON.stringify(record);
+    let head = MEMBER_HEADS.get(name);
+    if (head === undefined) MEMBER_HEADS.set(name, (head = `${JSON.stringify(name)}:`));
+    text += (at === 0 ? '' : ',') + head + json;
+    at++;
+  }
+  return at === members.length ? `${text}}` : JSON.stringify(record);
 }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { hashSecret, randomBase62, randomRequestId } from '../../lib/keys';
+import { hashSecret, randomBase62, randomId } from '../../lib/keys';
 
-for (const [name, random] of [['randomBase62 (secrets)', randomBase62], ['randomRequestId (request ids, from a byte pool)', randomRequestId]] as const) {
+for (const [name, random] of [['randomBase62 (secrets)', randomBase62], ['randomId (request and response ids, from a byte pool)', randomId]] as const) {
   describe(name, () => {
     it('gives ids of the asked length, base62 only, all distinct across many refills of its byte pool', () => {
       const ids = new Set<string>();

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { createSseDecoder } from '../../../lib/sse';
-import { createResponsesStreamTransform } from '../../../translators/responses-stream';
+import { createResponsesStreamTransform, serializeResponsesStreamRecord } from '../../../translators/responses-stream';
 import { decodeReasoning } from '../../../translators/responses-reasoning';
 import type { ResponsesStreamEvent, ResponsesStreamRecord } from '../../../translators/responses-types';
 import { fixtureOptions, readExpectedEvents, readNativeFixtureBytes, translateResponsesPieces } from '../../helpers/responses-fixtures';
@@ -126,5 +127,53 @@ describe('Responses stream translator (recorded native streams)', () => {
     expect(last(transform.fail('the upstream connection was lost mid-stream')).type).to.equal('response.failed');
     expect(transform.fail('again')).to.deep.equal([]);
     expect(transform.end()).to.deep.equal([]);
+  });
+});
+
+describe('Responses stream translator: deltas read without parsing, delta events written without serialising', () => {
+  const native = (texts: Array<[string, string, string]>, spaced: boolean) => {
+    const event = (name: string, data: unknown) => ({ event: name, data: spaced ? JSON.stringify(data, null, 1) : JSON.stringify(data) });
+    return [
+      event('message_start', { type: 'message_start', message: { id: 'm', usage: { input_tokens: 1, output_tokens: 1 } } }),
+      event('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }),
+      event('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } }),
+      event('content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } }),
+      ...texts.map(([type, field, text]) => {
+        const index = type === 'thinking_delta' || type === 'signature_delta' ? 0 : type === 'text_delta' ? 1 : 2;
+        return event('content_block_delta', { type: 'content_block_delta', index, delta: { type, [field]: text } });
+      }),
+      ...[0, 1, 2].map((index) => event('content_block_stop', { type: 'content_block_stop', index })),
+      event('message_stop', { type: 'message_stop' }),
+    ];
+  };
+  const deltas = fc.array(fc.tuple(
+    fc.constantFrom(['text_delta', 'text'], ['thinking_delta', 'thinking'], ['signature_delta', 'signature'], ['input_json_delta', 'partial_json']),
+    fc.string({ unit: 'binary', maxLength: 12 }),
+  ).map(([[type, field], text]) => [type, field, text] as [string, string, string]), { maxLength: 8 });
+  const options = () => fixtureOptions({ toolNames: new Map([['get_weather', { name: 'get_weather', kind: 'function' }]]), includeEncrypted: true });
+
+  it('translates deltas in the API layout exactly as their parsed form, and writes every event as JSON.stringify does', () => {
+    fc.assert(fc.property(deltas, (texts) => {
+      const fast = createResponsesStreamTransform(options());
+      const parsed = createResponsesStreamTransform(options());
+      const spaced = native(texts, true);
+      native(texts, false).forEach((event, i) => {
+        const records = fast.push(event);
+        expect(records).to.deep.equal(parsed.push(spaced[i]));
+        for (const record of records) expect(serializeResponsesStreamRecord(record)).to.equal(JSON.stringify(record));
+      });
+    }), { numRuns: 500 });
+  });
+
+  it('writes the recorded streams\' events as JSON.stringify does', () => {
+    for (const { name, options: fixture } of FIXTURES) {
+      for (const record of translateResponsesPieces([readNativeFixtureBytes(name)], fixture)) {
+        expect(serializeResponsesStreamRecord(record)).to.equal(JSON.stringify(record));
+      }
+    }
+    const event = { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'x', logprobs: [] };
+    for (const odd of [{ ...event, logprobs: [{ token: 'x' }] }, { ...event, sequence_number: 1.5 }, { ...event, extra: 1 }, Object.fromEntries(Object.entries(event).reverse()) as typeof event]) {
+      expect(serializeResponsesStreamRecord(odd)).to.equal(JSON.stringify(odd));
+    }
   });
 });
