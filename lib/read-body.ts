@@ -18,7 +18,8 @@ export function readBody(stream: Readable, limitBytes = 64 * 1024 * 1024): Promi
       }
       chunks.push(chunk);
     });
-    stream.once('end', () => resolve(Buffer.concat(chunks)));
+    // One chunk (a small reply) is the body itself: no copy.
+    stream.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
     stream.once('error', reject);
     stream.once('aborted', () => reject(new Error('reply aborted')));
   });
