@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { exitWithError, parseOptions, type Options } from './cli';
 import { startChild, type BenchChild, type ProcessStats } from './ipc';
-import { checkComplete, openStreams, probe, probeTogether, rowsForRepeat, runLoad, type LoadResult } from './measure';
+import { checkComplete, openStreams, probe, probeTogether, rowsForRepeat, runLoad } from './measure';
 import { benchKeyPrefix, openBenchRedis, openBenchRedisCluster, type BenchRedis } from './redis';
 import { describeMachine, describeMachineMarkdown, fixed, writeResultsSection } from './report';
 import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
@@ -131,7 +131,7 @@ function buildRows(targets: Target[], options: Options): Row[] {
   const floorsUsed = new Set<FloorId>();
   const gatewayScenarios = SCENARIOS.filter((s) => !options.only || options.only.test(s.id));
   for (const scenario of gatewayScenarios) floorsUsed.add(scenario.floor);
-  const empty = () => ({ runs: [], ratios: [], addedP50: [] });
+  const empty = () => ({ runs: [], ratios: [], addedP50: [], ownCpu: [] });
   // Order: each floor, then every gateway scenario compared with it, so comparisons are measured together.
   for (const floor of floorsUsed) {
     const { title, request, connections = options.connections } = FLOORS[floor];
@@ -165,7 +165,7 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
   const labelWidth = Math.max(...rows.map((row) => row.target.label.length));
   for (let rep = 0; rep < options.reps; rep++) {
     log(`repeat ${rep + 1}/${options.reps}`);
-    const floorOfRep = new Map<FloorId, LoadResult>();
+    const floorOfRep = new Map<FloorId, MeasuredRun>();
     for (const row of rowsForRepeat(rows, rep)) {
       const result = await measure(row, options, options.durationSec);
       row.runs.push(result);
@@ -173,6 +173,7 @@ async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
       const floor = floorOfRep.get(row.floor);
       if (floor) {
         row.ratios.push(result.rps / floor.rps);
+        row.ownCpu.push(result.cpu - floor.cpu);
         row.addedP50.push(result.p50 - floor.p50);
       }
       log(`  ${row.target.label.padEnd(labelWidth)} ${row.scenario.padEnd(20)} ${fixed(result.rps, 0).padStart(7)} req/s  p50 ${fixed(result.p50, 2)} ms  p99 ${fixed(result.p99, 2)} ms  cpu ${fixed(result.cpu, 0)} µs/req`);

@@ -39,6 +39,8 @@ export interface Row {
   ratios: number[];
   /** p50 - forwarder p50 within the same repeat, ms. */
   addedP50: number[];
+  /** The server's own CPU: its µs per request - the forwarder's within the same repeat. */
+  ownCpu: number[];
   probe?: ProbeResult;
   /**
    * Gateway rows of the chat tool stream: the same server's native route for the same stream, probed
@@ -82,6 +84,34 @@ function medianOf(row: Row, figure: 'rps' | 'p50' | 'p99' | 'cpu' | 'loopMax'): 
   return median(row.runs.map((run) => run[figure]));
 }
 
+/** Ratio targets of the non-streaming and 200-delta scenarios (memory store) beyond native-json's. */
+const RATIO_TARGETS: ReadonlyArray<[string, string, number]> = [
+  ['chat-json', 'chat-completions non-streaming', 0.5],
+  ['responses-json', 'Responses non-streaming', 0.5],
+  ['native-stream-200', 'native streaming (200 deltas)', 0.5],
+  ['chat-stream-200', 'chat-completions streaming (200 deltas)', 0.35],
+];
+
+/** Median own CPU (µs per request, the server's - the forwarder's in the same repeat) of a row. */
+function medianOwnCpu(row: Row): number {
+  return median(row.ownCpu);
+}
+
+/**
+ * Each scenario measured on this build and on the --compare build, per store: the two builds' own CPU
+ * per request (medians over the repeats).
+ */
+function ownCpuPairs(rows: Row[]): Array<{ store: string; scenario: string; before: number; now: number }> {
+  const pairs: Array<{ store: string; scenario: string; before: number; now: number }> = [];
+  for (const [store, nowLabel, beforeLabel] of [['memory', 'gateway (memory)', 'gateway (before)'], ['redis', 'gateway (redis)', 'gateway (before, redis)']]) {
+    for (const row of rows.filter((r) => r.target.label === nowLabel && r.ownCpu.length > 0)) {
+      const before = rows.find((r) => r.target.label === beforeLabel && r.scenario === row.scenario && r.ownCpu.length > 0);
+      if (before) pairs.push({ store, scenario: row.scenario, before: medianOwnCpu(before), now: medianOwnCpu(row) });
+    }
+  }
+  return pairs;
+}
+
 /** The targets of docs/benchmark.md, each `met` or `MISSED` with its figure. */
 function checkTargets(rows: Row[], held: HeldResult[]): string[] {
   const find = (label: string, scenario: string) => rows.find((r) => r.target.label === label && r.scenario === scenario);
@@ -95,14 +125,21 @@ function checkTargets(rows: Row[], held: HeldResult[]): string[] {
   check('native non-streaming (memory) >= 0.6 x forwarder req/s', ratio(nativeJson), (v) => v >= 0.6, formatRatio(nativeJson?.ratios ?? []));
   const added = nativeJson ? median(nativeJson.addedP50) : undefined;
   check('native non-streaming (memory) p50 added <= 1 ms', added, (v) => v <= 1, `${fixed(added, 2)} ms`);
-  const chatJson = find('gateway (memory)', 'chat-json');
-  check('chat-completions non-streaming (memory) >= 0.5 x forwarder', ratio(chatJson), (v) => v >= 0.5, formatRatio(chatJson?.ratios ?? []));
-  for (const scenario of ['native-json', 'chat-json']) {
+  for (const [scenario, title, least] of RATIO_TARGETS) {
+    const row = find('gateway (memory)', scenario);
+    check(`${title} (memory) >= ${least} x forwarder`, ratio(row), (v) => v >= least, formatRatio(row?.ratios ?? []));
+  }
+  for (const scenario of ['native-json', 'chat-json', 'responses-json']) {
     const redisRow = find('gateway (redis)', scenario);
     // The cluster store's figure beside it, for comparison: the target is the single node's.
     const clusterRow = find('gateway (redis cluster)', scenario);
     const clusterFigure = clusterRow ? `; Redis Cluster ${formatRatio(clusterRow.ratios)}` : '';
-    check(`${scenario} (Redis store) >= 0.5 x forwarder`, ratio(redisRow), (v) => v >= 0.5, formatRatio(redisRow?.ratios ?? []) + clusterFigure);
+    check(`${scenario} (Redis store) >= 0.45 x forwarder`, ratio(redisRow), (v) => v >= 0.45, formatRatio(redisRow?.ratios ?? []) + clusterFigure);
+  }
+  // With --compare: the gateway's own CPU per request at most half the build it is compared with.
+  for (const { store, scenario, before, now } of ownCpuPairs(rows)) {
+    check(`${scenario} (${store}) own CPU <= half of the --compare build's`, now / before, (v) => v <= 0.5,
+      `${fixed(before, 0)} -> ${fixed(now, 0)} µs/req (${fixed(now / before, 2)} x)`);
   }
   for (const label of ['gateway (memory)', 'gateway (redis)']) {
     const chatStream = find(label, 'chat-stream-tools');
@@ -128,7 +165,7 @@ function checkTargets(rows: Row[], held: HeldResult[]): string[] {
 
 /** The run's tables (text for the terminal, Markdown for RESULTS.md) and its targets. */
 export function summarize(rows: Row[], held: HeldResult[], options: SummaryOptions): Report {
-  const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
+  const header = ['server', 'scenario', 'req/s', 'x forwarder', 'p50 ms', 'p99 ms', '+p50 ms', 'CPU µs/req', 'own CPU µs/req', 'loop max ms', 'c=1 ms', 'TTFB ms', 'event lag p50 ms', 'event lag max ms'];
   const table = [header];
   for (const row of rows) {
     const forwarder = row.target.kind === 'forwarder';
@@ -141,6 +178,7 @@ export function summarize(rows: Row[], held: HeldResult[], options: SummaryOptio
       fixed(medianOf(row, 'p99'), 2),
       forwarder ? '-' : fixed(median(row.addedP50), 2),
       fixed(medianOf(row, 'cpu'), 0),
+      forwarder ? '-' : fixed(medianOwnCpu(row), 0),
       fixed(medianOf(row, 'loopMax'), 1),
       fixed(row.probe?.total, 2),
       row.request.body.includes('"stream":true') ? fixed(row.probe?.ttfb, 2) : '-',
@@ -153,18 +191,27 @@ export function summarize(rows: Row[], held: HeldResult[], options: SummaryOptio
     heldTable.push([h.label, `${h.opened}/${h.requested}`, String(h.completed), fixed(h.perStreamKiB, 1), fixed(h.perStreamHeapKiB, 1), fixed(h.retainedHeapKiB, 1), fixed(h.openMs, 0), fixed(h.loopMaxOpening, 1), fixed(h.loopMaxHeld, 1)]);
   }
   const targets = checkTargets(rows, held);
+  const pairs = ownCpuPairs(rows);
+  const compareTable = [['scenario', 'store', 'own CPU µs/req, --compare build', 'own CPU µs/req, this build', 'this / --compare']];
+  for (const { store, scenario, before, now } of pairs) compareTable.push([scenario, store, fixed(before, 0), fixed(now, 0), fixed(now / before, 2)]);
+  const compareMarkdown = pairs.length === 0 ? [] : [
+    '### Own CPU against the --compare build', '', formatMarkdownTable(compareTable), '',
+    'Own CPU: the gateway\'s CPU µs per request minus the forwarder\'s in the same repeat, medians over the repeats (target: this build at most half of the other).', '',
+  ];
   const notes = `Columns: req/s and latencies are medians over ${options.reps} interleaved repeat(s) of ${options.durationSec} s at ${options.connections} connections unless the scenario says otherwise` +
     `${options.delayMs ? ` (upstream delay ${options.delayMs} ms)` : ''}; "x forwarder" and "+p50" compare with the forwarder run of the same repeat, for the same upstream reply;` +
-    ' CPU is the server process\'s user+system time per request; "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;' +
+    ' CPU is the server process\'s user+system time per request, "own CPU" that minus the forwarder\'s in the same repeat (what the server itself spends); "loop max" its longest event-loop stall during the run; "c=1 ms" the median time of one request at a time;' +
     ` TTFB the median time to the first body byte of a stream (one at a time, deltas ${PACED_GAP_MS} ms apart); "event lag" the median and longest time a stamped delta took from the upstream's write to the client.`;
   const heldText = held.length > 0 ? [formatTextTable(heldTable), ''] : [];
-  const text = [formatTextTable(table), '', ...heldText, 'Targets:', ...targets.map((t) => `  ${t}`)].join('\n');
+  const compareText = pairs.length > 0 ? [formatTextTable(compareTable), ''] : [];
+  const text = [formatTextTable(table), '', ...compareText, ...heldText, 'Targets:', ...targets.map((t) => `  ${t}`)].join('\n');
   const heldMarkdown = held.length === 0 ? [] : [
     `### ${options.streams} streams held open`, '', formatMarkdownTable(heldTable), '',
     `Streams are opened 20 every 10 ms, held ${options.holdSec} s (one delta per stream per second), then ended by the upstream. KiB / stream = (peak RSS or heap while the streams run - the figure before they opened, after a full GC) / streams.`, '',
   ];
   const markdown = [
     '### Throughput and latency', '', formatMarkdownTable(table), '', notes, '',
+    ...compareMarkdown,
     ...heldMarkdown,
     '### Targets', '', ...targets.map((t) => `- ${t.replace(/^(met|MISSED)\s+/, '**$1** ')}`),
   ].join('\n');
