@@ -18,7 +18,9 @@ import { formatSse } from '../lib/sse';
 import type { UpstreamClient } from '../lib/upstream';
 import { selectUpstreamHeaders } from '../lib/upstream/request-headers';
 import { createReplyHandler, isEventStream, modelRenameOf } from '../lib/upstream/reply';
+import { readMessageTail } from '../translators/native-layout';
 import { createNativeRelayTransform, type NativeRelayRecord } from '../translators/native-relay-stream';
+import type { NativeUsage } from '../translators/native-types';
 import { mergeNativeUsage } from '../translators/usage';
 
 export interface NativeProxyOptions {
@@ -68,10 +70,16 @@ function clientHeaders(response: http.IncomingMessage, upstream: UpstreamClient)
 
 /** A whole 200 reply as the client gets it: its bytes, with `model` renamed to the canonical ID when the upstream names it differently. */
 function wholeReply(bytes: Buffer, ctx: RequestContext): Buffer {
+  const rename = modelRenameOf(ctx.model!);
+  // Without a rename only the closing members are read (translators/native-layout.ts), when the API laid them out.
+  const tail = rename ? undefined : readMessageTail(bytes);
+  if (tail) {
+    recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), tail.usage as NativeUsage), stopReason: tail.stopReason as string | null });
+    return bytes;
+  }
   const body = tryParseJson(bytes.toString('utf8')) as any;
   if (body?.usage) recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), body.usage) });
   if (body?.stop_reason !== undefined) recordReply(ctx, { stopReason: body.stop_reason });
-  const rename = modelRenameOf(ctx.model!);
   return rename && body?.model === rename.from ? Buffer.from(JSON.stringify({ ...body, model: rename.to })) : bytes;
 }
 

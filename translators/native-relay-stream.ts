@@ -16,7 +16,7 @@
  *
  * A stateful transform created per request; pure (no I/O).
  */
-import { readDeltaText } from './native-delta';
+import { readDeltaText } from './native-layout';
 import type { SseEvent } from './native-types';
 import type { StreamTransform } from './stream-transform';
 import { countDeltaCharacters, emptyUsage, estimateTokens, mergeNativeUsage, type Usage } from './usage';
@@ -102,7 +102,7 @@ export function createNativeRelayTransform(rename: { from: string; to: string } 
 
 /**
  * The characters of generated text a content_block_delta's data carries, as countDeltaCharacters
- * counts them on the parsed data: read off the data in the API's layout (native-delta.ts), else parsed.
+ * counts them on the parsed data: read off the data in the API's layout (native-layout.ts), else parsed.
  */
 export function deltaCharacters(data: string): number {
   return readDeltaText(data)?.length ?? countDeltaCharacters(parse(data));

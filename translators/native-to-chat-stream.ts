@@ -7,7 +7,7 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage } from './usage';
-import { deltaTextOf, readDeltaText } from './native-delta';
+import { deltaTextOf, readDeltaText } from './native-layout';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
 import type { StreamTransform } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
@@ -174,7 +174,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const name = event.event ?? 'message';
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
-      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-delta.ts).
+      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
       const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
       if (read) return handler({ index: read.index, delta: { type: read.type, [read.field]: deltaTextOf(read) } });
       let data: unknown;

@@ -23,7 +23,7 @@ import {
 } from './responses-response';
 import { createOutputItems } from './responses-stream-items';
 import { emptyUsage, mergeNativeUsage } from './usage';
-import { deltaTextOf, readDeltaText } from './native-delta';
+import { deltaTextOf, readDeltaText } from './native-layout';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -143,7 +143,7 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
       const name = event.event ?? 'message';
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
-      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-delta.ts).
+      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
       const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
       let data: unknown;
       if (read) {

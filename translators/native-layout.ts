@@ -1,6 +1,10 @@
 /**
- * A native stream's `content_block_delta` data read without parsing it, when it is in the layout the
- * API writes (docs/wire-formats.md §3):
+ * What billing reads of the native API's replies, read without parsing the whole of them when they are
+ * in the layout the API writes: a whole message's closing members (readMessageTail), and a stream's
+ * deltas (readDeltaText). Any other layout is not read here: callers parse it, so what they do never
+ * depends on which way it was read.
+ *
+ * A stream's `content_block_delta` data, in the layout the API writes (docs/wire-formats.md §3):
  *
  *   {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}
  *
@@ -97,4 +101,45 @@ function jsonStringLength(text: string, from: number, to: number): number {
     length++;
   }
   return length;
+}
+
+/** What a whole message's closing members say: its usage and its stop reason. */
+export interface MessageTail {
+  usage: unknown;
+  stopReason: unknown;
+}
+
+const USAGE_MEMBER = Buffer.from(',"usage":');
+const STOP_REASON_MEMBER = Buffer.from(',"stop_reason":');
+/** How far from the end the closing members are looked for (usage, with its cache and server-tool details, is well under it). */
+const TAIL_BYTES = 4096;
+
+/**
+ * The usage and stop reason of a whole native message (docs/wire-formats.md §2.2) whose last members
+ * are, as the API writes them, `"stop_reason":…,"stop_sequence":…,"usage":{…}}`: read from its last
+ * few kilobytes, parsing only those members. Kept for speed: the native route reads a whole reply only
+ * for these, and parsing all of it cost in proportion to its content (RESULTS.md). Undefined when the
+ * message ends otherwise (the caller parses it all): the members are taken only when the text from
+ * `,"usage":` to the end is that member's value and the message's closing brace, and the text from
+ * `,"stop_reason":` to there is exactly `stop_reason` and `stop_sequence`, so a member of a nested
+ * object is never taken for the message's.
+ */
+export function readMessageTail(bytes: Buffer): MessageTail | undefined {
+  let end = bytes.length - 1;
+  while (end >= 0 && (bytes[end] === 0x20 || bytes[end] === 0x0a || bytes[end] === 0x0d || bytes[end] === 0x09)) end--;
+  if (end < 0 || bytes[end] !== 0x7d) return undefined;
+  const usageAt = bytes.lastIndexOf(USAGE_MEMBER, end);
+  if (usageAt === -1 || end - usageAt > TAIL_BYTES) return undefined;
+  const stopAt = bytes.lastIndexOf(STOP_REASON_MEMBER, usageAt);
+  if (stopAt === -1 || usageAt - stopAt > TAIL_BYTES) return undefined;
+  try {
+    const usage: unknown = JSON.parse(bytes.toString('utf8', usageAt + USAGE_MEMBER.length, end));
+    const stop = JSON.parse(`{${bytes.toString('utf8', stopAt + 1, usageAt)}}`) as Record<string, unknown>;
+    if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return undefined;
+    const names = Object.keys(stop);
+    if (names.length !== 2 || names[0] !== 'stop_reason' || names[1] !== 'stop_sequence') return undefined;
+    return { usage, stopReason: stop.stop_reason };
+  } catch {
+    return undefined;
+  }
 }
