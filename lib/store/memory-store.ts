@@ -4,8 +4,11 @@
  * change, every second while spend changes and on graceful shutdown, and `restore()`s it at start
  * (see memory-persistence.ts).
  *
- * Each call a request makes (key lookup, credit reservation, renewal, settlement) does its work in one
- * synchronous step, so no other request interleaves with it, as a Redis script would.
+ * Each call a request makes (key lookup, admission, credit reservation, renewal, settlement) does its
+ * work at once, in one synchronous step no other request interleaves with (as a Redis script is), and
+ * answers at the end of the event loop's turn (`atEndOfTurn`, lib/turn.ts), as a network store's
+ * replies arrive: the requests of one turn then go on together (bench/RESULTS.md, "Mechanisms kept
+ * for speed").
  *
  * Credits are held in integer credit units (credits.ts) so the cap comparison is exact.
  */
@@ -17,6 +20,7 @@ import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { bookingTime, utcDay } from './usage-days';
+import { atEndOfTurn } from '../turn';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
@@ -87,17 +91,21 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
     const stored = this.findStoredNow(sha256, now);
-    return stored ? snapshotOf(stored).key : null;
+    return atEndOfTurn(stored ? snapshotOf(stored).key : null);
   }
 
   /** Always the record as it is now (`fresh` changes nothing here). */
   async identifyKey(sha256: string, now: number, _fresh?: boolean): Promise<KeySnapshot | null> {
     const stored = this.findStoredNow(sha256, now);
-    return stored ? snapshotOf(stored) : null;
+    return atEndOfTurn(stored ? snapshotOf(stored) : null);
   }
 
   /** Check, count and hold in one synchronous step, as the Redis script does (GatewayStore.admit). */
   async admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    return atEndOfTurn(this.admitNow(request));
+  }
+
+  private admitNow(request: AdmissionRequest): AdmissionResult {
     const { snapshot, now } = request;
     const stored = this.findStoredNow(request.secretSha256, now);
     if (!stored || stored.record.id !== snapshot.key.id) return { outcome: 'refused', reason: 'unknown' };
@@ -179,7 +187,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   }
 
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
-    return this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits);
+    return atEndOfTurn(this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits));
   }
 
   /** The check and the reservation as one step, as the Redis script is: nothing awaits in here. */
@@ -204,10 +212,15 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     const now = this.clock();
-    return this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now);
+    return atEndOfTurn(this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now));
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
+    this.settleNow(reservation, usage);
+    return atEndOfTurn(undefined);
+  }
+
+  private settleNow(reservation: Reservation, usage: UsageEntry): void {
     const bucket = `${reservation.keyId}|${reservation.month}`;
     // No reservation: already settled (or never made here); either way there is nothing to record.
     if (!this.reservations.take(bucket, reservation.id)) return;

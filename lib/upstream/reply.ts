@@ -3,7 +3,8 @@
  * native via a chat upstream, Responses): convert the request, send it through the upstream client
  * (its one retry loop and error mapping, exchange.ts), then relay or convert the reply: a whole reply
  * through the route's `whole`, a stream through the route's StreamTransform
- * (translators/stream-transform.ts), which converts its records or relays its bytes (native). Every
+ * (translators/stream-transform.ts), which converts its records or relays its bytes (native); a whole
+ * 200 reply is written at the end of the event loop's turn (lib/turn.ts), with the others of that turn. Every
  * reply written before a stream's first byte (the upstream's error in the route's format, a stream's
  * error, a whole reply) is written by one function, {@link sendWholeReply}; the gateway's own errors
  * go to the error handler (middleware/error-handler.ts), which renders them in the route's shape.
@@ -15,6 +16,7 @@ import { getContext, recordReply, type RequestContext } from '../context';
 import { errors, fromTranslationError, GatewayError } from '../errors';
 import { readBody, tryParseJson } from '../read-body';
 import { createSseDecoder, createStreamWriter, type SseEvent } from '../sse';
+import { endOfTurn } from '../turn';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
 import { sendForClient } from './exchange';
 import type { NativeUsage } from '../../translators/native-types';
@@ -93,7 +95,10 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
       }
       if (status !== 200) return sendWholeReply(res, route.upstreamError(response, await readUpstreamError(response, upstream), ctx));
       if (route.isStream ? route.isStream(response, ctx) : ctx.stream) return relayStream(response, res, route.stream(response, ctx, state));
-      sendWholeReply(res, await route.whole(await readBody(response), response, ctx, state));
+      const whole = await route.whole(await readBody(response), response, ctx, state);
+      // Its usage is on the context already: a client that leaves during the wait is still billed.
+      await endOfTurn();
+      sendWholeReply(res, whole);
     } catch (err) {
       failExchange(err, res, next);
     }

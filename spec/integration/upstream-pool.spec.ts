@@ -104,6 +104,8 @@ describe('upstream pool: several targets, failover, health and session affinity'
     expect(reply.content[0]).to.deep.include({ type: 'text' });
     expect(stalled.requests).to.have.length(1);
     expect(good.requests).to.have.length(1);
+    // The log line is written by the finish steps, after the reply: wait for them.
+    await gw.ledger();
     const line = gw.logLines.find((l) => l.status === 200 && l.upstream_target);
     expect(line?.upstream_target).to.equal('good');
   });
