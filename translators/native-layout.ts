@@ -33,74 +33,48 @@ export interface DeltaText {
   length: number;
 }
 
-const HEAD = '{"type":"content_block_delta","index":';
-const DELTA_TYPE = ',"delta":{"type":"';
-const LAYOUTS: ReadonlyArray<{ start: string; type: DeltaTextType; field: DeltaText['field'] }> = [
-  { start: 'text_delta","text":"', type: 'text_delta', field: 'text' },
-  { start: 'input_json_delta","partial_json":"', type: 'input_json_delta', field: 'partial_json' },
-  { start: 'thinking_delta","thinking":"', type: 'thinking_delta', field: 'thinking' },
-];
-const END = '"}}';
-/** Longest index read (a safe integer, no leading zero). */
-const MAX_INDEX_DIGITS = 9;
+/** The member holding each delta type's text. */
+const FIELDS: Record<string, DeltaText['field']> = { text_delta: 'text', input_json_delta: 'partial_json', thinking_delta: 'thinking' };
+
+/**
+ * The API's layout of a text-carrying delta, its text a valid JSON string (RFC 8259 section 7: no
+ * unescaped quote, backslash or control character; escapes `\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t`
+ * `\uXXXX`). Captures: the block index (a safe integer, no leading zero), the delta type, the text.
+ */
+// eslint-disable-next-line no-control-regex -- a JSON string excludes the control characters
+const DELTA_LAYOUT = /^\{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"(text_delta","text|input_json_delta","partial_json|thinking_delta","thinking)":"((?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"\}\}$/;
 
 /**
  * The text-carrying delta of `data` when it is in the API's layout and valid JSON; undefined otherwise
- * (the caller parses the data itself).
+ * (the caller parses the data itself). One regular expression checks the layout and the string.
  */
 export function readDeltaText(data: string): DeltaText | undefined {
-  if (!data.startsWith(HEAD) || !data.endsWith(END)) return undefined;
-  let at = HEAD.length;
-  const digits = at;
-  while (at < data.length && data.charCodeAt(at) >= 0x30 && data.charCodeAt(at) <= 0x39) at++;
-  const count = at - digits;
-  if (count === 0 || count > MAX_INDEX_DIGITS || (count > 1 && data.charCodeAt(digits) === 0x30)) return undefined;
-  if (!data.startsWith(DELTA_TYPE, at)) return undefined;
-  at += DELTA_TYPE.length;
-  for (const layout of LAYOUTS) {
-    if (!data.startsWith(layout.start, at)) continue;
-    const from = at + layout.start.length;
-    const to = data.length - END.length;
-    if (to < from) return undefined;
-    const length = jsonStringLength(data, from, to);
-    if (length === -1) return undefined;
-    return { index: Number(data.slice(digits, digits + count)), type: layout.type, field: layout.field, raw: data.slice(from, to), length };
+  const match = DELTA_LAYOUT.exec(data);
+  if (match === null) return undefined;
+  const type = match[2].slice(0, match[2].indexOf('"')) as DeltaTextType;
+  return { index: Number(match[1]), type, field: FIELDS[type], raw: match[3], length: decodedLength(match[3]) };
+}
+
+/** The length of the text a delta in the API's layout carries (as readDeltaText reads it); -1 when `data` is not one. */
+export function deltaTextLength(data: string): number {
+  const match = DELTA_LAYOUT.exec(data);
+  return match === null ? -1 : decodedLength(match[3]);
+}
+
+/** The decoded length (UTF-16 code units) of a valid JSON string's text: each escape is one unit. */
+function decodedLength(raw: string): number {
+  let length = raw.length;
+  for (let at = raw.indexOf('\\'); at !== -1; at = raw.indexOf('\\', at + 2)) {
+    const extra = raw.charCodeAt(at + 1) === 0x75 ? 5 : 1;
+    length -= extra;
+    at += extra - 1;
   }
-  return undefined;
+  return length;
 }
 
 /** The text of a delta read by {@link readDeltaText}: its raw text when it holds no escape, else decoded. */
 export function deltaTextOf(delta: DeltaText): string {
   return delta.raw.includes('\\') ? (JSON.parse(`"${delta.raw}"`) as string) : delta.raw;
-}
-
-/** The characters `u` escapes are followed by four hex digits; these stand alone after a backslash. */
-const SIMPLE_ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
-const HEX4 = /^[0-9a-fA-F]{4}$/;
-
-/**
- * The length (UTF-16 code units) of the JSON string whose text runs from `from` to `to` (exclusive,
- * between its quotes); -1 when that text is not a valid JSON string's (an unescaped quote or control
- * character, a bad escape).
- */
-function jsonStringLength(text: string, from: number, to: number): number {
-  let length = 0;
-  for (let i = from; i < to; i++) {
-    const code = text.charCodeAt(i);
-    if (code === 0x22 || code < 0x20) return -1;
-    if (code === 0x5c) {
-      const letter = text.charCodeAt(i + 1);
-      if (letter === 0x75) {
-        if (i + 5 >= to || !HEX4.test(text.slice(i + 2, i + 6))) return -1;
-        i += 5;
-      } else {
-        if (i + 1 >= to || !SIMPLE_ESCAPES.has(letter)) return -1;
-        i += 1;
-      }
-    }
-    length++;
-  }
-  return length;
 }
 
 /** What a whole message's closing members say: its usage and its stop reason. */

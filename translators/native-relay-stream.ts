@@ -16,7 +16,7 @@
  *
  * A stateful transform created per request; pure (no I/O).
  */
-import { readDeltaText } from './native-layout';
+import { deltaTextLength } from './native-layout';
 import type { SseEvent } from './native-types';
 import type { StreamTransform } from './stream-transform';
 import { countDeltaCharacters, emptyUsage, estimateTokens, mergeNativeUsage, type Usage } from './usage';
@@ -105,7 +105,8 @@ export function createNativeRelayTransform(rename: { from: string; to: string } 
  * counts them on the parsed data: read off the data in the API's layout (native-layout.ts), else parsed.
  */
 export function deltaCharacters(data: string): number {
-  return readDeltaText(data)?.length ?? countDeltaCharacters(parse(data));
+  const length = deltaTextLength(data);
+  return length !== -1 ? length : countDeltaCharacters(parse(data));
 }
 
 function parse(text: string): unknown {
