@@ -7,7 +7,7 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage } from './usage';
-import { deltaTextOf, readDeltaText } from './native-layout';
+import { deltaTextOf, readDeltaText, type DeltaText } from './native-layout';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
 import type { StreamTransform } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
@@ -127,7 +127,9 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const delta = data?.delta;
       if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
         streamedCharacters += delta.text.length;
-        return [chunk({ content: delta.text })];
+        const record = chunk({ content: delta.text });
+        CONTENT_CHUNKS.add(record);
+        return [record];
       }
       if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
         const index = toolIndexes.get(data.index);
@@ -176,7 +178,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (!handler) return []; // ping, and event types added later
       // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
       const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
-      if (read) return handler({ index: read.index, delta: { type: read.type, [read.field]: deltaTextOf(read) } });
+      if (read) return handler({ index: read.index, delta: deltaOf(read) });
       let data: unknown;
       try {
         data = JSON.parse(event.data);
@@ -215,57 +217,39 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   };
 }
 
+/** A delta read off its data (native-layout.ts) as its parsed form, for the handlers. */
+function deltaOf(read: DeltaText): Record<string, string> {
+  const text = deltaTextOf(read);
+  if (read.field === 'text') return { type: read.type, text };
+  return read.field === 'partial_json' ? { type: read.type, partial_json: text } : { type: read.type, thinking: text };
+}
+
+/**
+ * The content chunks the transform made for text deltas (one choice, its delta only `content`, the
+ * members in the transform's order): serializeChatStreamRecord writes these itself. Records are never
+ * changed once made (the reply path writes them as they are).
+ */
+const CONTENT_CHUNKS = new WeakSet<object>();
+
 /** The last chunk head serialised by {@link serializeChatStreamRecord}, with the fields it was made of. */
 let lastHead = { id: '', created: NaN, model: '', text: '' };
 
 /**
  * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
- * `JSON.stringify` writes it. Kept for speed: a content chunk (one choice whose delta is only
- * `content`, as the transform makes for each text delta) is written from a head reused while the
- * stream's id, created and model stay the same, and its text's JSON, the same bytes JSON.stringify
- * writes (a test checks it) without serialising the whole chunk each time (RESULTS.md).
+ * `JSON.stringify` writes it. Kept for speed: a content chunk the transform made for a text delta is
+ * written from a head reused while the stream's id, created and model stay the same, and its text's
+ * JSON, the same bytes JSON.stringify writes (a test checks it), without serialising the whole chunk
+ * each time (RESULTS.md).
  */
 export function serializeChatStreamRecord(record: ChatStreamRecord): string {
   if (record === '[DONE]') return record;
-  const content = contentOnlyChunk(record);
-  if (content === undefined) return JSON.stringify(record);
+  if (!CONTENT_CHUNKS.has(record)) return JSON.stringify(record);
   const chunk = record as ChatCompletionChunk;
   if (chunk.id !== lastHead.id || chunk.created !== lastHead.created || chunk.model !== lastHead.model) {
     lastHead = {
       id: chunk.id, created: chunk.created, model: chunk.model,
-      text: `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${chunk.created},"model":${JSON.stringify(chunk.model)},"choices":[{"index":0,"delta":{"content":`,
+      text: `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${JSON.stringify(chunk.created)},"model":${JSON.stringify(chunk.model)},"choices":[{"index":0,"delta":{"content":`,
     };
   }
-  return `${lastHead.text}${JSON.stringify(content)}},"logprobs":null,"finish_reason":null}]${'usage' in chunk ? ',"usage":null' : ''}}`;
-}
-
-/** The content of a chunk in the one shape serializeChatStreamRecord writes itself; undefined for any other record. */
-function contentOnlyChunk(record: ChatCompletionChunk | ChatErrorBody): string | undefined {
-  const chunk = record as Partial<ChatCompletionChunk>;
-  if (chunk.object !== 'chat.completion.chunk' || typeof chunk.id !== 'string' || typeof chunk.model !== 'string' || !Number.isSafeInteger(chunk.created)) return undefined;
-  if ('usage' in chunk && chunk.usage !== null) return undefined;
-  if (!Array.isArray(chunk.choices) || chunk.choices.length !== 1) return undefined;
-  const choice = chunk.choices[0];
-  if (choice.index !== 0 || choice.logprobs !== null || choice.finish_reason !== null) return undefined;
-  const delta = choice.delta as Record<string, unknown>;
-  if (typeof delta.content !== 'string') return undefined;
-  // Only the members the transform writes, in its order: JSON.stringify follows the object's own.
-  return hasMembers(delta, DELTA_MEMBERS) && hasMembers(choice, CHOICE_MEMBERS) && hasMembers(chunk, 'usage' in chunk ? CHUNK_MEMBERS_WITH_USAGE : CHUNK_MEMBERS)
-    ? delta.content : undefined;
-}
-
-const DELTA_MEMBERS = ['content'];
-const CHOICE_MEMBERS = ['index', 'delta', 'logprobs', 'finish_reason'];
-const CHUNK_MEMBERS = ['id', 'object', 'created', 'model', 'choices'];
-const CHUNK_MEMBERS_WITH_USAGE = [...CHUNK_MEMBERS, 'usage'];
-
-/** True when `object`'s own enumerable members are exactly `names`, in that order. */
-function hasMembers(object: object, names: readonly string[]): boolean {
-  let at = 0;
-  for (const name in object) {
-    if (!Object.prototype.hasOwnProperty.call(object, name)) return false;
-    if (names[at] !== name) return false;
-    at++;
-  }
-  return at === names.length;
+  return `${lastHead.text}${JSON.stringify(chunk.choices[0].delta.content)}},"logprobs":null,"finish_reason":null}]${'usage' in chunk ? ',"usage":null' : ''}}`;
 }

@@ -178,13 +178,16 @@ describe('chat stream translator: deltas read without parsing, chunks written wi
       expect(fast.push(start)).to.deep.equal(parsed.push(start));
       expect(fast.push(blockStart)).to.deep.equal(parsed.push(blockStart));
       for (const [[type, field], text] of deltas) {
-        expect(fast.push(delta(type, field, text, false))).to.deep.equal(parsed.push(delta(type, field, text, true)));
+        const records = fast.push(delta(type, field, text, false));
+        expect(records).to.deep.equal(parsed.push(delta(type, field, text, true)));
+        // The content chunks are written by serializeChatStreamRecord itself: the bytes JSON.stringify writes.
+        for (const record of records) expect(serializeChatStreamRecord(record)).to.equal(JSON.stringify(record));
       }
       expect(fast.streamedCharacters).to.equal(parsed.streamedCharacters);
     }), { numRuns: 1000 });
   });
 
-  it('writes every record as JSON.stringify does (recorded streams and any text)', () => {
+  it('writes every record as JSON.stringify does (recorded streams, and chunks made by hand in any shape)', () => {
     const check = (record: ChatStreamRecord) => expect(serializeChatStreamRecord(record)).to.equal(record === '[DONE]' ? record : JSON.stringify(record));
     for (const { name, includeUsage } of FIXTURES) {
       for (const record of translatePieces([readNativeStreamBytes(name)], { includeUsage })) check(record);
