@@ -55,6 +55,35 @@ async function measure(row: Row, options: Options, seconds: number): Promise<Mea
 
 const script = (name: string) => path.join(__dirname, `${name}.js`);
 
+/**
+ * How many times `text` occurs in `file`, read a megabyte at a time: a full run's request log is more
+ * than the longest string Node can hold.
+ */
+function countOccurrences(file: string, text: string): number {
+  const pattern = Buffer.from(text);
+  const fd = fs.openSync(file, 'r');
+  const chunk = Buffer.alloc(1024 * 1024);
+  let carry = Buffer.alloc(0);
+  let count = 0;
+  try {
+    for (let read = fs.readSync(fd, chunk); read > 0; read = fs.readSync(fd, chunk)) {
+      const window = Buffer.concat([carry, chunk.subarray(0, read)]);
+      let at = window.indexOf(pattern);
+      let next = 0;
+      while (at !== -1) {
+        count += 1;
+        next = at + pattern.length;
+        at = window.indexOf(pattern, next);
+      }
+      // Bytes that may start an occurrence cut by the chunk's end (never the end of a counted one).
+      carry = window.subarray(Math.max(next, window.length - pattern.length + 1));
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return count;
+}
+
 /** Node flags that make a child write a CPU profile named after `label` into `dir` (none without a dir). */
 function profileFlags(dir: string | null, label: string): string[] {
   if (!dir) return [];
@@ -271,7 +300,7 @@ async function main(): Promise<void> {
 
     const report = summarize(rows, held, options);
     fs.closeSync(logFd);
-    const logLines = fs.readFileSync(logFile, 'utf8').split('\n').filter((line) => line.includes('"message":"request"')).length;
+    const logLines = countOccurrences(logFile, '"message":"request"');
     const served = rows.filter((r) => r.target.kind === 'gateway').reduce((sum, r) => sum + r.runs.reduce((s, x) => s + x.requests, 0), 0);
     log('');
     log(report.text);
