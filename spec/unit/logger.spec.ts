@@ -2,8 +2,6 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
-import winston from 'winston';
-import { BatchedLineTransport, jsonLineFormat } from '../../lib/logger';
 
 const loggerModule = path.resolve(__dirname, '..', '..', 'lib', 'logger.js');
 
@@ -31,58 +29,5 @@ describe('logger', () => {
   it('writes what JSON.stringify cannot (a BigInt, a cycle) instead of throwing', () => {
     const lines = logLines("const o = { message: 'odd', n: 10n }; o.self = o; l.info(o);");
     expect(lines[0]).to.include({ message: 'odd' });
-  });
-});
-
-describe('BatchedLineTransport', () => {
-  /** A logger on a BatchedLineTransport whose writes are recorded. */
-  function recordingLogger(): { logger: winston.Logger; writes: string[]; transport: BatchedLineTransport } {
-    const writes: string[] = [];
-    const transport = new BatchedLineTransport({ destination: { write: (text: string) => writes.push(text) } });
-    const logger = winston.createLogger({ level: 'info', format: winston.format.json(), transports: [transport] });
-    return { logger, writes, transport };
-  }
-  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
-
-  it('writes the lines of one event-loop turn in one write, in order, one JSON object per line', async () => {
-    const { logger, writes } = recordingLogger();
-    logger.info({ message: 'first', n: 1 });
-    logger.warn({ message: 'second', n: 2 });
-    logger.debug({ message: 'below the level' });
-    expect(writes).to.deep.equal([]);
-    await nextTurn();
-    await nextTurn();
-    expect(writes).to.have.length(1);
-    const lines = writes[0].split('\n');
-    expect(lines.pop()).to.equal('');
-    expect(lines.map((line) => JSON.parse(line))).to.deep.equal([
-      { level: 'info', message: 'first', n: 1 },
-      { level: 'warn', message: 'second', n: 2 },
-    ]);
-    logger.info({ message: 'later' });
-    await nextTurn();
-    await nextTurn();
-    expect(writes).to.have.length(2);
-    expect(JSON.parse(writes[1]).message).to.equal('later');
-  });
-
-  it('writes pending lines when closed', () => {
-    const { logger, writes, transport } = recordingLogger();
-    logger.info({ message: 'pending' });
-    transport.close();
-    expect(writes.map((text) => JSON.parse(text).message)).to.deep.equal(['pending']);
-  });
-});
-
-describe('jsonLineFormat: the gateway\'s line format', () => {
-  const format = (info: Record<string, unknown>) => {
-    const out = jsonLineFormat().transform({ level: 'info', message: 'm', ...info } as never) as Record<string | symbol, unknown>;
-    return out[Symbol.for('message')] as string;
-  };
-
-  it('writes the entry as one JSON line in its own member order, an ISO timestamp added last', () => {
-    const parsed = JSON.parse(format({ request_id: 'req_1', status: 200 }));
-    expect(Object.keys(parsed)).to.deep.equal(['level', 'message', 'request_id', 'status', 'timestamp']);
-    expect(parsed.timestamp).to.match(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 });
