@@ -1,7 +1,7 @@
 /**
  * What billing reads of the native API's replies, read without parsing the whole of them when they are
  * in the layout the API writes: a whole message's closing members (readMessageTail), and a stream's
- * deltas (readDeltaText). Any other layout is not read here: callers parse it, so what they do never
+ * deltas (readDeltaEvent, deltaTextLength). Any other layout is not read here: callers parse it, so what they do never
  * depends on which way it was read.
  *
  * A stream's `content_block_delta` data, in the layout the API writes (docs/wire-formats.md §3):
@@ -21,7 +21,7 @@
 export type DeltaTextType = 'text_delta' | 'input_json_delta' | 'thinking_delta';
 
 /** A text-carrying delta as read off its data. */
-export interface DeltaText {
+interface DeltaText {
   /** The content block's index. */
   index: number;
   type: DeltaTextType;
@@ -48,7 +48,7 @@ const DELTA_LAYOUT = /^\{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}
  * The text-carrying delta of `data` when it is in the API's layout and valid JSON; undefined otherwise
  * (the caller parses the data itself). One regular expression checks the layout and the string.
  */
-export function readDeltaText(data: string): DeltaText | undefined {
+function readDeltaText(data: string): DeltaText | undefined {
   const match = DELTA_LAYOUT.exec(data);
   if (match === null) return undefined;
   const type = match[2].slice(0, match[2].indexOf('"')) as DeltaTextType;
@@ -73,8 +73,27 @@ function decodedLength(raw: string): number {
 }
 
 /** The text of a delta read by {@link readDeltaText}: its raw text when it holds no escape, else decoded. */
-export function deltaTextOf(delta: DeltaText): string {
+function deltaTextOf(delta: DeltaText): string {
   return delta.raw.includes('\\') ? (JSON.parse(`"${delta.raw}"`) as string) : delta.raw;
+}
+
+/** A content_block_delta event's data as the stream transforms read it: its block index and its delta. */
+export interface DeltaEventData {
+  index: number;
+  delta: { type: DeltaTextType; text?: string; partial_json?: string; thinking?: string };
+}
+
+/**
+ * The data of a content_block_delta event in the API's layout, as `JSON.parse` gives its members
+ * the transforms read (`index`, `delta.type` and the delta's text), without parsing it; undefined for
+ * any other data (the transform parses it).
+ */
+export function readDeltaEvent(data: string): DeltaEventData | undefined {
+  const read = readDeltaText(data);
+  if (read === undefined) return undefined;
+  const text = deltaTextOf(read);
+  const delta = read.field === 'text' ? { type: read.type, text } : read.field === 'partial_json' ? { type: read.type, partial_json: text } : { type: read.type, thinking: text };
+  return { index: read.index, delta };
 }
 
 /** What a whole message's closing members say: its usage and its stop reason. */

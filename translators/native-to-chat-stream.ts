@@ -7,7 +7,7 @@
  * record in the tick its upstream event was parsed.
  */
 import { emptyUsage } from './usage';
-import { deltaTextOf, readDeltaText, type DeltaText } from './native-layout';
+import { readDeltaEvent } from './native-layout';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
 import type { StreamTransform } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
@@ -59,6 +59,9 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   const openThinking = new Map<number, { thinking: string; signature: string }>();
   const thinkingBlocks: ChatThinkingBlock[] = [];
   let thinkingTokens: number | undefined;
+
+  /** How this stream's content chunks are written (serializeChatStreamRecord): made with the first one. */
+  let contentLayout: ContentLayout | undefined;
 
   const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
     id,
@@ -128,7 +131,13 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
         streamedCharacters += delta.text.length;
         const record = chunk({ content: delta.text });
-        CONTENT_CHUNKS.add(record);
+        contentLayout ??= { id: '', head: '', tail: options.includeUsage ? '},"logprobs":null,"finish_reason":null}],"usage":null}' : '},"logprobs":null,"finish_reason":null}]}' };
+        if (contentLayout.id !== id) {
+          // The id is set at message_start; the head is made again only if it changed since.
+          contentLayout.id = id;
+          contentLayout.head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(options.created)},"model":${JSON.stringify(options.model)},"choices":[{"index":0,"delta":{"content":`;
+        }
+        CONTENT_CHUNKS.set(record, contentLayout);
         return [record];
       }
       if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
@@ -177,8 +186,8 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
       // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
-      const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
-      if (read) return handler({ index: read.index, delta: deltaOf(read) });
+      const read = name === 'content_block_delta' ? readDeltaEvent(event.data) : undefined;
+      if (read) return handler(read);
       let data: unknown;
       try {
         data = JSON.parse(event.data);
@@ -217,39 +226,29 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   };
 }
 
-/** A delta read off its data (native-layout.ts) as its parsed form, for the handlers. */
-function deltaOf(read: DeltaText): Record<string, string> {
-  const text = deltaTextOf(read);
-  if (read.field === 'text') return { type: read.type, text };
-  return read.field === 'partial_json' ? { type: read.type, partial_json: text } : { type: read.type, thinking: text };
+/** The JSON text around a stream's content chunks: before the content (the id it was made for) and after it. */
+interface ContentLayout {
+  id: string;
+  head: string;
+  tail: string;
 }
 
 /**
- * The content chunks the transform made for text deltas (one choice, its delta only `content`, the
- * members in the transform's order): serializeChatStreamRecord writes these itself. Records are never
+ * The content chunks the transform made for text deltas (one choice, its delta only `content`), with
+ * the text around their content: serializeChatStreamRecord writes these itself. Records are never
  * changed once made (the reply path writes them as they are).
  */
-const CONTENT_CHUNKS = new WeakSet<object>();
-
-/** The last chunk head serialised by {@link serializeChatStreamRecord}, with the fields it was made of. */
-let lastHead = { id: '', created: NaN, model: '', text: '' };
+const CONTENT_CHUNKS = new WeakMap<object, ContentLayout>();
 
 /**
  * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
  * `JSON.stringify` writes it. Kept for speed: a content chunk the transform made for a text delta is
- * written from a head reused while the stream's id, created and model stay the same, and its text's
- * JSON, the same bytes JSON.stringify writes (a test checks it), without serialising the whole chunk
- * each time (RESULTS.md).
+ * written as its stream's head, its text's JSON and its tail, the bytes JSON.stringify writes (a test
+ * checks it), without serialising the whole chunk each time (RESULTS.md).
  */
 export function serializeChatStreamRecord(record: ChatStreamRecord): string {
   if (record === '[DONE]') return record;
-  if (!CONTENT_CHUNKS.has(record)) return JSON.stringify(record);
-  const chunk = record as ChatCompletionChunk;
-  if (chunk.id !== lastHead.id || chunk.created !== lastHead.created || chunk.model !== lastHead.model) {
-    lastHead = {
-      id: chunk.id, created: chunk.created, model: chunk.model,
-      text: `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${JSON.stringify(chunk.created)},"model":${JSON.stringify(chunk.model)},"choices":[{"index":0,"delta":{"content":`,
-    };
-  }
-  return `${lastHead.text}${JSON.stringify(chunk.choices[0].delta.content)}},"logprobs":null,"finish_reason":null}]${'usage' in chunk ? ',"usage":null' : ''}}`;
+  const layout = CONTENT_CHUNKS.get(record);
+  if (layout === undefined) return JSON.stringify(record);
+  return `${layout.head}${JSON.stringify((record as ChatCompletionChunk).choices[0].delta.content)}${layout.tail}`;
 }

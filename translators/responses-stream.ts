@@ -23,7 +23,7 @@ import {
 } from './responses-response';
 import { createOutputItems } from './responses-stream-items';
 import { emptyUsage, mergeNativeUsage } from './usage';
-import { deltaTextOf, readDeltaText } from './native-layout';
+import { readDeltaEvent } from './native-layout';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -144,11 +144,8 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
       const handler = handlers[name];
       if (!handler) return []; // ping, and event types added later
       // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
-      const read = name === 'content_block_delta' ? readDeltaText(event.data) : undefined;
-      let data: unknown;
-      if (read) {
-        data = { index: read.index, delta: { type: read.type, [read.field]: deltaTextOf(read) } };
-      } else {
+      let data: unknown = name === 'content_block_delta' ? readDeltaEvent(event.data) : undefined;
+      if (data === undefined) {
         try {
           data = JSON.parse(event.data);
         } catch {
