@@ -60,7 +60,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   const thinkingBlocks: ChatThinkingBlock[] = [];
   let thinkingTokens: number | undefined;
 
-  /** How this stream's content chunks are written (serializeChatStreamRecord): made with the first one. */
+  /** How this stream's content chunks are written (serializeChatStreamRecord): made with the first one, again if the id changes. */
   let contentLayout: ContentLayout | undefined;
 
   const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
@@ -71,6 +71,11 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     ...usageField,
   });
+  /** A text delta's chunk, carrying its stream's content layout (serializeChatStreamRecord). */
+  const contentChunk = (text: string): ChatCompletionChunk => {
+    if (contentLayout === undefined || contentLayout.id !== id) contentLayout = createContentLayout(id, options);
+    return new ContentChunk(contentLayout, id, options.created, options.model, text, options.includeUsage);
+  };
 
   const close = (translated: TranslatedError): ChatStreamRecord[] => {
     if (closed) return [];
@@ -130,15 +135,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const delta = data?.delta;
       if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
         streamedCharacters += delta.text.length;
-        const record = chunk({ content: delta.text });
-        contentLayout ??= { id: '', head: '', tail: options.includeUsage ? '},"logprobs":null,"finish_reason":null}],"usage":null}' : '},"logprobs":null,"finish_reason":null}]}' };
-        if (contentLayout.id !== id) {
-          // The id is set at message_start; the head is made again only if it changed since.
-          contentLayout.id = id;
-          contentLayout.head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(options.created)},"model":${JSON.stringify(options.model)},"choices":[{"index":0,"delta":{"content":`;
-        }
-        CONTENT_CHUNKS.set(record, contentLayout);
-        return [record];
+        return [contentChunk(delta.text)];
       }
       if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
         const index = toolIndexes.get(data.index);
@@ -233,22 +230,54 @@ interface ContentLayout {
   tail: string;
 }
 
+/** The layout of one stream's content chunks, made for the chunk `id`. */
+function createContentLayout(id: string, options: ChatStreamOptions): ContentLayout {
+  const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(options.created)},"model":${JSON.stringify(options.model)},"choices":[{"index":0,"delta":{"content":`;
+  const tail = options.includeUsage ? '},"logprobs":null,"finish_reason":null}],"usage":null}' : '},"logprobs":null,"finish_reason":null}]}';
+  return { id, head, tail };
+}
+
 /**
- * The content chunks the transform made for text deltas (one choice, its delta only `content`), with
- * the text around their content: serializeChatStreamRecord writes these itself. Records are never
- * changed once made (the reply path writes them as they are).
+ * A content chunk made for a text delta: the members of any chunk, in the order `JSON.stringify`
+ * writes them, and its stream's layout in a private field, which `JSON.stringify`, `Object.keys` and
+ * deep equality never see.
  */
-const CONTENT_CHUNKS = new WeakMap<object, ContentLayout>();
+class ContentChunk implements ChatCompletionChunk {
+  readonly #layout: ContentLayout;
+  readonly id: string;
+  readonly object = 'chat.completion.chunk' as const;
+  readonly created: number;
+  readonly model: string;
+  readonly choices: ChatCompletionChunk['choices'];
+  declare readonly usage?: null;
+
+  constructor(layout: ContentLayout, id: string, created: number, model: string, text: string, includeUsage: boolean) {
+    this.#layout = layout;
+    this.id = id;
+    this.created = created;
+    this.model = model;
+    this.choices = [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }];
+    if (includeUsage) this.usage = null;
+  }
+
+  /** The chunk's JSON: its layout's head, its text's JSON and the tail. */
+  static serialize(record: unknown): string | undefined {
+    return #layout in (record as object) ? ContentChunk.write(record as ContentChunk) : undefined;
+  }
+
+  private static write(chunk: ContentChunk): string {
+    return `${chunk.#layout.head}${JSON.stringify(chunk.choices[0].delta.content)}${chunk.#layout.tail}`;
+  }
+}
 
 /**
  * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
- * `JSON.stringify` writes it. Kept for speed: a content chunk the transform made for a text delta is
- * written as its stream's head, its text's JSON and its tail, the bytes JSON.stringify writes (a test
- * checks it), without serialising the whole chunk each time (RESULTS.md).
+ * `JSON.stringify` writes it. Kept for speed: a content chunk the transform made for a text delta
+ * (its prototype carries its stream's layout; records are never changed once made) is written as that
+ * head, its text's JSON and the tail, the bytes JSON.stringify writes (a test checks it), without
+ * serialising the whole chunk each time (RESULTS.md).
  */
 export function serializeChatStreamRecord(record: ChatStreamRecord): string {
   if (record === '[DONE]') return record;
-  const layout = CONTENT_CHUNKS.get(record);
-  if (layout === undefined) return JSON.stringify(record);
-  return `${layout.head}${JSON.stringify((record as ChatCompletionChunk).choices[0].delta.content)}${layout.tail}`;
+  return ContentChunk.serialize(record) ?? JSON.stringify(record);
 }

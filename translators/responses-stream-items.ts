@@ -16,6 +16,7 @@
  * - `server_tool_use` web search -> `web_search_call` (web_search_call.in_progress, .completed);
  * - other blocks (server tool results) -> nothing.
  */
+import { OutputTextDeltaEvent, ReasoningSummaryDeltaEvent, ToolInputDeltaEvent } from './responses-delta-events';
 import { encodeReasoning } from './responses-reasoning';
 import { createCallItem, viewOutputForClient, type ResponseOptions } from './responses-response';
 import type { ResponsesOutputItem, ResponsesResponse, ResponsesStreamRecord } from './responses-types';
@@ -26,7 +27,7 @@ export interface OutputItemsOptions extends Pick<ResponseOptions, 'toolNames' | 
   response: ResponsesResponse;
   /** Emit one event (the caller numbers it). */
   emit(type: string, fields: Record<string, unknown>): void;
-  /** Emit one event already numbered (with `nextSequence`): the delta events, built as object literals. */
+  /** Emit one event already numbered (with `nextSequence`): the delta events (responses-delta-events.ts). */
   push(record: ResponsesStreamRecord): void;
   /** The next sequence number (taken). */
   nextSequence(): number;
@@ -130,19 +131,19 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
   const appendText = (open: OpenBlock, text: string) => {
     open.text += text;
     streamedCharacters += text.length;
-    push({ type: 'response.output_text.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, content_index: 0, delta: text, logprobs: [] });
+    push(new OutputTextDeltaEvent(nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendThinking = (open: OpenBlock, text: string) => {
     open.text += text;
     streamedCharacters += text.length;
-    push({ type: 'response.reasoning_summary_text.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, summary_index: 0, delta: text });
+    push(new ReasoningSummaryDeltaEvent(nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendArguments = (open: OpenBlock, json: string) => {
     open.text += json;
     streamedCharacters += json.length;
     const type = response.output[open.outputIndex].type;
     if (type === 'function_call') {
-      push({ type: 'response.function_call_arguments.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta: json });
+      push(new ToolInputDeltaEvent('response.function_call_arguments.delta', nextSequence(), open.itemId, open.outputIndex, json));
     } else if (type === 'custom_tool_call') {
       // The native stand-in wraps the free text as {"input": "..."}: stream the text as it decodes,
       // each fragment once (a large apply_patch input would otherwise be decoded again per fragment).
@@ -155,7 +156,7 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
       const { text: delta, next, closed } = decodeJsonStringFrom(open.text, open.inputAt);
       open.inputAt = closed ? -1 : next;
       if (delta === '') return;
-      push({ type: 'response.custom_tool_call_input.delta', sequence_number: nextSequence(), item_id: open.itemId, output_index: open.outputIndex, delta });
+      push(new ToolInputDeltaEvent('response.custom_tool_call_input.delta', nextSequence(), open.itemId, open.outputIndex, delta));
     }
   };
 

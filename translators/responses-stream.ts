@@ -24,6 +24,7 @@ import {
 import { createOutputItems } from './responses-stream-items';
 import { emptyUsage, mergeNativeUsage } from './usage';
 import { readDeltaEvent } from './native-layout';
+import { ResponsesDeltaEvent } from './responses-delta-events';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -185,38 +186,12 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
   };
 }
 
-/** The members of the delta events written by {@link serializeResponsesStreamRecord} itself, in the transform's order. */
-const DELTA_EVENT_MEMBERS: Record<string, readonly string[]> = {
-  'response.output_text.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'content_index', 'delta', 'logprobs'],
-  'response.reasoning_summary_text.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'summary_index', 'delta'],
-  'response.function_call_arguments.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'delta'],
-  'response.custom_tool_call_input.delta': ['type', 'sequence_number', 'item_id', 'output_index', 'delta'],
-};
-const MEMBER_HEADS = new Map<string, string>();
-
 /**
  * An event as the JSON text of its `data:` line, the bytes `JSON.stringify` writes. Kept for speed: the
- * delta events, most of a stream, are written member by member (each a string, a safe integer or an
- * empty array, in the transform's order; a test checks the bytes are the same) instead of by
- * `JSON.stringify` of the whole event (RESULTS.md); any other event goes to JSON.stringify.
+ * delta events, most of a stream, write their own JSON (responses-delta-events.ts; a test checks the
+ * bytes are the same) instead of `JSON.stringify` walking each (RESULTS.md); any other event goes to
+ * JSON.stringify.
  */
 export function serializeResponsesStreamRecord(record: ResponsesStreamRecord): string {
-  const members = DELTA_EVENT_MEMBERS[record.type];
-  if (members === undefined) return JSON.stringify(record);
-  let text = '{';
-  let at = 0;
-  for (const name in record) {
-    if (!Object.prototype.hasOwnProperty.call(record, name) || members[at] !== name) return JSON.stringify(record);
-    const value = record[name];
-    let json: string;
-    if (typeof value === 'string') json = JSON.stringify(value);
-    else if (Number.isSafeInteger(value)) json = String(value);
-    else if (Array.isArray(value) && value.length === 0) json = '[]';
-    else return JSON.stringify(record);
-    let head = MEMBER_HEADS.get(name);
-    if (head === undefined) MEMBER_HEADS.set(name, (head = `${JSON.stringify(name)}:`));
-    text += (at === 0 ? '' : ',') + head + json;
-    at++;
-  }
-  return at === members.length ? `${text}}` : JSON.stringify(record);
+  return record instanceof ResponsesDeltaEvent ? record.json() : JSON.stringify(record);
 }

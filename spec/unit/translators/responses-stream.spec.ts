@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { createSseDecoder } from '../../../lib/sse';
 import { createResponsesStreamTransform, serializeResponsesStreamRecord } from '../../../translators/responses-stream';
+import { OutputTextDeltaEvent, ReasoningSummaryDeltaEvent, ResponsesDeltaEvent, ToolInputDeltaEvent } from '../../../translators/responses-delta-events';
 import { decodeReasoning } from '../../../translators/responses-reasoning';
 import type { ResponsesStreamEvent, ResponsesStreamRecord } from '../../../translators/responses-types';
 import { fixtureOptions, readExpectedEvents, readNativeFixtureBytes, translateResponsesPieces } from '../../helpers/responses-fixtures';
@@ -163,6 +164,37 @@ describe('Responses stream translator: deltas read without parsing, delta events
         for (const record of records) expect(serializeResponsesStreamRecord(record)).to.equal(JSON.stringify(record));
       });
     }), { numRuns: 500 });
+  });
+
+  it('writes each delta event\'s own JSON, the bytes JSON.stringify writes (any id, index, sequence and text)', () => {
+    const makers = [
+      (seq: number, id: string, at: number, text: string) => new OutputTextDeltaEvent(seq, id, at, text),
+      (seq: number, id: string, at: number, text: string) => new ReasoningSummaryDeltaEvent(seq, id, at, text),
+      (seq: number, id: string, at: number, text: string) => new ToolInputDeltaEvent('response.function_call_arguments.delta', seq, id, at, text),
+      (seq: number, id: string, at: number, text: string) => new ToolInputDeltaEvent('response.custom_tool_call_input.delta', seq, id, at, text),
+    ];
+    fc.assert(fc.property(fc.constantFrom(...makers), fc.nat(), fc.string({ unit: 'binary' }), fc.nat(), fc.string({ unit: 'binary' }), (make, seq, id, at, text) => {
+      const event = make(seq, id, at, text);
+      expect(event.json()).to.equal(JSON.stringify(event));
+      expect(serializeResponsesStreamRecord(event)).to.equal(JSON.stringify(event));
+    }), { numRuns: 1000 });
+  });
+
+  it('makes every delta event of the recorded streams one that writes its own JSON (so the checks above test that path)', () => {
+    let deltas = 0;
+    for (const { name, options: fixture } of FIXTURES) {
+      const transform = createResponsesStreamTransform(fixtureOptions(fixture ?? {}));
+      const records: ResponsesStreamRecord[] = [];
+      const decoder = createSseDecoder((event) => records.push(...transform.push(event)));
+      decoder.write(readNativeFixtureBytes(name));
+      decoder.end();
+      for (const record of records) {
+        if (!record.type.endsWith('.delta')) continue;
+        deltas++;
+        expect(record, record.type).to.be.instanceOf(ResponsesDeltaEvent);
+      }
+    }
+    expect(deltas).to.be.greaterThan(10);
   });
 
   it('writes the recorded streams\' events as JSON.stringify does', () => {
