@@ -7,6 +7,7 @@
  * later byte passes unchanged.
  *
  *   bytes                          -> the same bytes (the first event renamed when needed)
+ *   message_stop                   -> closed: the reply ends with the chunk that carried it
  *   stream ends after message_stop -> nothing more
  *   ends before it / lost / idle   -> an `error` event (api_error, timeout_error when idle)
  *
@@ -73,7 +74,8 @@ export function createNativeRelayTransform(rename: { from: string; to: string } 
       return [rest.length > 0 ? Buffer.concat([first, rest]) : first];
     },
     push(event: SseEvent) {
-      if (event.event === 'message_stop') complete = true;
+      // The API sends nothing after message_stop: the reply ends with the chunk that carried it.
+      if (event.event === 'message_stop') complete = closed = true;
       if (event.event === 'content_block_delta') {
         streamedCharacters += deltaCharacters(event.data);
       } else if (event.event === 'message_start' || event.event === 'message_delta') {

@@ -216,8 +216,10 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
  * bytes first, for a relaying transform) in the tick it was parsed. Without `stream.headers` the head
  * goes out with the first records, so an error before any output (the transform's `error`) still
  * becomes a real HTTP status in the route's error shape; after the first byte the transform's own
- * error records say it. Usage and stop reason are recorded as they come; the reply ends when the
- * upstream's does (after the records that end the stream, once `beforeClose` has resolved).
+ * error records say it. Usage and stop reason are recorded as they come; the reply ends with the
+ * write of the records that end the stream (once `beforeClose` has resolved), or when the upstream's
+ * does: the native relay closes at message_stop, so its reply ends with that chunk's bytes, even if
+ * the upstream is slow to end its own.
  */
 export function relayStream<R>(response: http.IncomingMessage, res: Response, stream: ConvertedStream<R>): void {
   const { transform, format, beforeClose } = stream;
@@ -255,7 +257,8 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
       write(transform.push(event));
       if (transform.stopReason !== ctx.stopReason) recordReply(ctx, { stopReason: transform.stopReason });
     },
-    onChunkParsed: out.flush,
+    // A transform closed by this chunk's events ends the reply in the same write (the relay's message_stop).
+    onChunkParsed: () => (transform.closed && !closing ? out.end() : out.flush()),
     onEnd: () => finish(transform.end()),
     onLost: (message, idle) => finish(transform.fail(message, idle)),
   });

@@ -28,12 +28,15 @@ async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, marker
 describe('integration: streaming pass-through', () => {
   let t: TestGateway;
   let upstreamFinished = false;
+  /** Set by a test: the upstream keeps its reply open after message_stop until this settles. */
+  let lingerAfterStop: Promise<void> | undefined;
   before(async () => {
     const events = nativeTextEvents(['first', ' second'], { input_tokens: 7, output_tokens: 3 });
     t = await startTestGateway({
       handler: (request) => {
         if (!request.body.stream) return { kind: 'json', body: {} };
         upstreamFinished = false;
+        if (lingerAfterStop) return { kind: 'stream', events: [...events, { until: lingerAfterStop }], onEnd: () => (upstreamFinished = true) };
         // Hold the rest of the stream back until the test has seen the first event.
         return { kind: 'stream', events: [events[0], { pauseMs: 400 }, ...events.slice(1)], onEnd: () => (upstreamFinished = true) };
       },
@@ -73,6 +76,27 @@ describe('integration: streaming pass-through', () => {
     const expected = nativeTextEvents(['first', ' second'], { input_tokens: 7, output_tokens: 3 })
       .map((e) => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`).join('');
     expect(text).to.equal(expected);
+  });
+
+  it('native: the reply ends with the chunk that carries message_stop, though the upstream keeps its reply open after it, and is billed', async () => {
+    let release!: () => void;
+    lingerAfterStop = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const response = await fetch(t.url + '/v1/messages', {
+        method: 'POST', headers: NATIVE, body: JSON.stringify({ model: 'model-sonnet-4.6', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      // text() resolves only once the reply has ended.
+      const text = await response.text();
+      expect(text.endsWith('event: message_stop\ndata: {"type":"message_stop"}\n\n')).to.equal(true);
+      expect(upstreamFinished).to.equal(false);
+    } finally {
+      lingerAfterStop = undefined;
+      release();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const line = t.logLines.filter((l) => l.message === 'request' && l.route === 'POST /v1/messages').at(-1);
+    expect(line).to.include({ status: 200, input_tokens: 7, output_tokens: 3, stream: true });
+    expect(line).not.to.have.property('aborted');
   });
 
   it('logs one line per request with usage read from the stream, and no secret', async () => {

@@ -47,6 +47,19 @@ describe('native relay stream', () => {
     expect(complete.closed).to.equal(true);
   });
 
+  it('is closed by message_stop: the reply ends with the chunk that carried it, and nothing after it is relayed', () => {
+    const transform = createNativeRelayTransform(null);
+    const last = Buffer.from(delta('bye') + 'event: message_stop\ndata: {"type":"message_stop"}\n\n');
+    expect(transform.relay(last)).to.deep.equal([last]);
+    expect(transform.closed).to.equal(false);
+    transform.push({ event: 'content_block_delta', data: delta('bye').split('\n')[1].slice(6) });
+    transform.push({ event: 'message_stop', data: '{"type":"message_stop"}' });
+    expect(transform.closed).to.equal(true);
+    expect(transform.relay(Buffer.from(': a late comment\n\n'))).to.deep.equal([]);
+    expect(transform.end()).to.deep.equal([]);
+    expect(transform.fail('lost')).to.deep.equal([]);
+  });
+
   describe('characters of a delta read off its data', () => {
     const parsed = (data: string) => {
       try {
