@@ -273,7 +273,7 @@ class ContentChunk implements ChatCompletionChunk {
 /**
  * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
  * `JSON.stringify` writes it. Kept for speed: a content chunk the transform made for a text delta
- * (its prototype carries its stream's layout; records are never changed once made) is written as that
+ * (a ContentChunk, its stream's layout in a private field; records are never changed once made) is written as that
  * head, its text's JSON and the tail, the bytes JSON.stringify writes (a test checks it), without
  * serialising the whole chunk each time (RESULTS.md).
  */
