@@ -1,8 +1,7 @@
 /**
  * What billing reads of the native API's replies, read without parsing the whole of them when they are
  * in the layout the API writes: a whole message's closing members (readMessageTail), and a stream's
- * deltas (readDeltaEvent, deltaTextLength). Any other layout is not read here: callers parse it, so what they do never
- * depends on which way it was read.
+ * deltas (readDeltaEvent, deltaTextLength).
  *
  * A stream's `content_block_delta` data, in the layout the API writes (docs/wire-formats.md §3):
  *
@@ -17,45 +16,19 @@
  * Pure; no I/O.
  */
 
-/** The delta types that carry generated text, and the member holding it. */
+/** The delta types that carry generated text. */
 export type DeltaTextType = 'text_delta' | 'input_json_delta' | 'thinking_delta';
-
-/** A text-carrying delta as read off its data. */
-interface DeltaText {
-  /** The content block's index. */
-  index: number;
-  type: DeltaTextType;
-  /** The member holding the text: `text`, `partial_json` or `thinking`. */
-  field: 'text' | 'partial_json' | 'thinking';
-  /** The text as it stands between its quotes in the data (escapes as sent). */
-  raw: string;
-  /** The decoded text's length in UTF-16 code units (`String.length`). */
-  length: number;
-}
-
-/** The member holding each delta type's text. */
-const FIELDS: Record<string, DeltaText['field']> = { text_delta: 'text', input_json_delta: 'partial_json', thinking_delta: 'thinking' };
 
 /**
  * The API's layout of a text-carrying delta, its text a valid JSON string (RFC 8259 section 7: no
  * unescaped quote, backslash or control character; escapes `\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t`
- * `\uXXXX`). Captures: the block index (a safe integer, no leading zero), the delta type, the text.
+ * `\uXXXX`). Captures: the block index (a safe integer, no leading zero), the delta type with its text's
+ * member (`text_delta","text`), the text as it stands between its quotes (escapes as sent).
  */
 // eslint-disable-next-line no-control-regex -- a JSON string excludes the control characters
 const DELTA_LAYOUT = /^\{"type":"content_block_delta","index":(0|[1-9][0-9]{0,8}),"delta":\{"type":"(text_delta","text|input_json_delta","partial_json|thinking_delta","thinking)":"((?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*)"\}\}$/;
 
-/**
- * The text-carrying delta of `data` when it is in the API's layout and valid JSON; undefined otherwise
- * (the caller parses the data itself). One regular expression checks the layout and the string.
- */
-function readDeltaText(data: string): DeltaText | undefined {
-  const match = DELTA_LAYOUT.exec(data);
-  if (match === null) return undefined;
-  const type = match[2].slice(0, match[2].indexOf('"')) as DeltaTextType;
-  return { index: Number(match[1]), type, field: FIELDS[type], raw: match[3], length: decodedLength(match[3]) };
-}
-
-/** The length of the text a delta in the API's layout carries (as readDeltaText reads it); -1 when `data` is not one. */
+/** The length of the text a delta in the API's layout carries, as `String.length` counts the decoded text; -1 when `data` is not one. */
 export function deltaTextLength(data: string): number {
   const match = DELTA_LAYOUT.exec(data);
   return match === null ? -1 : decodedLength(match[3]);
@@ -72,11 +45,6 @@ function decodedLength(raw: string): number {
   return length;
 }
 
-/** The text of a delta read by {@link readDeltaText}: its raw text when it holds no escape, else decoded. */
-function deltaTextOf(delta: DeltaText): string {
-  return delta.raw.includes('\\') ? (JSON.parse(`"${delta.raw}"`) as string) : delta.raw;
-}
-
 /** A content_block_delta event's data as the stream transforms read it: its block index and its delta. */
 export interface DeltaEventData {
   index: number;
@@ -86,14 +54,18 @@ export interface DeltaEventData {
 /**
  * The data of a content_block_delta event in the API's layout, as `JSON.parse` gives its members
  * the transforms read (`index`, `delta.type` and the delta's text), without parsing it; undefined for
- * any other data (the transform parses it).
+ * any other data (the transform parses it). One regular expression checks the layout and the string;
+ * the text is decoded only when it holds an escape.
  */
 export function readDeltaEvent(data: string): DeltaEventData | undefined {
-  const read = readDeltaText(data);
-  if (read === undefined) return undefined;
-  const text = deltaTextOf(read);
-  const delta = read.field === 'text' ? { type: read.type, text } : read.field === 'partial_json' ? { type: read.type, partial_json: text } : { type: read.type, thinking: text };
-  return { index: read.index, delta };
+  const match = DELTA_LAYOUT.exec(data);
+  if (match === null) return undefined;
+  const raw = match[3];
+  const text = raw.includes('\\') ? (JSON.parse(`"${raw}"`) as string) : raw;
+  const index = Number(match[1]);
+  if (match[2] === 'text_delta","text') return { index, delta: { type: 'text_delta', text } };
+  if (match[2] === 'input_json_delta","partial_json') return { index, delta: { type: 'input_json_delta', partial_json: text } };
+  return { index, delta: { type: 'thinking_delta', thinking: text } };
 }
 
 /** What a whole message's closing members say: its usage and its stop reason. */

@@ -260,13 +260,10 @@ class ContentChunk implements ChatCompletionChunk {
     if (includeUsage) this.usage = null;
   }
 
-  /** The chunk's JSON: its layout's head, its text's JSON and the tail. */
-  static serialize(record: unknown): string | undefined {
-    return #layout in (record as object) ? ContentChunk.write(record as ContentChunk) : undefined;
-  }
-
-  private static write(chunk: ContentChunk): string {
-    return `${chunk.#layout.head}${JSON.stringify(chunk.choices[0].delta.content)}${chunk.#layout.tail}`;
+  /** A content chunk's JSON (its layout's head, its text's JSON and the tail); undefined for any other record. */
+  static serialize(record: object): string | undefined {
+    if (!(#layout in record)) return undefined;
+    return `${record.#layout.head}${JSON.stringify(record.choices[0].delta.content)}${record.#layout.tail}`;
   }
 }
 

@@ -16,7 +16,7 @@
  * - `server_tool_use` web search -> `web_search_call` (web_search_call.in_progress, .completed);
  * - other blocks (server tool results) -> nothing.
  */
-import { OutputTextDeltaEvent, ReasoningSummaryDeltaEvent, ToolInputDeltaEvent } from './responses-delta-events';
+import { ResponsesDeltaEvent } from './responses-delta-events';
 import { encodeReasoning } from './responses-reasoning';
 import { createCallItem, viewOutputForClient, type ResponseOptions } from './responses-response';
 import type { ResponsesOutputItem, ResponsesResponse, ResponsesStreamRecord } from './responses-types';
@@ -131,19 +131,19 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
   const appendText = (open: OpenBlock, text: string) => {
     open.text += text;
     streamedCharacters += text.length;
-    push(new OutputTextDeltaEvent(nextSequence(), open.itemId, open.outputIndex, text));
+    push(new ResponsesDeltaEvent('response.output_text.delta', nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendThinking = (open: OpenBlock, text: string) => {
     open.text += text;
     streamedCharacters += text.length;
-    push(new ReasoningSummaryDeltaEvent(nextSequence(), open.itemId, open.outputIndex, text));
+    push(new ResponsesDeltaEvent('response.reasoning_summary_text.delta', nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendArguments = (open: OpenBlock, json: string) => {
     open.text += json;
     streamedCharacters += json.length;
     const type = response.output[open.outputIndex].type;
     if (type === 'function_call') {
-      push(new ToolInputDeltaEvent('response.function_call_arguments.delta', nextSequence(), open.itemId, open.outputIndex, json));
+      push(new ResponsesDeltaEvent('response.function_call_arguments.delta', nextSequence(), open.itemId, open.outputIndex, json));
     } else if (type === 'custom_tool_call') {
       // The native stand-in wraps the free text as {"input": "..."}: stream the text as it decodes,
       // each fragment once (a large apply_patch input would otherwise be decoded again per fragment).
@@ -156,7 +156,7 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
       const { text: delta, next, closed } = decodeJsonStringFrom(open.text, open.inputAt);
       open.inputAt = closed ? -1 : next;
       if (delta === '') return;
-      push(new ToolInputDeltaEvent('response.custom_tool_call_input.delta', nextSequence(), open.itemId, open.outputIndex, delta));
+      push(new ResponsesDeltaEvent('response.custom_tool_call_input.delta', nextSequence(), open.itemId, open.outputIndex, delta));
     }
   };
 
