@@ -28,6 +28,11 @@ describe('logger', () => {
 
   it('writes what JSON.stringify cannot (a BigInt, a cycle) instead of throwing', () => {
     const lines = logLines("const o = { message: 'odd', n: 10n }; o.self = o; l.info(o);");
-    expect(lines[0]).to.include({ message: 'odd' });
+    expect(lines[0]).to.include({ message: 'odd', n: '10' });
+  });
+
+  it('keeps the members in the order they were written, the timestamp last', () => {
+    const lines = logLines("l.info({ message: 'ordered', request_id: 'req_1', status: 200 });");
+    expect(Object.keys(lines[0])).to.deep.equal(['message', 'request_id', 'status', 'level', 'timestamp']);
   });
 });
