@@ -73,11 +73,20 @@ export function convertContentPart(part: ResponsesInputContent, param: string): 
   }
 }
 
-/** A message or tool output's content (string or parts) -> native blocks. */
+/**
+ * A message or tool output's content (string or parts) -> native blocks. Empty text is dropped: the
+ * Responses API takes an empty `input_text` (an assistant turn of only tool calls often carries one),
+ * the native API refuses an empty text block ("text content blocks must be non-empty").
+ */
 function convertContent(content: unknown, param: string): NativeBlock[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
   if (!Array.isArray(content)) throw new TranslationError(`${param}: must be a string or an array of content parts`, param);
-  return content.map((part, index) => convertContentPart(part as ResponsesInputContent, `${param}[${index}]`));
+  const blocks: NativeBlock[] = [];
+  content.forEach((part, index) => {
+    const block = convertContentPart(part as ResponsesInputContent, `${param}[${index}]`);
+    if (block.type !== 'text' || block.text !== '') blocks.push(block);
+  });
+  return blocks;
 }
 
 /** A tool's output -> the content of a `tool_result` (text and images only, as the native block takes). */
@@ -113,7 +122,7 @@ export function convertResponsesInput(input: string | ResponsesInputItem[] | und
     else messages.push({ role, content: blocks });
   };
   if (typeof input === 'string') {
-    push('user', [{ type: 'text', text: input }]);
+    push('user', convertContent(input, 'input'));
     return { system, messages, warnings };
   }
   (input ?? []).forEach((raw, index) => {

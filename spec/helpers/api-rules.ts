@@ -73,7 +73,7 @@ export function thinkingOn(body: any): boolean {
  */
 export function refusal(body: any, issuedSignatures: ReadonlySet<string>): string | null {
   const model = API_MODELS[body?.model];
-  return (model ? modelRefusal(body, model) : null) ?? thinkingBlockRefusal(body, issuedSignatures) ?? cacheControlRefusal(body) ?? billingFieldRefusal(body);
+  return (model ? modelRefusal(body, model) : null) ?? contentBlockRefusal(body) ?? thinkingBlockRefusal(body, issuedSignatures) ?? cacheControlRefusal(body) ?? billingFieldRefusal(body);
 }
 
 /**
@@ -128,6 +128,46 @@ function modelRefusal(body: any, model: ApiModel): string | null {
   }
   if (thinking && (body.temperature !== undefined && body.temperature !== 1)) return '`temperature` may only be set to 1 when thinking is enabled.';
   if (thinking && body.top_k !== undefined) return '`top_k` is not supported when thinking is enabled.';
+  // "When thinking is enabled, you can set top_p to values between 1 and 0.95":
+  // https://platform.claude.com/docs/en/build-with-claude/extended-thinking#feature-compatibility
+  if (thinking && typeof body.top_p === 'number' && body.top_p < 0.95) return '`top_p` must be greater than or equal to 0.95 when thinking is enabled.';
+  return null;
+}
+
+/**
+ * What the API refuses of a request's content blocks, whatever the model:
+ * - a message with no content (`""` or `[]`) but for a final assistant message (a prefill), the
+ *   API's answer "all messages must have non-empty content except for the optional final assistant
+ *   message" (https://platform.claude.com/docs/en/api/messages: `messages`);
+ * - an empty text block, in a message or the system prompt ("text content blocks must be non-empty"),
+ *   and `cache_control` on one, which is answered first: the answers of the API seen in
+ *   https://github.com/anthropics/claude-code/issues/59812 and /62379 (Messages API reference:
+ *   https://platform.claude.com/docs/en/api/messages);
+ * - `cache_control` on a thinking block: "Thinking blocks cannot be explicitly marked with
+ *   cache_control" (https://platform.claude.com/docs/en/build-with-claude/prompt-caching#caching-with-thinking-blocks).
+ */
+export function contentBlockRefusal(body: any): string | null {
+  const system = Array.isArray(body?.system) ? body.system : [];
+  for (const [j, block] of system.entries()) {
+    if (block?.type !== 'text' || block.text !== '') continue;
+    return block.cache_control !== undefined ? `system.${j}.text: cache_control cannot be set for empty text blocks` : 'system: text content blocks must be non-empty';
+  }
+  const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+  for (const [i, message] of messages.entries()) {
+    const empty = message?.content === '' || (Array.isArray(message?.content) && message.content.length === 0);
+    if (empty && !(i === messages.length - 1 && message.role === 'assistant')) {
+      return `messages.${i}: all messages must have non-empty content except for the optional final assistant message`;
+    }
+    if (!Array.isArray(message?.content)) continue;
+    for (const [j, block] of message.content.entries()) {
+      if (block?.type === 'text' && block.text === '') {
+        return block.cache_control !== undefined ? `messages.${i}.content.${j}.text: cache_control cannot be set for empty text blocks` : 'messages: text content blocks must be non-empty';
+      }
+      if ((block?.type === 'thinking' || block?.type === 'redacted_thinking') && block.cache_control !== undefined) {
+        return `messages.${i}.content.${j}.${block.type}.cache_control: Extra inputs are not permitted`;
+      }
+    }
+  }
   return null;
 }
 

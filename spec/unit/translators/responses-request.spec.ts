@@ -110,6 +110,20 @@ describe('Responses request translator', () => {
           { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c2', content: 'done' }] },
         ],
       },
+      {
+        title: 'empty text parts are dropped (the native API refuses an empty text block), and a turn left empty with them',
+        input: [
+          { role: 'user', content: [{ type: 'input_text', text: '' }, { type: 'input_text', text: 'Weather?' }] },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: '', annotations: [] }] },
+          { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: '' }] },
+        ],
+        messages: [
+          { role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'get_weather', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1' }] },
+        ],
+      },
     ];
     for (const { title, input, messages, system } of cases) {
       it(title, () => {
