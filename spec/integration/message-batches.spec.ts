@@ -138,6 +138,40 @@ describe('Message Batches (memory store, Anthropic SDK)', function () {
     const after = await rawRequest(gw.url, { method: 'POST', path: '/v1/messages', headers: nativeHeaders(CAPPED), body: { model: 'haiku', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] } });
     expect(after.status).to.equal(200);
   });
+
+  it('only succeeded requests are billed: errored, canceled and expired ones release their share of the hold', async () => {
+    const client = sdk(CAPPED);
+    const outcomes = ['succeeded', 'errored', 'canceled', 'expired'] as const;
+    const batch = await client.messages.batches.create({ requests: batchOf(15, () => 'haiku') });
+    fake.end(batch.id, (_id, i) => outcomes[i % 4]);
+    const ended = await client.messages.batches.retrieve(batch.id);
+    expect(ended.request_counts).to.deep.equal({ processing: 0, succeeded: 4, errored: 4, canceled: 4, expired: 3 });
+    expect(await spentOf(gw.gateway.store, 'capped')).to.be.closeTo(4 * HAIKU_REQUEST, 1e-9);
+    const types: string[] = [];
+    for await (const result of await client.messages.batches.results(batch.id)) types.push(result.result.type);
+    expect(types.slice(0, 4)).to.deep.equal([...outcomes]);
+    const [haiku] = (await gw.gateway.store.getUsage('capped', utcMonth(Date.now()))).filter((u) => u.model === 'model-haiku-4.5');
+    expect(haiku).to.include({ inputTokens: 400, outputTokens: 200 });
+    // The hold is gone: the rest of the cap serves a native request again.
+    const after = await rawRequest(gw.url, { method: 'POST', path: '/v1/messages', headers: nativeHeaders(CAPPED), body: { model: 'haiku', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] } });
+    expect(after.status).to.equal(200);
+  });
+
+  it('a cancelled batch bills nothing for its canceled requests and frees its hold; another key cannot cancel it', async () => {
+    const client = sdk(CAPPED);
+    const batch = await client.messages.batches.create({ requests: batchOf(15, () => 'haiku') });
+    expect(await sdk(KEYS.all).messages.batches.cancel(batch.id).catch((err) => err)).to.be.instanceOf(Anthropic.NotFoundError);
+    const canceling = await client.messages.batches.cancel(batch.id);
+    expect(canceling.processing_status).to.equal('canceling');
+    expect(canceling.cancel_initiated_at).to.be.a('string');
+    // Two requests had finished before the cancellation took effect.
+    fake.end(batch.id, (_id, i) => (i < 2 ? 'succeeded' : 'canceled'));
+    const ended = await client.messages.batches.retrieve(batch.id);
+    expect(ended.request_counts).to.include({ succeeded: 2, canceled: 13 });
+    expect(await spentOf(gw.gateway.store, 'capped')).to.be.closeTo(2 * HAIKU_REQUEST, 1e-9);
+    const after = await rawRequest(gw.url, { method: 'POST', path: '/v1/messages', headers: nativeHeaders(CAPPED), body: { model: 'haiku', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] } });
+    expect(after.status).to.equal(200);
+  });
 });
 
 describe('Message Batches across two instances sharing Redis', function () {
