@@ -34,10 +34,18 @@ interface ModelTotals {
   requests: number;
 }
 
-/** Sum the billed usage of a batch's results (JSONL text) per canonical model; malformed lines are skipped. */
-export function sumBatchResults(results: string, data: BatchPinData, catalogue: Catalogue): Map<string, ModelTotals> {
+/**
+ * Sum the billed usage of a batch's results (JSONL bytes, UTF-8) per canonical model; malformed lines
+ * are skipped. Read a line at a time from the bytes as received: a batch of 100,000 results is hundreds
+ * of MB, held once (the reply relayed to the client) rather than again as text and as an array of lines.
+ */
+export function sumBatchResults(results: Buffer, data: BatchPinData, catalogue: Catalogue): Map<string, ModelTotals> {
   const totals = new Map<string, ModelTotals>();
-  for (const line of results.split('\n')) {
+  for (let start = 0; start < results.length;) {
+    const newline = results.indexOf(0x0a, start);
+    const end = newline === -1 ? results.length : newline;
+    const line = results.toString('utf8', start, end);
+    start = end + 1;
     if (!line.trim()) continue;
     let entry: { custom_id?: unknown; result?: { type?: unknown; message?: { usage?: unknown } } };
     try {
@@ -68,7 +76,7 @@ export function sumBatchResults(results: string, data: BatchPinData, catalogue: 
  * requests (0 when none), with one request log record per model. A hold already settled (by another
  * instance) changes nothing. Marks the pin billed.
  */
-export async function settleBatch(store: LedgerStore & ResponseStore, catalogue: Catalogue, pin: PinnedObject, results: string,
+export async function settleBatch(store: LedgerStore & ResponseStore, catalogue: Catalogue, pin: PinnedObject, results: Buffer,
   log: { requestId: string; keyGroup: string | null; at: number; ttlMs: number; logger?: Logger }): Promise<void> {
   const data = pin.data as BatchPinData;
   const totals = sumBatchResults(results, data, catalogue);

@@ -68,7 +68,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}/results`, pinnedTarget(pin));
     if (answer.status === 200 && !(pin.data as BatchPinData).billed) {
       const ctx = getContext(res);
-      await settleBatch(store, catalogue, pin, answer.body.toString('utf8'),
+      await settleBatch(store, catalogue, pin, answer.body,
         { requestId: ctx.requestId, keyGroup: ctx.keyGroup ?? null, at: clock(), ttlMs: BATCH_PIN_TTL_MS, logger: options.logger });
     }
     return answer;
