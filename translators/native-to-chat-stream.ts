@@ -71,10 +71,10 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     ...usageField,
   });
-  /** A text delta's chunk, carrying its stream's content layout (serializeChatStreamRecord). */
-  const contentChunk = (text: string): ChatCompletionChunk => {
+  /** A delta's chunk (text, reasoning or a tool call's arguments), carrying its stream's layout (serializeChatStreamRecord). */
+  const deltaChunk = (delta: DeltaChunkDelta): ChatCompletionChunk => {
     if (contentLayout === undefined || contentLayout.id !== id) contentLayout = createContentLayout(id, options);
-    return new ContentChunk(contentLayout, id, options.created, options.model, text, options.includeUsage);
+    return new DeltaChunk(contentLayout, id, options.created, options.model, delta, options.includeUsage);
   };
 
   const close = (translated: TranslatedError): ChatStreamRecord[] => {
@@ -135,18 +135,18 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
       const delta = data?.delta;
       if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
         streamedCharacters += delta.text.length;
-        return [contentChunk(delta.text)];
+        return [deltaChunk({ content: delta.text })];
       }
       if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
         const index = toolIndexes.get(data.index);
         if (index === undefined) return [];
         streamedCharacters += delta.partial_json.length;
-        return [chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
+        return [deltaChunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
       }
       const open = openThinking.get(data?.index);
       if (open && delta?.type === 'thinking_delta' && typeof delta.thinking === 'string' && delta.thinking !== '') {
         open.thinking += delta.thinking;
-        return [chunk({ reasoning_content: delta.thinking })];
+        return [deltaChunk({ reasoning_content: delta.thinking })];
       }
       if (open && delta?.type === 'signature_delta' && typeof delta.signature === 'string') open.signature += delta.signature;
       return []; // citations_delta
@@ -223,26 +223,32 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   };
 }
 
-/** The JSON text around a stream's content chunks: before the content (the id it was made for) and after it. */
+/** The JSON text around a stream's delta chunks: up to the delta (the id it was made for) and after it. */
 interface ContentLayout {
   id: string;
   head: string;
   tail: string;
 }
 
-/** The layout of one stream's content chunks, made for the chunk `id`. */
+/** The layout of one stream's delta chunks, made for the chunk `id`. */
 function createContentLayout(id: string, options: ChatStreamOptions): ContentLayout {
-  const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(options.created)},"model":${JSON.stringify(options.model)},"choices":[{"index":0,"delta":{"content":`;
-  const tail = options.includeUsage ? '},"logprobs":null,"finish_reason":null}],"usage":null}' : '},"logprobs":null,"finish_reason":null}]}';
+  const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(options.created)},"model":${JSON.stringify(options.model)},"choices":[{"index":0,"delta":`;
+  const tail = options.includeUsage ? ',"logprobs":null,"finish_reason":null}],"usage":null}' : ',"logprobs":null,"finish_reason":null}]}';
   return { id, head, tail };
 }
 
+/** The deltas a {@link DeltaChunk} carries: a text delta's, a thinking delta's, an input JSON delta's. */
+type DeltaChunkDelta =
+  | { content: string }
+  | { reasoning_content: string }
+  | { tool_calls: [{ index: number; function: { arguments: string } }] };
+
 /**
- * A content chunk made for a text delta: the members of any chunk, in the order `JSON.stringify`
- * writes them, and its stream's layout in a private field, which `JSON.stringify`, `Object.keys` and
- * deep equality never see.
+ * A chunk made for a native text, thinking or input JSON delta: the members of any chunk, in the order
+ * `JSON.stringify` writes them, and its stream's layout in a private field, which `JSON.stringify`,
+ * `Object.keys` and deep equality never see.
  */
-class ContentChunk implements ChatCompletionChunk {
+class DeltaChunk implements ChatCompletionChunk {
   readonly #layout: ContentLayout;
   readonly id: string;
   readonly object = 'chat.completion.chunk' as const;
@@ -251,30 +257,35 @@ class ContentChunk implements ChatCompletionChunk {
   readonly choices: ChatCompletionChunk['choices'];
   declare readonly usage?: null;
 
-  constructor(layout: ContentLayout, id: string, created: number, model: string, text: string, includeUsage: boolean) {
+  constructor(layout: ContentLayout, id: string, created: number, model: string, delta: DeltaChunkDelta, includeUsage: boolean) {
     this.#layout = layout;
     this.id = id;
     this.created = created;
     this.model = model;
-    this.choices = [{ index: 0, delta: { content: text }, logprobs: null, finish_reason: null }];
+    this.choices = [{ index: 0, delta, logprobs: null, finish_reason: null }];
     if (includeUsage) this.usage = null;
   }
 
-  /** A content chunk's JSON (its layout's head, its text's JSON and the tail); undefined for any other record. */
+  /** A delta chunk's JSON (its layout's head, its delta's JSON and the tail); undefined for any other record. */
   static serialize(record: object): string | undefined {
     if (!(#layout in record)) return undefined;
-    return `${record.#layout.head}${JSON.stringify(record.choices[0].delta.content)}${record.#layout.tail}`;
+    const delta = record.choices[0].delta as DeltaChunkDelta;
+    let json: string;
+    if ('content' in delta) json = `{"content":${JSON.stringify(delta.content)}}`;
+    else if ('reasoning_content' in delta) json = `{"reasoning_content":${JSON.stringify(delta.reasoning_content)}}`;
+    else json = `{"tool_calls":[{"index":${delta.tool_calls[0].index},"function":{"arguments":${JSON.stringify(delta.tool_calls[0].function.arguments)}}}]}`;
+    return `${record.#layout.head}${json}${record.#layout.tail}`;
   }
 }
 
 /**
  * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
- * `JSON.stringify` writes it. Kept for speed: a content chunk the transform made for a text delta
- * (a ContentChunk, its stream's layout in a private field; records are never changed once made) is written as that
- * head, its text's JSON and the tail, the bytes JSON.stringify writes (a test checks it), without
- * serialising the whole chunk each time (RESULTS.md).
+ * `JSON.stringify` writes it. Kept for speed: a chunk the transform made for a text, thinking or input
+ * JSON delta (a DeltaChunk, its stream's layout in a private field; records are never changed once
+ * made) is written as that head, its delta's JSON and the tail, the bytes JSON.stringify writes (a test
+ * checks it), without serialising the whole chunk each time (RESULTS.md).
  */
 export function serializeChatStreamRecord(record: ChatStreamRecord): string {
   if (record === '[DONE]') return record;
-  return ContentChunk.serialize(record) ?? JSON.stringify(record);
+  return DeltaChunk.serialize(record) ?? JSON.stringify(record);
 }

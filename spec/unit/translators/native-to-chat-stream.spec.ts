@@ -168,13 +168,18 @@ describe('chat stream translator: deltas read without parsing, chunks written wi
     const data = { type: 'content_block_delta', index: 0, delta: { type, [field]: text } };
     return { event: 'content_block_delta', data: spaced ? JSON.stringify(data, null, 1) : JSON.stringify(data) };
   };
-  const deltaTypes = fc.constantFrom(['text_delta', 'text'], ['thinking_delta', 'thinking'], ['signature_delta', 'signature'], ['citations_delta', 'text']);
+  const deltaTypes = fc.constantFrom(['text_delta', 'text'], ['thinking_delta', 'thinking'], ['input_json_delta', 'partial_json'], ['signature_delta', 'signature'], ['citations_delta', 'text']);
+  /** The block the deltas are in: a thinking block (reasoning chunks) or a tool call (argument chunks, with any index). */
+  const blocks = fc.oneof(
+    fc.constant({ type: 'thinking', thinking: '' }),
+    fc.record({ type: fc.constant('tool_use'), id: fc.constant('toolu_1'), name: fc.constant('get_weather'), input: fc.constant({}) }),
+  );
 
-  it('translates a delta in the API layout exactly as its parsed form (any text)', () => {
-    fc.assert(fc.property(fc.array(fc.tuple(deltaTypes, fc.string({ unit: 'binary' })), { maxLength: 6 }), fc.boolean(), (deltas, includeUsage) => {
+  it('translates a delta in the API layout exactly as its parsed form (any text, any block)', () => {
+    fc.assert(fc.property(fc.array(fc.tuple(deltaTypes, fc.string({ unit: 'binary' })), { maxLength: 6 }), fc.boolean(), blocks, (deltas, includeUsage, block) => {
       const fast = createChatStreamTransform(options(includeUsage));
       const parsed = createChatStreamTransform(options(includeUsage));
-      const blockStart = { event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } }) };
+      const blockStart = { event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index: 0, content_block: block }) };
       expect(fast.push(start)).to.deep.equal(parsed.push(start));
       expect(fast.push(blockStart)).to.deep.equal(parsed.push(blockStart));
       for (const [[type, field], text] of deltas) {
@@ -187,16 +192,23 @@ describe('chat stream translator: deltas read without parsing, chunks written wi
     }), { numRuns: 1000 });
   });
 
-  it('writes a content chunk from its stream\'s layout, not by serialising it (so the checks above test that path)', () => {
-    const transform = createChatStreamTransform(options(false));
-    transform.push(start);
-    transform.push({ event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) });
-    const [record] = transform.push(delta('text_delta', 'text', 'Hi "there"', false));
-    const written = serializeChatStreamRecord(record);
-    expect(written).to.equal(JSON.stringify(record));
-    // A record is never changed once made; changed here, its bytes show where they came from.
-    (record as { model: string }).model = 'changed';
-    expect(serializeChatStreamRecord(record)).to.equal(written);
+  it('writes a text, reasoning or tool-argument chunk from its stream\'s layout, not by serialising it (so the checks above test that path)', () => {
+    const cases = [
+      { block: { type: 'text', text: '' }, type: 'text_delta', field: 'text' },
+      { block: { type: 'thinking', thinking: '' }, type: 'thinking_delta', field: 'thinking' },
+      { block: { type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }, type: 'input_json_delta', field: 'partial_json' },
+    ];
+    for (const { block, type, field } of cases) {
+      const transform = createChatStreamTransform(options(false));
+      transform.push(start);
+      transform.push({ event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index: 0, content_block: block }) });
+      const [record] = transform.push(delta(type, field, 'Hi "there"', false));
+      const written = serializeChatStreamRecord(record);
+      expect(written, type).to.equal(JSON.stringify(record));
+      // A record is never changed once made; changed here, its bytes show where they came from.
+      (record as { model: string }).model = 'changed';
+      expect(serializeChatStreamRecord(record), type).to.equal(written);
+    }
   });
 
   it('writes every record of the recorded streams as JSON.stringify does', () => {
