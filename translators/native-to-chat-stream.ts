@@ -60,7 +60,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   const thinkingBlocks: ChatThinkingBlock[] = [];
   let thinkingTokens: number | undefined;
 
-  /** How this stream's content chunks are written (serializeChatStreamRecord): made with the first one, again if the id changes. */
+  /** How this stream's delta chunks are written (serializeChatStreamRecord): made with the first one, again if the id changes. */
   let contentLayout: ContentLayout | undefined;
 
   const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
