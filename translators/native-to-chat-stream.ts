@@ -61,7 +61,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   let thinkingTokens: number | undefined;
 
   /** How this stream's delta chunks are written (serializeChatStreamRecord): made with the first one, again if the id changes. */
-  let contentLayout: ContentLayout | undefined;
+  let deltaLayout: DeltaLayout | undefined;
 
   const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
     id,
@@ -73,8 +73,8 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   });
   /** A delta's chunk (text, reasoning or a tool call's arguments), carrying its stream's layout (serializeChatStreamRecord). */
   const deltaChunk = (delta: DeltaChunkDelta): ChatCompletionChunk => {
-    if (contentLayout === undefined || contentLayout.id !== id) contentLayout = createContentLayout(id, options);
-    return new DeltaChunk(contentLayout, id, options.created, options.model, delta, options.includeUsage);
+    if (deltaLayout === undefined || deltaLayout.id !== id) deltaLayout = createDeltaLayout(id, options);
+    return new DeltaChunk(deltaLayout, id, options.created, options.model, delta, options.includeUsage);
   };
 
   const close = (translated: TranslatedError): ChatStreamRecord[] => {
@@ -224,14 +224,14 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
 }
 
 /** The JSON text around a stream's delta chunks: up to the delta (the id it was made for) and after it. */
-interface ContentLayout {
+interface DeltaLayout {
   id: string;
   head: string;
   tail: string;
 }
 
 /** The layout of one stream's delta chunks, made for the chunk `id`. */
-function createContentLayout(id: string, options: ChatStreamOptions): ContentLayout {
+function createDeltaLayout(id: string, options: ChatStreamOptions): DeltaLayout {
   const head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(options.created)},"model":${JSON.stringify(options.model)},"choices":[{"index":0,"delta":`;
   const tail = options.includeUsage ? ',"logprobs":null,"finish_reason":null}],"usage":null}' : ',"logprobs":null,"finish_reason":null}]}';
   return { id, head, tail };
@@ -249,7 +249,7 @@ type DeltaChunkDelta =
  * `Object.keys` and deep equality never see.
  */
 class DeltaChunk implements ChatCompletionChunk {
-  readonly #layout: ContentLayout;
+  readonly #layout: DeltaLayout;
   readonly id: string;
   readonly object = 'chat.completion.chunk' as const;
   readonly created: number;
@@ -257,7 +257,7 @@ class DeltaChunk implements ChatCompletionChunk {
   readonly choices: ChatCompletionChunk['choices'];
   declare readonly usage?: null;
 
-  constructor(layout: ContentLayout, id: string, created: number, model: string, delta: DeltaChunkDelta, includeUsage: boolean) {
+  constructor(layout: DeltaLayout, id: string, created: number, model: string, delta: DeltaChunkDelta, includeUsage: boolean) {
     this.#layout = layout;
     this.id = id;
     this.created = created;
