@@ -53,6 +53,22 @@ describe('Responses API (openai SDK)', () => {
     expect([after.input - before.input, after.output - before.output]).to.deep.equal([ANSWER_USAGE.input_tokens, ANSWER_USAGE.output_tokens]);
   });
 
+  it('empty input_text and output_text parts (which the Responses API takes) are left out: the native API refuses an empty text block', async () => {
+    const input: ResponseInputItem[] = [
+      { role: 'user', content: [{ type: 'input_text', text: '' }, { type: 'input_text', text: 'Hi.' }] },
+      { type: 'message', role: 'assistant', status: 'completed', id: 'msg_prior', content: [{ type: 'output_text', text: '', annotations: [] }, { type: 'output_text', text: 'Hello.', annotations: [] }] },
+      { role: 'user', content: [{ type: 'input_text', text: 'Weather in Paris?' }] },
+    ];
+    const response = await client.responses.create({ model: 'sonnet', input });
+    expect(response.status).to.equal('completed');
+    expect(gw.upstream.requests[0].body.messages).to.deep.equal([
+      { role: 'user', content: [{ type: 'text', text: 'Hi.' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Hello.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+    ]);
+    await settled(1);
+  });
+
   it('responses.stream: text deltas, then the final response; billed as reported', async () => {
     const before = await billedTokens(gw, 'team-all');
     const stream = client.responses.stream({ model: 'sonnet', input: 'Weather in Paris?' });
