@@ -266,15 +266,14 @@ class DeltaChunk implements ChatCompletionChunk {
     if (includeUsage) this.usage = null;
   }
 
-  /** A delta chunk's JSON (its layout's head, its delta's JSON and the tail); undefined for any other record. */
-  static serialize(record: object): string | undefined {
-    if (!(#layout in record)) return undefined;
-    const delta = record.choices[0].delta as DeltaChunkDelta;
+  /** The chunk's JSON, byte for byte what `JSON.stringify(this)` gives: its layout's head, its delta's JSON and the tail. */
+  json(): string {
+    const delta = this.choices[0].delta as DeltaChunkDelta;
     let json: string;
     if ('content' in delta) json = `{"content":${JSON.stringify(delta.content)}}`;
     else if ('reasoning_content' in delta) json = `{"reasoning_content":${JSON.stringify(delta.reasoning_content)}}`;
     else json = `{"tool_calls":[{"index":${delta.tool_calls[0].index},"function":{"arguments":${JSON.stringify(delta.tool_calls[0].function.arguments)}}}]}`;
-    return `${record.#layout.head}${json}${record.#layout.tail}`;
+    return `${this.#layout.head}${json}${this.#layout.tail}`;
   }
 }
 
@@ -287,5 +286,5 @@ class DeltaChunk implements ChatCompletionChunk {
  */
 export function serializeChatStreamRecord(record: ChatStreamRecord): string {
   if (record === '[DONE]') return record;
-  return DeltaChunk.serialize(record) ?? JSON.stringify(record);
+  return record instanceof DeltaChunk ? record.json() : JSON.stringify(record);
 }
