@@ -200,7 +200,12 @@ function runPrimary(workers: number, logger: Logger): void {
   process.once('SIGINT', () => shutdown('SIGINT'));
 }
 
-async function main(): Promise<void> {
+/**
+ * Run the gateway as a process (`npm start`, the Procfile, `npx model-gateway`): config from GATEWAY_CONFIG or the
+ * package's config.json, signals handled (SIGHUP reload, SIGTERM/SIGINT drain).
+ * @throws Error (rejects) when the config is invalid or the store cannot be opened
+ */
+export async function runServer(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const workers = parseWebConcurrency(process.env.WEB_CONCURRENCY);
@@ -240,8 +245,11 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 }
 
-if (require.main === module) {
-  main().catch((err) => {
+if (require.main === module) runServerOrExit();
+
+/** {@link runServer}, with a failure to start written to stderr and exit status 1. */
+export function runServerOrExit(): void {
+  runServer().catch((err) => {
     process.stderr.write(`model-gateway failed to start: ${(err as Error).message}\n`);
     process.exit(1);
   });

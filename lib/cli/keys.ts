@@ -251,8 +251,11 @@ function describeKey(key: KeyRecord): string {
   ].join('\n');
 }
 
-if (require.main === module) {
-  runKeysCli(process.argv.slice(2), {
+if (require.main === module) runKeysCliProcess(process.argv.slice(2));
+
+/** {@link runKeysCli} as a process: the real stdout, stderr and environment; its status becomes the exit code. */
+export function runKeysCliProcess(argv: string[]): void {
+  runKeysCli(argv, {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     env: process.env,
