@@ -71,6 +71,8 @@ export interface Options {
   holdSec: number;
   probeCount: number;
   redis: boolean;
+  /** Whether the peer gateways (bench/peers) run beside this one. */
+  peers: boolean;
   only: RegExp | null;
   out: string | null;
   /** A `dist` directory of another build whose gateway runs side by side as "gateway (before)". */
@@ -87,11 +89,13 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/run.js [
   --reps=N           repeats of every run, taking turns (default 3; smoke 1)
   --connections=N    connections of the load generator (default 32; the *-300ms scenarios use 100)
   --delay-ms=N       the fake upstream answers after N ms (default 0; the *-300ms scenarios: 300)
-  --streams=N        streams held open at once in the memory test (default 2000; smoke 200; 0: no test)
+  --streams=N        streams held open at once in the memory test (default 8000; smoke 200; 0: no test)
   --hold=S           seconds those streams are held (default 3; smoke 1)
   --no-redis         leave out the Redis store's scenarios (they use REDIS_URL when set, else a
                      redis-server the run starts on a free port) and the Redis Cluster's (a cluster
                      of 3 primaries and 3 replicas the run starts; needs redis-cli)
+  --no-peers         leave out the peer gateways (the Portkey gateway, installed under bench/peers by
+                     npm run bench) on the native-json and chat-json scenarios
   --only=REGEX       only the scenarios whose id matches: ${SCENARIO_IDS}
   --out=FILE         where the results section is written (default bench/RESULTS.md; - for none)
   --compare=DIR      also run the gateway built in DIR (a dist of another commit) as "gateway (before)",
@@ -116,6 +120,7 @@ export function parseOptions(argv: string[]): Options {
       streams: { type: 'string' },
       hold: { type: 'string' },
       'no-redis': { type: 'boolean', default: false },
+      'no-peers': { type: 'boolean', default: false },
       only: { type: 'string' },
       out: { type: 'string' },
       compare: { type: 'string' },
@@ -145,10 +150,11 @@ export function parseOptions(argv: string[]): Options {
     reps: Math.max(1, Math.round(number(values.reps, smoke ? 1 : 3, 'reps'))),
     connections: Math.max(1, Math.round(number(values.connections, 32, 'connections'))),
     delayMs: number(values['delay-ms'], 0, 'delay-ms'),
-    streams: Math.round(number(values.streams, smoke ? 200 : 2000, 'streams')),
+    streams: Math.round(number(values.streams, smoke ? 200 : 8000, 'streams')),
     holdSec: number(values.hold, smoke ? 1 : 3, 'hold'),
     probeCount: smoke ? 5 : 30,
     redis: !values['no-redis'],
+    peers: !values['no-peers'],
     only,
     out: out === '-' ? null : path.resolve(out),
     compare: values.compare ? compareDirectory(values.compare) : null,

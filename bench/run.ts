@@ -18,7 +18,7 @@ import { startChild, type BenchChild, type ProcessStats } from './ipc';
 import { checkComplete, openStreams, probe, probeTogether, rowsForRepeat, runLoad } from './measure';
 import { benchKeyPrefix, openBenchRedis, openBenchRedisCluster, type BenchRedis } from './redis';
 import { describeMachine, describeMachineMarkdown, fixed, writeResultsSection } from './report';
-import { FLOORS, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
+import { FLOORS, PEER_SCENARIOS, portkeyRequest, SCENARIOS, type BenchRequest, type FloorId } from './scenarios';
 import { PACED_GAP_MS, summarize, type HeldResult, type MeasuredRun, type Row, type Target } from './summary';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -148,6 +148,7 @@ async function holdStreams(label: string, start: () => Promise<BenchChild>, upst
       retainedHeapKiB: (retained.heapUsedBytes - baseline.heapUsedBytes) / Math.max(1, opened) / 1024,
       loopMaxOpening: opening.loopDelayMaxMs,
       loopMaxHeld: held.loopDelayMaxMs,
+      loopP99Held: held.loopDelayP99Ms,
     };
   } finally {
     await upstream.call('mode', { name: 'burst', delayMs: options.delayMs });
@@ -164,20 +165,30 @@ function buildRows(targets: Target[], options: Options): Row[] {
   // Order: each floor, then every gateway scenario compared with it, so comparisons are measured together.
   for (const floor of floorsUsed) {
     const { title, request, connections = options.connections } = FLOORS[floor];
-    for (const target of targets.filter((t) => t.kind !== 'gateway')) {
+    for (const target of targets.filter((t) => servesFloor(t))) {
       rows.push({ target, scenario: floor, title, floor, request, connections, ...empty() });
     }
     for (const scenario of gatewayScenarios.filter((s) => s.floor === floor)) {
+      const connections = scenario.connections ?? options.connections;
       for (const target of targets.filter((t) => t.kind === 'gateway')) {
-        rows.push({ target, scenario: scenario.id, title: scenario.title, floor, request: scenario.request, connections: scenario.connections ?? options.connections, ...empty() });
+        rows.push({ target, scenario: scenario.id, title: scenario.title, floor, request: scenario.request, connections, ...empty() });
+      }
+      if (!PEER_SCENARIOS.has(scenario.id)) continue;
+      for (const target of targets.filter((t) => t.kind === 'peer')) {
+        rows.push({ target, scenario: scenario.id, title: scenario.title, floor, request: target.request!(scenario.request), connections, ...empty() });
       }
     }
   }
   return rows;
 }
 
+/** Whether a target is sent the forwarder's native requests (the forwarder, the Express floor), not the scenarios'. */
+function servesFloor(target: Target): boolean {
+  return target.kind === 'forwarder' || target.kind === 'floor';
+}
+
 function markerOf(row: Row): string {
-  return row.target.kind !== 'gateway' ? FLOORS[row.floor].completeMarker : SCENARIOS.find((s) => s.id === row.scenario)!.completeMarker;
+  return servesFloor(row.target) ? FLOORS[row.floor].completeMarker : SCENARIOS.find((s) => s.id === row.scenario)!.completeMarker;
 }
 
 async function runLoadPhase(rows: Row[], options: Options): Promise<void> {
@@ -217,7 +228,7 @@ async function runProbePhase(rows: Row[], upstream: BenchChild, options: Options
     for (const row of rows) {
       // 200 deltas x the gap: too slow to probe, same path as 5 deltas; the delayed scenarios' probe would be their delay.
       if (row.scenario.includes('200') || row.scenario.endsWith('300ms')) continue;
-      const stream = row.target.kind !== 'gateway' ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
+      const stream = servesFloor(row.target) ? FLOORS[row.floor].stream : SCENARIOS.find((s) => s.id === row.scenario)!.stream;
       if (row.scenario === 'chat-stream-tools') {
         [row.probe, row.nativeProbe] = await probeTogether(row.target.child.url, [row.request, FLOORS['native-stream-tools'].request], options.probeCount);
       } else if (stream) row.probe = await probe(row.target.child.url, row.request, options.probeCount);
@@ -252,6 +263,11 @@ async function main(): Promise<void> {
       track(await startGatewayChild('gateway (memory)', upstream, null, logFd, undefined, options.cpuProfDir)),
     ];
     if (options.compare) targets.push(track(await startGatewayChild('gateway (before)', upstream, null, logFd, options.compare, options.cpuProfDir)));
+    if (options.peers) {
+      const portkey = await startChild('Portkey gateway', script('portkey'), [], { execArgv: profileFlags(options.cpuProfDir, 'portkey') }).catch((err: Error) => err);
+      if (portkey instanceof Error) warnings.push(`Portkey gateway not run: ${portkey.message} (run with --no-peers to leave it out)`);
+      else targets.push({ label: 'Portkey gateway', kind: 'peer', child: track(portkey), request: (request) => portkeyRequest(request, upstream.url) });
+    }
     if (options.redis) {
       const opened = await openBenchRedis(REDIS_PREFIX);
       if ('why' in opened) {
@@ -281,7 +297,7 @@ async function main(): Promise<void> {
     await runLoadPhase(rows, options);
     await runProbePhase(rows, upstream, options);
 
-    for (const target of targets) if (target.kind === 'gateway') await target.child.stop();
+    for (const target of targets) if (target.kind === 'gateway' || target.kind === 'peer') await target.child.stop();
     const held: HeldResult[] = [];
     // `--streams=0` leaves the held-streams test out (a per-stream figure of no streams means nothing).
     if (options.streams > 0) {

@@ -119,3 +119,16 @@ export const FLOORS: Record<FloorId, { title: string; stream: boolean; request: 
     connections: DELAYED_CONNECTIONS, request: nativeRequest({ max_tokens: 50, stream: true, system: DELAY_SYSTEM }),
   },
 };
+
+/** The scenarios a peer gateway (bench/peers) is measured on beside this one: its native and chat routes. */
+export const PEER_SCENARIOS: ReadonlySet<ScenarioId> = new Set(['native-json', 'chat-json']);
+
+/**
+ * A scenario's request as the Portkey gateway takes it: the same path and body, the upstream named by its
+ * own headers (`x-portkey-provider: anthropic`, `x-portkey-custom-host`: the fake upstream's `/v1`), the
+ * client's key passed on as the upstream's (Portkey has no keys of its own to check).
+ */
+export function portkeyRequest(request: BenchRequest, upstreamUrl: string): BenchRequest {
+  const headers: Record<string, string> = { ...request.headers, 'x-portkey-provider': 'anthropic', 'x-portkey-custom-host': `${upstreamUrl}/v1` };
+  return { path: request.path, headers, body: request.body };
+}
