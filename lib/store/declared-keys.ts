@@ -39,11 +39,17 @@ export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, c
   for (const declared of config.keys) {
     const sha256 = declared.keySha256 ?? hashSecret(declared.key!);
     const wanted = wantedFields(declared, config);
-    const current = await store.getKey(declared.id);
+    let current = await store.getKey(declared.id);
     if (!current) {
-      await store.createKey({ ...wanted, id: declared.id, secret: { sha256, expiresAt: null }, revoked: wanted.fileRevoked });
-      changes.push({ keyId: declared.id, field: 'created' });
-      continue;
+      try {
+        await store.createKey({ ...wanted, id: declared.id, secret: { sha256, expiresAt: null }, revoked: wanted.fileRevoked });
+        changes.push({ keyId: declared.id, field: 'created' });
+        continue;
+      } catch (err) {
+        // Another instance starting on the same store made it first: brought in line below, as any other.
+        current = await store.getKey(declared.id);
+        if (!current) throw err;
+      }
     }
     if (createOnly) continue;
     if (await store.replaceSecret(declared.id, { sha256, expiresAt: null }, wanted.last4)) changes.push({ keyId: declared.id, field: 'secret' });

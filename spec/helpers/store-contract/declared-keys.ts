@@ -89,6 +89,14 @@ export function describeDeclaredKeyContract(current: () => ContractFixture<Gatew
     expect(await admission(f.store, OLD)).to.equal('revoked');
   });
 
+  it('two instances starting at once on one store both start, and make the key once', async () => {
+    const config = configWith([{ id: 'filed', key: OLD, monthlyCreditCap: 5 }]);
+    const [a, b] = await Promise.all([syncDeclaredKeys(f.store, config), syncDeclaredKeys(f.store, config)]);
+    expect([...a, ...b].filter((change) => change.field === 'created')).to.have.length(1);
+    expect(await admission(f.store, OLD)).to.equal('admitted');
+    expect((await f.store.listKeys()).map((key) => key.id)).to.deep.equal(['filed']);
+  });
+
   it('a key given by its hash shows no secret end; a key left out of the file is kept, no longer declared', async () => {
     await syncDeclaredKeys(f.store, configWith([{ id: 'hashed', keySha256: hashSecret(OLD) }]));
     expect((await f.store.getKey('hashed'))!.last4).to.equal('');
