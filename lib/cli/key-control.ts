@@ -63,7 +63,12 @@ export async function serveKeyCommands(
   stateFile: string, run: (argv: string[]) => Promise<KeysCommandReply>, logger: Pick<Logger, 'info' | 'error'>,
 ): Promise<{ close(): Promise<void> }> {
   const { socket, owner } = keyChannelPaths(stateFile);
-  fs.writeFileSync(owner, `${process.pid}\n`, { mode: 0o600 });
+  try {
+    fs.writeFileSync(owner, `${process.pid}\n`, { mode: 0o600 });
+  } catch (err) {
+    // As a state file that cannot be written: logged, and the gateway serves on.
+    logger.error({ message: 'owner file not written: `npm run keys` cannot tell this gateway runs', file: owner, error: (err as Error).message });
+  }
   const server = net.createServer((connection) => answer(connection, run, logger));
   fs.rmSync(socket, { force: true });
   const listening = await new Promise<boolean>((resolve) => {

@@ -92,7 +92,7 @@ function patchOf(current: KeyRecord, wanted: ReturnType<typeof wantedFields>): K
   const revokedAtRunTime = current.revokedAtRunTime ?? (current.revoked && current.fileRevoked !== true);
   const target: KeyPatch = {
     name: wanted.name, rateLimitPerMinute: wanted.rateLimitPerMinute, allowedModels: wanted.allowedModels,
-    monthlyCreditCap: wanted.monthlyCreditCap, keyGroup: wanted.keyGroup, declaredIn: wanted.declaredIn,
+    monthlyCreditCap: wanted.monthlyCreditCap, keyGroup: wanted.keyGroup, declaredIn: wanted.declaredIn, last4: wanted.last4,
     fileRevoked: wanted.fileRevoked, revokedAtRunTime, revoked: wanted.fileRevoked || revokedAtRunTime,
   };
   const patch: KeyPatch = {};

@@ -191,7 +191,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     const owner = this.secretIndex.get(secret.sha256);
     if (owner !== undefined && owner !== id) throw new Error('that secret is already in use');
     const only = stored.secrets.length === 1 && stored.secrets[0].sha256 === secret.sha256 && stored.secrets[0].expiresAt === null;
-    if (only && stored.record.last4 === last4) return false;
+    if (only) return false;
     for (const old of stored.secrets) this.secretIndex.delete(old.sha256);
     stored.secrets = [{ sha256: secret.sha256, expiresAt: null }];
     this.secretIndex.set(secret.sha256, id);

@@ -101,7 +101,7 @@ return {redis.call('HGETALL', KEYS[1]), expiring, dropped}
 
 /**
  * Make one secret a key's only one, at once (a declared key whose secret config.json replaced): every
- * other secret goes, this one is current, `last4` set, one more version when anything changed. The
+ * other secret goes, this one is current, `last4` set, one more version when the secrets changed. The
  * caller claims the new secret's index entry first and deletes those of the secrets returned.
  * KEYS: key, secrets. ARGV: sha, last4 (JSON-encoded). Returns {1|0 changed, shas dropped}; errors `missing`.
  */
@@ -118,7 +118,6 @@ for i = 1, #secrets, 2 do
   end
 end
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= 'current' then changed = 1 end
-if redis.call('HGET', KEYS[1], 'last4') ~= ARGV[2] then changed = 1 end
 if changed == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], 'current')
   redis.call('HSET', KEYS[1], 'last4', ARGV[2])

@@ -166,8 +166,8 @@ export interface KeyStore {
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
   /**
    * Makes `secret` the key's only secret, at once (no grace: a key declared in config.json whose
-   * secret the file replaced), with `last4`. One more version when anything changed.
-   * @returns whether anything changed (false: it already was the only, current secret)
+   * secret the file replaced), with `last4`. One more version when it changed.
+   * @returns whether the secrets changed (false: it already was the only, current secret; nothing written)
    * @throws Error when the key does not exist or the secret belongs to another key
    */
   replaceSecret(id: string, secret: KeySecret, last4: string): Promise<boolean>;
