@@ -96,7 +96,8 @@ function keyRow(key) {
   button('Usage', 'usage');
   if (key.status === 'active') {
     button('Edit', 'edit');
-    button('Rotate', 'rotate');
+    // config.json sets a declared key's secret: changed there, not here.
+    if (!key.declaredIn) button('Rotate', 'rotate');
     button('Revoke', 'revoke', { class: 'small danger-outline' });
   } else {
     button('Restore', 'restore');
@@ -104,7 +105,8 @@ function keyRow(key) {
   const models = key.allowedModels === null ? 'all' : key.allowedModels.join(', ');
   return el('tr', { 'data-key-id': key.id },
     el('th', { scope: 'row', 'data-label': 'Name' }, el('div', {}, el('span', { class: 'key-name' }, key.name), key.id === key.name ? '' : el('span', { class: 'subtle key-id' }, key.id))),
-    el('td', { 'data-label': 'Key' }, el('code', {}, `${prefixOf(key.keyGroup)}…${key.last4}`)),
+    el('td', { 'data-label': 'Key' }, el('code', {}, key.last4 ? `${prefixOf(key.keyGroup)}…${key.last4}` : 'hash in config'),
+      key.declaredIn ? el('span', { class: 'subtle key-id' }, `declared in ${key.declaredIn}`) : ''),
     el('td', { 'data-label': 'Status' }, el('span', { class: `badge ${key.status}` }, key.status)),
     el('td', { 'data-label': 'Rate limit' }, `${formatCount(key.rateLimitPerMinute)}/min`),
     el('td', { 'data-label': 'Models', class: 'models-cell' }, models),
@@ -123,7 +125,7 @@ async function loadKeys() {
   $('#keys-empty').hidden = state.keys.length > 0;
   const select = $('#usage-key');
   const chosen = select.value;
-  select.replaceChildren(...state.keys.map((key) => el('option', { value: key.id }, `${key.name} (…${key.last4})`)));
+  select.replaceChildren(...state.keys.map((key) => el('option', { value: key.id }, `${key.name}${key.last4 ? ` (…${key.last4})` : ''}`)));
   if (chosen && state.keys.some((key) => key.id === chosen)) select.value = chosen;
   if (!$('#usage-month').value) $('#usage-month').value = list.month;
   state.alertDefaults = list.alerts?.defaultThresholds ?? state.alertDefaults;
@@ -214,6 +216,10 @@ function openKeyDialog(key, opener) {
   groupSelect.replaceChildren(...state.keyGroups.map((group) => el('option', { value: group.id }, `${group.id} (${group.keyPrefix}…)`)));
   $('#key-group-field').hidden = Boolean(key) || state.keyGroups.length < 2;
   renderModelChoices(key?.allowedModels ?? null, key?.keyGroup ?? (groupSelect.value || 'default'));
+  // config.json sets a declared key's name and limits (the API answers 409): only its alerts are edited here.
+  const declared = Boolean(key?.declaredIn);
+  for (const field of [form.elements.name, form.elements.rateLimitPerMinute, form.elements.monthlyCreditCap, $('fieldset.models', form)]) field.disabled = declared;
+  if (declared) $('#key-dialog-title').textContent = `Edit ${key.name} (declared in ${key.declaredIn}: its name and limits are set there)`;
   openDialog($('#key-dialog'), opener);
 }
 
@@ -273,7 +279,7 @@ function clearSecret() {
 function openConfirm(dialogSelector, key, opener) {
   const dialog = $(dialogSelector);
   dialog.dataset.keyId = key.id;
-  for (const slot of dialog.querySelectorAll('[data-key-name]')) slot.textContent = `${key.name} (…${key.last4})`;
+  for (const slot of dialog.querySelectorAll('[data-key-name]')) slot.textContent = `${key.name}${key.last4 ? ` (…${key.last4})` : ''}`;
   openDialog(dialog, opener);
 }
 

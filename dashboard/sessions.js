@@ -25,7 +25,7 @@ export function updateSessionKeys(list) {
   keys = list;
   const select = $('#sessions-key');
   const chosen = select.value;
-  select.replaceChildren(el('option', { value: '' }, 'All keys'), ...keys.map((key) => el('option', { value: key.id }, `${key.name} (…${key.last4})`)));
+  select.replaceChildren(el('option', { value: '' }, 'All keys'), ...keys.map((key) => el('option', { value: key.id }, `${key.name}${key.last4 ? ` (…${key.last4})` : ''}`)));
   if (keys.some((key) => key.id === chosen)) select.value = chosen;
 }
 

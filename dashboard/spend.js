@@ -20,7 +20,7 @@ export function updateSpendKeys(list) {
   keys = list;
   for (const select of [$('#daily-key'), $('#log-key')]) {
     const chosen = select.value;
-    select.replaceChildren(el('option', { value: '' }, 'All keys'), ...keys.map((key) => el('option', { value: key.id }, `${key.name} (…${key.last4})`)));
+    select.replaceChildren(el('option', { value: '' }, 'All keys'), ...keys.map((key) => el('option', { value: key.id }, `${key.name}${key.last4 ? ` (…${key.last4})` : ''}`)));
     if (keys.some((key) => key.id === chosen)) select.value = chosen;
   }
 }

@@ -15,6 +15,8 @@ import { createLogger, withRequestIds, type Logger } from './logger';
 import { createMetrics, type GatewayMetrics } from './metrics';
 import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
 import { createStore, MemoryStore, seedConfigKeys } from './store';
+import { openKeyChannel } from './cli/key-control';
+import { logDeclaredKeyChanges } from './store/declared-keys';
 import { createStoreGuard } from './store/guard';
 import { keepMemoryState, loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import { systemClock, type Clock } from './store/month';
@@ -191,7 +193,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   if (stateFile && loadMemoryState(backing as MemoryStore, stateFile)) {
     logger.info({ message: 'in-memory store state restored', file: stateFile });
   }
-  await seedConfigKeys(store, config);
+  logDeclaredKeyChanges(logger, await seedConfigKeys(store, config));
   const stopKeepingState = stateFile
     ? keepMemoryState(backing as MemoryStore, stateFile, (err) => logger.error({ message: 'in-memory store state not saved', file: stateFile, error: err.message }))
     : undefined;
@@ -223,6 +225,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   });
   const upstreams = createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets, faults });
   const source = createConfigSource(config);
+  const keyChannel = stateFile ? await openKeyChannel(stateFile, store, () => source.config, logger) : undefined;
   const metrics = createMetrics();
   const hooks = mergeHooks(options.hooks);
   const requestScope = needsRequestScope({
@@ -263,7 +266,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     const change = describeConfigChange(source.config, next);
     source.replace(next);
     try {
-      await seedConfigKeys(store, next);
+      logDeclaredKeyChanges(logger, await seedConfigKeys(store, next));
     } catch (err) {
       logger.error({ message: 'configuration reloaded, but seeding its keys failed', reason: (err as Error).message });
     }
@@ -290,6 +293,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       await store.close();
       // After the finish steps (the caller waited for them): their spans are exported before it resolves.
       await tracing?.shutdown().catch((err: Error) => logger.warn({ message: 'traces not exported at shutdown', error: err.message }));
+      // Before the last write: a key command can no longer change the store behind it.
+      await keyChannel?.close();
       stopKeepingState?.();
       if (stateFile) {
         // After store.close(): the settlements of the last requests are in the state written.

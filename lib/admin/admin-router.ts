@@ -7,7 +7,7 @@
  * Errors are GatewayErrors, rendered by the gateway's error handler in its native shape:
  * `{"type":"error","error":{"type","message"},"request_id"}`.
  */
-import express, { Router, type Request, type RequestHandler } from 'express';
+import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Catalogue } from '../catalogue';
 import { getContext } from '../context';
 import { errors, GatewayError } from '../errors';
@@ -16,6 +16,7 @@ import { DEFAULT_KEY_PREFIX } from '../key-groups';
 import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../development-key';
 import { randomBase62 } from '../keys';
 import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
+import { DeclaredKeyError } from '../store/declared-keys';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
@@ -178,8 +179,10 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const id = String(req.params.id);
     const current = await requireKey(id);
     validators.revokeKey(req.body ?? {});
-    const key = current.revoked ? current : await revokeApiKey(store, id);
-    if (!current.revoked) audit(req, 'key.revoke', id);
+    // A declared key the file revokes is revoked at run time too, so it stays so when the file changes.
+    const already = current.revoked && (!current.declaredIn || current.revokedAtRunTime === true);
+    const key = already ? current : await revokeApiKey(store, id);
+    if (!already) audit(req, 'key.revoke', id);
     res.json(await viewOf(key));
   });
 
@@ -234,5 +237,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   router.use((req, _res, next) => {
     next(errors.notFound(`no admin route for ${req.method} ${req.baseUrl}${req.path.slice(0, 200)}; see the README, "Dashboard and admin API"`));
   });
+  // What config.json sets on a key it declares is changed there, not here.
+  router.use((err: unknown, _req: Request, _res: Response, next: NextFunction) => next(err instanceof DeclaredKeyError ? conflict(err.message) : err));
   return router;
 }

@@ -8,8 +8,13 @@ import type { KeyRecord, UsageTotals } from '../store/types';
 export interface KeyView {
   id: string;
   name: string;
-  /** Last 4 characters of the current secret. */
+  /** Last 4 characters of the current secret; empty for a key config.json gives by its hash (`keySha256`). */
   last4: string;
+  /**
+   * `config.json` for a key declared there: its secret, name and limits follow the file (a PATCH of
+   * them or a rotation is a 409 naming it); null for a key made at run time.
+   */
+  declaredIn: string | null;
   /** ISO 8601. */
   createdAt: string;
   status: 'active' | 'revoked';
@@ -37,6 +42,7 @@ export function formatKeyView(key: KeyRecord, month: string, credits: number): K
     id: key.id,
     name: key.name,
     last4: key.last4,
+    declaredIn: key.declaredIn ?? null,
     createdAt: key.createdAt,
     status: key.revoked ? 'revoked' : 'active',
     keyGroup: key.keyGroup,

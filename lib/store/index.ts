@@ -1,10 +1,10 @@
 /** Store selection and seeding of the keys declared in config.json. */
 import fs from 'node:fs';
 import type { GatewayConfig } from '../config';
-import { hashSecret, lastFour } from '../keys';
 import { MemoryStore } from './memory-store';
 import { systemClock, type Clock } from './month';
 import { RedisStore } from './redis-store';
+import { syncDeclaredKeys, type DeclaredKeyChange } from './declared-keys';
 import type { GatewayStore, KeyStore } from './types';
 
 export type { GatewayStore } from './types';
@@ -40,24 +40,12 @@ export async function createStore(config: GatewayConfig, options: CreateStoreOpt
 }
 
 /**
- * Put the config.json keys in the store. A key already there keeps its run-time state (rotations,
- * revocation, limits changed since); a new one is created with the file's settings.
+ * Put the config.json keys in the store, as the file sets them (declared-keys.ts): at every start and
+ * reload. With `createOnly` (the CLI), only keys missing from the store are made.
+ * @returns the changes made, one per field, for the log
  */
-export async function seedConfigKeys(store: KeyStore, config: GatewayConfig): Promise<void> {
-  for (const key of config.keys) {
-    const sha256 = key.keySha256 ?? hashSecret(key.key!);
-    await store.seedKey({
-      id: key.id,
-      name: key.name,
-      secret: { sha256, expiresAt: null },
-      last4: key.key ? lastFour(key.key) : sha256.slice(-4),
-      rateLimitPerMinute: key.rateLimitPerMinute ?? config.defaults.rateLimitPerMinute,
-      allowedModels: key.allowedModels ?? null,
-      monthlyCreditCap: key.monthlyCreditCap ?? null,
-      revoked: key.revoked ?? false,
-      keyGroup: key.keyGroup,
-    });
-  }
+export function seedConfigKeys(store: KeyStore, config: GatewayConfig, createOnly = false): Promise<DeclaredKeyChange[]> {
+  return syncDeclaredKeys(store, config, createOnly);
 }
 
 /**

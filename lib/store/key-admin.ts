@@ -4,6 +4,7 @@
  * SHA-256 hashes.
  */
 import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys';
+import { checkDeclaredKeyChange } from './declared-keys';
 import type { KeyPatch, KeyRecord, KeyStore } from './types';
 
 /** Default grace period of a rotated-out secret: 24 h. */
@@ -60,37 +61,57 @@ export async function createApiKey(store: KeyStore, input: CreateApiKeyInput): P
  * for `graceMs`, then fail; a secret already in its grace period keeps its own expiry.
  * @param keyPrefix prefix of the new secret: the key group's (default `sk-cs4-`)
  * @throws Error when the key does not exist or graceMs is negative
+ * @throws DeclaredKeyError when config.json sets the key's secret
  */
 export async function rotateApiKey(
   store: KeyStore, id: string, graceMs = DEFAULT_ROTATION_GRACE_MS, now?: number, keyPrefix?: string,
 ): Promise<IssuedKey> {
   if (!Number.isFinite(graceMs) || graceMs < 0) throw new Error('the grace period must be 0 or more milliseconds');
+  checkDeclaredKeyChange(await requireKey(store, id), ['secret']);
   const secret = generateSecret(keyPrefix);
   const key = await store.rotateKey(id, { sha256: hashSecret(secret), expiresAt: null }, lastFour(secret), graceMs, now);
   return { key, secret };
 }
 
-/** Revoke a key: its next request, on any instance, gets 401. @throws Error when it does not exist */
+/**
+ * Revoke a key: its next request, on any instance, gets 401. Kept as a run-time revocation, apart
+ * from config.json's `revoked`, so no start or reload undoes it.
+ * @throws Error when it does not exist
+ */
 export function revokeApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
-  return store.updateKey(id, { revoked: true });
+  return store.updateKey(id, { revoked: true, revokedAtRunTime: true });
 }
 
-/** Undo a revocation. @throws Error when the key does not exist */
-export function restoreApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
-  return store.updateKey(id, { revoked: false });
+/**
+ * Undo a run-time revocation.
+ * @throws Error when the key does not exist
+ * @throws DeclaredKeyError when config.json itself revokes the key
+ */
+export async function restoreApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
+  const key = await requireKey(store, id);
+  checkDeclaredKeyChange(key, ['restore']);
+  return store.updateKey(id, { revoked: key.fileRevoked === true, revokedAtRunTime: false });
 }
 
 /**
  * Change a key's limits; fields left undefined keep their value, null removes the cap or the whitelist.
  * @throws Error when the key does not exist or a limit is not a valid number
+ * @throws DeclaredKeyError when config.json sets one of the fields
  */
-export function setKeyLimits(
+export async function setKeyLimits(
   store: KeyStore,
   id: string,
   limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap' | 'allowedModels' | 'name' | 'alertThresholds'>,
 ): Promise<KeyRecord> {
   checkLimits(limits);
+  checkDeclaredKeyChange(await requireKey(store, id), Object.keys(limits).filter((field) => limits[field as keyof typeof limits] !== undefined));
   return store.updateKey(id, limits);
+}
+
+async function requireKey(store: KeyStore, id: string): Promise<KeyRecord> {
+  const key = await store.getKey(id);
+  if (!key) throw new Error(`key "${id}" does not exist`);
+  return key;
 }
 
 function checkLimits(limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap'>): void {

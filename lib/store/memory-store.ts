@@ -186,6 +186,22 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return copyRecord(stored.record);
   }
 
+  async replaceSecret(id: string, secret: KeySecret, last4: string): Promise<boolean> {
+    const stored = this.requireKey(id);
+    const owner = this.secretIndex.get(secret.sha256);
+    if (owner !== undefined && owner !== id) throw new Error('that secret is already in use');
+    const only = stored.secrets.length === 1 && stored.secrets[0].sha256 === secret.sha256 && stored.secrets[0].expiresAt === null;
+    if (only) return false;
+    for (const old of stored.secrets) this.secretIndex.delete(old.sha256);
+    stored.secrets = [{ sha256: secret.sha256, expiresAt: null }];
+    this.secretIndex.set(secret.sha256, id);
+    stored.record.last4 = last4;
+    stored.view = undefined;
+    stored.version = (stored.version ?? 0) + 1;
+    this.keysChanged();
+    return true;
+  }
+
   async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
     return atEndOfTurn(this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits));
   }

@@ -22,6 +22,19 @@ export interface KeyRecord {
    * config's `alerts.thresholds`. Records written before alerts existed have no such field.
    */
   alertThresholds?: number[] | null;
+  /**
+   * The file that declares this key (`config.json`): its secret, limits and `revoked` follow the file
+   * at every start and reload (declared-keys.ts), and the admin API and the CLI refuse to change them.
+   * Absent or null: a key made at run time.
+   */
+  declaredIn?: string | null;
+  /** The declaring file's `revoked` (only on declared keys). */
+  fileRevoked?: boolean;
+  /**
+   * Revoked through the admin API or the CLI (kept apart from the file's `revoked`, so no start or
+   * reload undoes it; only a restore does). `revoked` is the two together, as the admission reads it.
+   */
+  revokedAtRunTime?: boolean;
 }
 
 /** A secret of a key: its SHA-256 (hex) and, for a rotated-out secret, when it stops working. */
@@ -44,6 +57,9 @@ export interface NewKey {
   keyGroup?: string;
   /** ISO time; default now. */
   createdAt?: string;
+  /** See KeyRecord. */
+  declaredIn?: string;
+  fileRevoked?: boolean;
 }
 
 /** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
@@ -58,10 +74,13 @@ export function createKeyRecord(input: NewKey, now: number): KeyRecord {
     allowedModels: input.allowedModels ? [...input.allowedModels] : null,
     monthlyCreditCap: input.monthlyCreditCap,
     keyGroup: input.keyGroup ?? 'default',
+    ...(input.declaredIn === undefined ? {} : { declaredIn: input.declaredIn, fileRevoked: input.fileRevoked ?? false, revokedAtRunTime: false }),
   };
 }
 
-export type KeyPatch = Partial<Pick<KeyRecord, 'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds'>>;
+export type KeyPatch = Partial<Pick<KeyRecord,
+  'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds' | 'revokedAtRunTime'
+  | 'declaredIn' | 'fileRevoked' | 'last4' | 'keyGroup'>>;
 
 /** Credits held against a key's monthly cap while a request is in flight. */
 export interface Reservation {

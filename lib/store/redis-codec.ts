@@ -24,11 +24,12 @@ export function decodeUsage(fields: Record<string, string>): UsageTotals[] {
 /** The fields of a key record the `{<id>}:key` hash holds, each JSON-encoded. */
 const RECORD_FIELDS: Array<keyof KeyRecord> = [
   'id', 'name', 'last4', 'createdAt', 'revoked', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap', 'keyGroup',
+  'declaredIn', 'fileRevoked', 'revokedAtRunTime',
 ];
 
 /** A key record as a flat `field, value, ...` list of JSON-encoded values (decodeRecord reads it back). */
 export function encodeRecord(record: KeyRecord): string[] {
-  return RECORD_FIELDS.flatMap((field) => [field, JSON.stringify(record[field])]);
+  return RECORD_FIELDS.flatMap((field) => (record[field] === undefined ? [] : [field, JSON.stringify(record[field])]));
 }
 
 /** A key record from a flat `field, value, ...` list of JSON-encoded values. */

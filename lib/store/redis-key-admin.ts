@@ -6,7 +6,7 @@
 import type { RedisConnection } from './redis-connection';
 import { encodeRecord, decodeRecord, translateScriptError } from './redis-codec';
 import type { RedisKeys } from './redis-keys';
-import { CREATE_KEY, ROTATE_KEY } from './redis-scripts';
+import { CREATE_KEY, REPLACE_SECRET, ROTATE_KEY } from './redis-scripts';
 import type { KeyRecord, KeySecret } from './types';
 
 /**
@@ -66,4 +66,24 @@ export async function rotateRedisKey(
     for (const sha of expiring) await connection.commands.pExpire(keys.secret(sha), graceMs + 60_000);
     for (const sha of dropped) await connection.commands.del(keys.secret(sha));
     return decodeRecord(record);
+}
+
+/**
+ * Make `secret` key `id`'s only secret at once (REPLACE_SECRET), and drop the index entries of the
+ * secrets it replaced.
+ * @returns whether anything changed
+ * @throws Error when the key does not exist or the secret belongs to another key
+ */
+export async function replaceRedisSecret(connection: RedisConnection, keys: RedisKeys, id: string, secret: KeySecret, last4: string): Promise<boolean> {
+  if ((await connection.commands.exists(keys.key(id))) === 0) throw translateScriptError(new Error('missing'), id);
+  const claimed = await claimSecret(connection, keys, secret.sha256, id);
+  let reply: [number, string[]];
+  try {
+    reply = (await connection.run(REPLACE_SECRET, [keys.key(id), keys.secrets(id)], [secret.sha256, JSON.stringify(last4)])) as [number, string[]];
+  } catch (err) {
+    if (claimed) await connection.commands.del(keys.secret(secret.sha256));
+    throw translateScriptError(err, id);
+  }
+  for (const sha of reply[1]) await connection.commands.del(keys.secret(sha));
+  return Number(reply[0]) === 1;
 }

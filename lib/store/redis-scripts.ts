@@ -100,6 +100,33 @@ return {redis.call('HGETALL', KEYS[1]), expiring, dropped}
 `;
 
 /**
+ * Make one secret a key's only one, at once (a declared key whose secret config.json replaced): every
+ * other secret goes, this one is current, `last4` set, one more version when the secrets changed. The
+ * caller claims the new secret's index entry first and deletes those of the secrets returned.
+ * KEYS: key, secrets. ARGV: sha, last4 (JSON-encoded). Returns {1|0 changed, shas dropped}; errors `missing`.
+ */
+export const REPLACE_SECRET = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('missing') end
+local changed = 0
+local dropped = {}
+local secrets = redis.call('HGETALL', KEYS[2])
+for i = 1, #secrets, 2 do
+  if secrets[i] ~= ARGV[1] then
+    redis.call('HDEL', KEYS[2], secrets[i])
+    dropped[#dropped + 1] = secrets[i]
+    changed = 1
+  end
+end
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= 'current' then changed = 1 end
+if changed == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], 'current')
+  redis.call('HSET', KEYS[1], 'last4', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
+end
+return {changed, dropped}
+`;
+
+/**
  * Lua that holds credits against the cap in a month bucket, or finds they do not fit, and returns
  * {1|0, spent, reserved, held units}. When the credits do not fit but the minimum does, it holds all
  * that is left under the cap. Holds past their expiry stop counting and become `expired:` entries,

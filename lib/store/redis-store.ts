@@ -12,7 +12,7 @@ import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
 import { heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
-import { createRedisKey, rotateRedisKey } from './redis-key-admin';
+import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
 import {
@@ -127,6 +127,10 @@ export class RedisStore implements GatewayStore {
     } catch (err) {
       throw translateScriptError(err, id);
     }
+  }
+
+  replaceSecret(id: string, secret: KeySecret, last4: string): Promise<boolean> {
+    return replaceRedisSecret(this.connection, this.keys, id, secret, last4);
   }
 
   async rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now = this.clock()): Promise<KeyRecord> {

@@ -164,6 +164,13 @@ export interface KeyStore {
   seedKey(input: NewKey): Promise<void>;
   /** @throws Error when the key does not exist. */
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
+  /**
+   * Makes `secret` the key's only secret, at once (no grace: a key declared in config.json whose
+   * secret the file replaced), with `last4`. One more version when it changed.
+   * @returns whether the secrets changed (false: it already was the only, current secret; nothing written)
+   * @throws Error when the key does not exist or the secret belongs to another key
+   */
+  replaceSecret(id: string, secret: KeySecret, last4: string): Promise<boolean>;
   /** Adds `secret` as the current secret; earlier current secrets expire `graceMs` from `now`. */
   rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now?: number): Promise<KeyRecord>;
 }

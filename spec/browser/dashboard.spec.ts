@@ -241,8 +241,13 @@ describe('dashboard in a real browser', function () {
 
     // Alert thresholds per key, in the key dialog.
     const row = page.locator('#keys-table tr', { hasText: 'team-all' });
+    // A key declared in config.json: the file sets its secret, name and limits; its alerts are edited here.
+    expect(await row.textContent()).to.include('declared in config.json');
+    expect(await row.getByRole('button', { name: 'Rotate team-all' }).count()).to.equal(0);
     await row.getByRole('button', { name: 'Edit team-all' }).click();
     const keyDialog = page.locator('#key-dialog');
+    expect(await keyDialog.getByLabel('Name').isDisabled()).to.equal(true);
+    expect(await keyDialog.locator('#key-cap').isDisabled()).to.equal(true);
     expect(await keyDialog.textContent()).to.include('50, 80, 100');
     await keyDialog.getByLabel('Budget alerts (% of the cap)').fill('ninety');
     await keyDialog.getByRole('button', { name: 'Save changes' }).click();

@@ -3,6 +3,7 @@
  * per role of lib/store/types.ts (store-contract/), each typed with the roles it uses.
  */
 import { describeAlertQueueStoreContract } from './store-contract/alert-queue';
+import { describeDeclaredKeyContract } from './store-contract/declared-keys';
 import { describeKeyStoreContract } from './store-contract/keys';
 import { describeLedgerStoreContract } from './store-contract/ledger';
 import { describeRequestLogStoreContract } from './store-contract/request-log';
@@ -25,6 +26,7 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
   const current = () => f;
 
   describe('KeyStore', () => describeKeyStoreContract(current));
+  describe('KeyStore: keys declared in config.json', () => describeDeclaredKeyContract(current));
   describe('LedgerStore (admission and ledger)', () => describeLedgerStoreContract(current));
   describe('RequestLogStore', () => describeRequestLogStoreContract(current));
   describe('AlertQueueStore', () => describeAlertQueueStoreContract(current));

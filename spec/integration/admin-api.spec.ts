@@ -132,48 +132,65 @@ describe('admin API', () => {
   });
 
   it('PATCH /keys/:id changes limits, effective on the next API request', async () => {
-    expect(await sendMessage(gateway, KEYS.all, 'model-sonnet-4.6')).to.equal(200);
-    const patched = await admin(gateway, 'PATCH', '/keys/team-all', { name: 'Everything team', allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 7, monthlyCreditCap: 3 });
+    const made = (await admin(gateway, 'POST', '/keys', { id: 'made', name: 'Made', rateLimitPerMinute: 1000 })).body.secret as string;
+    expect(await sendMessage(gateway, made, 'model-sonnet-4.6')).to.equal(200);
+    const patched = await admin(gateway, 'PATCH', '/keys/made', { name: 'Everything team', allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 7, monthlyCreditCap: 3 });
     expect(patched.status).to.equal(200);
-    expect(patched.body).to.deep.include({ id: 'team-all', name: 'Everything team', allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 7, monthlyCreditCap: 3 });
-    expect(await sendMessage(gateway, KEYS.all, 'model-sonnet-4.6')).to.equal(403);
-    expect(await sendMessage(gateway, KEYS.all, 'haiku')).to.equal(200);
-    const cleared = await admin(gateway, 'PATCH', '/keys/team-all', { allowedModels: null, monthlyCreditCap: null });
+    expect(patched.body).to.deep.include({ id: 'made', name: 'Everything team', allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 7, monthlyCreditCap: 3, declaredIn: null });
+    expect(await sendMessage(gateway, made, 'model-sonnet-4.6')).to.equal(403);
+    expect(await sendMessage(gateway, made, 'haiku')).to.equal(200);
+    const cleared = await admin(gateway, 'PATCH', '/keys/made', { allowedModels: null, monthlyCreditCap: null });
     expect(cleared.body).to.deep.include({ allowedModels: null, monthlyCreditCap: null, rateLimitPerMinute: 7, name: 'Everything team' });
-    expect(await sendMessage(gateway, KEYS.all, 'model-sonnet-4.6')).to.equal(200);
+    expect(await sendMessage(gateway, made, 'model-sonnet-4.6')).to.equal(200);
+  });
+
+  it('refuses with 409 naming config.json to change what the file sets on a key it declares; its alert thresholds may change', async () => {
+    expect((await admin(gateway, 'GET', '/keys/team-all')).body).to.include({ declaredIn: 'config.json', last4: KEYS.all.slice(-4) });
+    for (const body of [{ name: 'x' }, { rateLimitPerMinute: 1 }, { allowedModels: ['model-haiku-4.5'] }, { monthlyCreditCap: 0 }]) {
+      expectAdminError(await admin(gateway, 'PATCH', '/keys/team-all', body), 409, 'invalid_request_error', /declared in config\.json, which sets/);
+    }
+    expectAdminError(await admin(gateway, 'POST', '/keys/team-all/rotate', {}), 409, 'invalid_request_error', /declared in config\.json, which sets its secret/);
+    expect((await admin(gateway, 'GET', '/keys/team-all')).body).to.deep.include({ name: 'team-all', rateLimitPerMinute: 100000, allowedModels: null });
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    expect((await admin(gateway, 'PATCH', '/keys/team-all', { alertThresholds: [90] })).body.alertThresholds).to.deep.equal([90]);
   });
 
   it('POST /keys/:id/rotate issues a new secret; the old one works for the grace period only', async () => {
-    const rotated = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 3600 });
+    const made = (await admin(gateway, 'POST', '/keys', { id: 'made', name: 'Made', rateLimitPerMinute: 100000 })).body.secret as string;
+    const rotated = await admin(gateway, 'POST', '/keys/made/rotate', { gracePeriodSeconds: 3600 });
     expect(rotated.status).to.equal(200);
     const { secret, key, previousSecretExpiresAt } = rotated.body;
-    expect(secret).to.match(/^sk-cs4-/).and.not.equal(KEYS.all);
-    expect(key).to.deep.include({ id: 'team-all', last4: secret.slice(-4), rateLimitPerMinute: 100000 });
+    expect(secret).to.match(/^sk-cs4-/).and.not.equal(made);
+    expect(key).to.deep.include({ id: 'made', last4: secret.slice(-4), rateLimitPerMinute: 100000 });
     const graceEnds = Date.parse(previousSecretExpiresAt) - Date.now();
     expect(graceEnds).to.be.greaterThan(3500_000).and.at.most(3600_000);
     expect(await sendMessage(gateway, secret)).to.equal(200);
-    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    expect(await sendMessage(gateway, made)).to.equal(200);
 
     // No grace: the previous secret (the one just issued) stops at once; the default is 24 h.
-    const again = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 0 });
+    const again = await admin(gateway, 'POST', '/keys/made/rotate', { gracePeriodSeconds: 0 });
     expect(await sendMessage(gateway, secret)).to.equal(401);
     expect(await sendMessage(gateway, again.body.secret)).to.equal(200);
-    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
-    const byDefault = await admin(gateway, 'POST', '/keys/team-haiku/rotate');
+    expect(await sendMessage(gateway, made)).to.equal(200);
+    const byDefault = await admin(gateway, 'POST', '/keys/made/rotate');
     expect(Date.parse(byDefault.body.previousSecretExpiresAt) - Date.now()).to.be.greaterThan(23 * 3600_000);
-    expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(200);
+    expect(await sendMessage(gateway, again.body.secret)).to.equal(200);
   });
 
   it('POST /keys/:id/revoke refuses the key on its next request, leaves others alone, and is idempotent', async () => {
-    const rotated = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 3600 });
-    const revoked = await admin(gateway, 'POST', '/keys/team-all/revoke');
+    const made = (await admin(gateway, 'POST', '/keys', { id: 'made', name: 'Made' })).body.secret as string;
+    const rotated = await admin(gateway, 'POST', '/keys/made/rotate', { gracePeriodSeconds: 3600 });
+    expect(await sendMessage(gateway, rotated.body.secret)).to.equal(200);
+    const revoked = await admin(gateway, 'POST', '/keys/made/revoke');
     expect(revoked.status).to.equal(200);
-    expect(revoked.body).to.deep.include({ id: 'team-all', status: 'revoked' });
-    expect(await sendMessage(gateway, KEYS.all)).to.equal(401);
+    expect(revoked.body).to.deep.include({ id: 'made', status: 'revoked' });
+    expect(await sendMessage(gateway, made)).to.equal(401);
     expect(await sendMessage(gateway, rotated.body.secret)).to.equal(401);
     expect(await sendMessage(gateway, KEYS.haikuOnly, 'haiku')).to.equal(200);
-    expect((await admin(gateway, 'POST', '/keys/team-all/revoke', {})).body.status).to.equal('revoked');
-    expectAdminError(await admin(gateway, 'POST', '/keys/team-all/rotate'), 409, 'invalid_request_error', /revoked; a revoked key cannot be rotated/);
+    expect((await admin(gateway, 'POST', '/keys/made/revoke', {})).body.status).to.equal('revoked');
+    expectAdminError(await admin(gateway, 'POST', '/keys/made/rotate'), 409, 'invalid_request_error', /revoked; a revoked key cannot be rotated/);
+    expect((await admin(gateway, 'POST', '/keys/team-all/revoke')).body.status).to.equal('revoked');
+    expect(await sendMessage(gateway, KEYS.all)).to.equal(401);
   });
 
   it('POST /keys/:id/restore undoes a revocation from the next request on, and is idempotent', async () => {
@@ -352,13 +369,14 @@ describe('admin API with a controlled clock', () => {
   });
 
   it('ends the old secret when the rotation grace period ends, and reports spend per UTC month', async () => {
-    const rotated = await admin(gateway, 'POST', '/keys/team-all/rotate', { gracePeriodSeconds: 60 });
+    const made = (await admin(gateway, 'POST', '/keys', { id: 'made', name: 'Made' })).body.secret as string;
+    const rotated = await admin(gateway, 'POST', '/keys/made/rotate', { gracePeriodSeconds: 60 });
     expect(rotated.body.previousSecretExpiresAt).to.equal('2025-01-31T23:01:00.000Z');
-    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    expect(await sendMessage(gateway, made)).to.equal(200);
     now += 59_000;
-    expect(await sendMessage(gateway, KEYS.all)).to.equal(200);
+    expect(await sendMessage(gateway, made)).to.equal(200);
     now += 1_000;
-    expect(await sendMessage(gateway, KEYS.all)).to.equal(401);
+    expect(await sendMessage(gateway, made)).to.equal(401);
     expect(await sendMessage(gateway, rotated.body.secret)).to.equal(200);
 
     const january = await admin(gateway, 'GET', '/keys');
@@ -366,12 +384,12 @@ describe('admin API with a controlled clock', () => {
     now = Date.UTC(2025, 1, 1, 0, 0, 1);
     const february = await admin(gateway, 'GET', '/keys');
     expect(february.body.month).to.equal('2025-02');
-    expect(february.body.data.find((key: any) => key.id === 'team-all').spend).to.deep.equal({ month: '2025-02', credits: 0 });
+    expect(february.body.data.find((key: any) => key.id === 'made').spend).to.deep.equal({ month: '2025-02', credits: 0 });
     // Settlement runs when each reply has closed: poll briefly for the last one.
-    let usage = await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-01');
+    let usage = await admin(gateway, 'GET', '/keys/made/usage?month=2025-01');
     for (let attempt = 0; attempt < 40 && usage.body.totals.requests < 3; attempt++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
-      usage = await admin(gateway, 'GET', '/keys/team-all/usage?month=2025-01');
+      usage = await admin(gateway, 'GET', '/keys/made/usage?month=2025-01');
     }
     expect(usage.body.totals.requests).to.equal(3);
     expect(usage.body.models.map((row: any) => row.model)).to.deep.equal(['model-sonnet-4.6']);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys';
-import { rotateApiKey, setKeyLimits } from '../../lib/store/key-admin';
+import { createApiKey, rotateApiKey, setKeyLimits } from '../../lib/store/key-admin';
 import type { GatewayStore } from '../../lib/store/types';
 import { formatGoDuration, formatRfc3339, secondsUntil } from '../../middleware/rate-limit';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
@@ -107,15 +107,17 @@ for (const kind of ['memory', 'redis'] as const) {
 
     it('counts every secret of a rotated key against one limit, and reads a changed limit on the next request', async () => {
       await start(2);
-      const rotated = await rotateApiKey(gw.gateway.store, 'limited');
-      expect((await nativeRequest(gw.url, LIMITED)).status).to.equal(200);
+      // A key made at run time: config.json sets the secret and limits of the keys it declares.
+      const made = await createApiKey(gw.gateway.store, { id: 'made', rateLimitPerMinute: 2 });
+      const rotated = await rotateApiKey(gw.gateway.store, 'made');
+      expect((await nativeRequest(gw.url, made.secret)).status).to.equal(200);
       expect((await nativeRequest(gw.url, rotated.secret)).status).to.equal(200);
-      expect((await nativeRequest(gw.url, LIMITED)).status).to.equal(429);
-      await setKeyLimits(gw.gateway.store, 'limited', { rateLimitPerMinute: 4 });
+      expect((await nativeRequest(gw.url, made.secret)).status).to.equal(429);
+      await setKeyLimits(gw.gateway.store, 'made', { rateLimitPerMinute: 4 });
       const res = await nativeRequest(gw.url, rotated.secret);
       expect(res.status).to.equal(200);
       expect(res.headers.get('anthropic-ratelimit-requests-limit')).to.equal('4');
-      expect(await gw.gateway.store.findKeyBySecretHash(hashSecret(LIMITED))).not.to.equal(null);
+      expect(await gw.gateway.store.findKeyBySecretHash(hashSecret(made.secret))).not.to.equal(null);
     });
 
     it('limits GET /v1/models too, and never counts a request whose key is refused', async () => {

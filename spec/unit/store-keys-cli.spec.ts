@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { parseDuration, runKeysCli } from '../../lib/cli/keys';
 import { hashSecret } from '../../lib/keys';
 import { MemoryStore } from '../../lib/store/memory-store';
-import { loadMemoryState } from '../../lib/store/memory-persistence';
+import { loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
 import { testConfigObject } from '../helpers/gateway';
 
 describe('key CLI (npm run keys)', () => {
@@ -78,13 +78,32 @@ describe('key CLI (npm run keys)', () => {
         { id: 'fam-5', upstreamModel: 'fam-5', pricing: { inputPerMillion: 1, outputPerMillion: 2 } },
       ],
       keyGroups: [{ id: 'family', keyPrefix: 'sk-fam-', models: ['fam-5'], upstream: { kind: 'chat-completions', url: 'http://127.0.0.1:9', apiKeyEnv: 'FAM_KEY' } }],
-      keys: [{ id: 'fam-team', key: 'sk-fam-family-team-key-0001' }],
     });
     fs.writeFileSync(env.GATEWAY_CONFIG!, JSON.stringify(config));
+    const seeded = new MemoryStore();
+    await seeded.createKey({ id: 'fam-team', secret: { sha256: hashSecret('sk-fam-family-team-key-0001'), expiresAt: null }, last4: '0001', rateLimitPerMinute: 5, allowedModels: null, monthlyCreditCap: null, keyGroup: 'family' });
+    saveMemoryState(seeded, env.GATEWAY_STATE_FILE!);
     const rotated = await run('rotate', 'fam-team', '--grace', '0', '--json');
     expect(rotated.status, rotated.stderr).to.equal(0);
     expect(rotated.json().secret).to.match(/^sk-fam-[A-Za-z0-9]{40}$/);
     expect((await stored().findKeyBySecretHash(hashSecret(rotated.json().secret)))!.id).to.equal('fam-team');
+  });
+
+  it('refuses to rotate or change the limits of a key config.json declares (exit 1 naming the file); revokes and restores it', async () => {
+    const sha = hashSecret('sk-cs4-declared-by-its-hash-0001');
+    fs.writeFileSync(env.GATEWAY_CONFIG!, JSON.stringify(testConfigObject('http://127.0.0.1:9', { keys: [{ id: 'filed', keySha256: sha, monthlyCreditCap: 5 }] })));
+    for (const args of [['rotate', 'filed'], ['set-limits', 'filed', '--cap', '50'], ['set-limits', 'filed', '--name', 'Other']]) {
+      const refused = await run(...args);
+      expect(refused.status, args.join(' ')).to.equal(1);
+      expect(refused.stderr).to.include('key "filed" is declared in config.json, which sets');
+    }
+    expect((await run('list', '--json')).json()[0]).to.deep.include({ id: 'filed', monthlyCreditCap: 5, declaredIn: 'config.json', last4: '' });
+    const listed = await run('list');
+    expect(listed.stdout).to.include('filed  (secret given as its hash)  (declared in config.json)').and.not.include(sha.slice(-4));
+    expect((await run('revoke', 'filed')).status).to.equal(0);
+    expect(await stored().getKey('filed')).to.deep.include({ revoked: true, revokedAtRunTime: true });
+    expect((await run('restore', 'filed')).status).to.equal(0);
+    expect(await stored().getKey('filed')).to.deep.include({ revoked: false, revokedAtRunTime: false });
   });
 
   it('exit status 2 with the usage text for a bad command line, 1 for an unknown key', async () => {

@@ -1,0 +1,132 @@
+/**
+ * Keys declared in config.json follow the file. At every start and reload (SIGHUP) each declared key
+ * takes the file's secret (the only one it has from then on: a secret no longer in the file stops
+ * working at once, with no rotation grace), its limits and its `revoked`; a revocation made at run time
+ * (admin API, CLI) is kept apart from the file's and survives every start, undone only by a restore.
+ * The admin API and the CLI refuse to change what the file sets (DeclaredKeyError).
+ */
+import type { GatewayConfig, KeyConfig } from '../config';
+import { hashSecret, lastFour } from '../keys';
+import type { Logger } from '../logger';
+import type { KeyPatch, KeyRecord, KeyStore } from './types';
+
+/** The name the records, the admin API and the errors give the file that declares keys. */
+export const DECLARING_FILE = 'config.json';
+
+/** One change a sync made to a declared key, for the log (never a secret). */
+export interface DeclaredKeyChange {
+  keyId: string;
+  /** `created`, `secret` (replaced), `undeclared` (no longer in the file), or the record field changed. */
+  field: string;
+  from?: unknown;
+  to?: unknown;
+}
+
+/** What the admin API and the CLI may not change on a declared key: the file sets it. */
+export class DeclaredKeyError extends Error {}
+
+/** The record fields config.json sets, as the admin API and the CLI name them. */
+const FILE_FIELDS = ['name', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap'] as const;
+
+/**
+ * Bring the store's keys in line with `config.keys` (see the module comment). With `createOnly`, only
+ * keys missing from the store are made (the CLI: it changes nothing it was not asked to).
+ * @returns the changes made, one per field (the caller logs them)
+ * @throws Error when the store refuses (a secret that belongs to another key)
+ */
+export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, createOnly = false): Promise<DeclaredKeyChange[]> {
+  const changes: DeclaredKeyChange[] = [];
+  for (const declared of config.keys) {
+    const sha256 = declared.keySha256 ?? hashSecret(declared.key!);
+    const wanted = wantedFields(declared, config);
+    let current = await store.getKey(declared.id);
+    if (!current) {
+      try {
+        await store.createKey({ ...wanted, id: declared.id, secret: { sha256, expiresAt: null }, revoked: wanted.fileRevoked });
+        changes.push({ keyId: declared.id, field: 'created' });
+        continue;
+      } catch (err) {
+        // Another instance starting on the same store made it first: brought in line below, as any other.
+        current = await store.getKey(declared.id);
+        if (!current) throw err;
+      }
+    }
+    if (createOnly) continue;
+    if (await store.replaceSecret(declared.id, { sha256, expiresAt: null }, wanted.last4)) changes.push({ keyId: declared.id, field: 'secret' });
+    const patch = patchOf(current, wanted);
+    if (Object.keys(patch).length === 0) continue;
+    await store.updateKey(declared.id, patch);
+    for (const [field, to] of Object.entries(patch)) changes.push({ keyId: declared.id, field, from: current[field as keyof KeyRecord] ?? null, to });
+  }
+  if (createOnly) return changes;
+  const ids = new Set(config.keys.map((key) => key.id));
+  for (const key of await store.listKeys()) {
+    if (!key.declaredIn || ids.has(key.id)) continue;
+    // Left as it is (its secret, limits and spend), but now managed at run time like any other.
+    await store.updateKey(key.id, { declaredIn: null });
+    changes.push({ keyId: key.id, field: 'undeclared' });
+  }
+  return changes;
+}
+
+/** The fields of a declared key as the file sets them (defaults for what it leaves out). */
+function wantedFields(declared: KeyConfig, config: GatewayConfig) {
+  return {
+    name: declared.name ?? declared.id,
+    // A key given by its hash has no secret end to show: an empty last4, never the hash's end.
+    last4: declared.key ? lastFour(declared.key) : '',
+    rateLimitPerMinute: declared.rateLimitPerMinute ?? config.defaults.rateLimitPerMinute,
+    allowedModels: declared.allowedModels ?? null,
+    monthlyCreditCap: declared.monthlyCreditCap ?? null,
+    keyGroup: declared.keyGroup ?? 'default',
+    declaredIn: DECLARING_FILE,
+    fileRevoked: declared.revoked ?? false,
+  };
+}
+
+/**
+ * The patch that gives `current` the file's fields. A record written before run-time revocations were
+ * kept apart has none: its revocation counts as made at run time unless the file revoked it itself.
+ */
+function patchOf(current: KeyRecord, wanted: ReturnType<typeof wantedFields>): KeyPatch {
+  const revokedAtRunTime = current.revokedAtRunTime ?? (current.revoked && current.fileRevoked !== true);
+  const target: KeyPatch = {
+    name: wanted.name, rateLimitPerMinute: wanted.rateLimitPerMinute, allowedModels: wanted.allowedModels,
+    monthlyCreditCap: wanted.monthlyCreditCap, keyGroup: wanted.keyGroup, declaredIn: wanted.declaredIn, last4: wanted.last4,
+    fileRevoked: wanted.fileRevoked, revokedAtRunTime, revoked: wanted.fileRevoked || revokedAtRunTime,
+  };
+  const patch: KeyPatch = {};
+  for (const [field, value] of Object.entries(target)) {
+    if (JSON.stringify(current[field as keyof KeyRecord] ?? null) !== JSON.stringify(value)) (patch as Record<string, unknown>)[field] = value;
+  }
+  return patch;
+}
+
+/**
+ * Refuse a change to what config.json sets on a declared key: the fields of `changed` the file sets,
+ * its secret (`secret`), or a restore while the file itself revokes it (`restore`).
+ * @throws DeclaredKeyError naming the file and the fields
+ */
+export function checkDeclaredKeyChange(key: KeyRecord, changed: readonly string[]): void {
+  if (!key.declaredIn) return;
+  if (changed.includes('secret')) {
+    throw new DeclaredKeyError(`key "${key.id}" is declared in ${key.declaredIn}, which sets its secret: change it there and restart or reload (SIGHUP)`);
+  }
+  if (changed.includes('restore') && key.fileRevoked) {
+    throw new DeclaredKeyError(`key "${key.id}" is revoked in ${key.declaredIn} ("revoked": true): remove that there and reload (SIGHUP)`);
+  }
+  const fileSet = FILE_FIELDS.filter((field) => changed.includes(field));
+  if (fileSet.length > 0) {
+    throw new DeclaredKeyError(`key "${key.id}" is declared in ${key.declaredIn}, which sets ${fileSet.join(', ')}: change ${fileSet.length > 1 ? 'them' : 'it'} there and reload (SIGHUP)`);
+  }
+}
+
+/** Write one log line per change a sync made (settings only, never a secret). */
+export function logDeclaredKeyChanges(logger: Pick<Logger, 'info' | 'warn'>, changes: DeclaredKeyChange[]): void {
+  for (const { keyId, field, from, to } of changes) {
+    if (field === 'created') logger.info({ message: `key declared in ${DECLARING_FILE} created`, key_id: keyId });
+    else if (field === 'secret') logger.warn({ message: `key declared in ${DECLARING_FILE}: its secret replaced by the file's (every other secret of the key fails from now on)`, key_id: keyId });
+    else if (field === 'undeclared') logger.warn({ message: `key no longer declared in ${DECLARING_FILE}: kept as it is, now managed at run time (revoke it if it should stop working)`, key_id: keyId });
+    else logger.info({ message: `key declared in ${DECLARING_FILE} changed`, key_id: keyId, field, from, to });
+  }
+}
