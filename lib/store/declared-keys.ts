@@ -3,7 +3,8 @@
  * takes the file's secret (the only one it has from then on: a secret no longer in the file stops
  * working at once, with no rotation grace), its limits and its `revoked`; a revocation made at run time
  * (admin API, CLI) is kept apart from the file's and survives every start, undone only by a restore.
- * The admin API and the CLI refuse to change what the file sets (DeclaredKeyError).
+ * A key taken out of the file is revoked (restorable at run time). The admin API and the CLI refuse to
+ * change what the file sets (DeclaredKeyError).
  */
 import type { GatewayConfig, KeyConfig } from '../config';
 import { hashSecret, lastFour } from '../keys';
@@ -62,8 +63,9 @@ export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, c
   const ids = new Set(config.keys.map((key) => key.id));
   for (const key of await store.listKeys()) {
     if (!key.declaredIn || ids.has(key.id)) continue;
-    // Left as it is (its secret, limits and spend), but now managed at run time like any other.
-    await store.updateKey(key.id, { declaredIn: null });
+    // Taken out of the file: it stops working (an operator who deletes a leaked key's entry expects it to),
+    // kept with its spend and managed at run time from now on; a restore (admin API, CLI) brings it back.
+    await store.updateKey(key.id, { declaredIn: null, fileRevoked: false, revokedAtRunTime: true, revoked: true });
     changes.push({ keyId: key.id, field: 'undeclared' });
   }
   return changes;
@@ -126,7 +128,7 @@ export function logDeclaredKeyChanges(logger: Pick<Logger, 'info' | 'warn'>, cha
   for (const { keyId, field, from, to } of changes) {
     if (field === 'created') logger.info({ message: `key declared in ${DECLARING_FILE} created`, key_id: keyId });
     else if (field === 'secret') logger.warn({ message: `key declared in ${DECLARING_FILE}: its secret replaced by the file's (every other secret of the key fails from now on)`, key_id: keyId });
-    else if (field === 'undeclared') logger.warn({ message: `key no longer declared in ${DECLARING_FILE}: kept as it is, now managed at run time (revoke it if it should stop working)`, key_id: keyId });
+    else if (field === 'undeclared') logger.warn({ message: `key no longer declared in ${DECLARING_FILE}: revoked, kept with its spend and managed at run time (restore it to use it again)`, key_id: keyId });
     else logger.info({ message: `key declared in ${DECLARING_FILE} changed`, key_id: keyId, field, from, to });
   }
 }

@@ -97,7 +97,7 @@ export function describeDeclaredKeyContract(current: () => ContractFixture<Gatew
     expect((await f.store.listKeys()).map((key) => key.id)).to.deep.equal(['filed']);
   });
 
-  it('a key given by its hash shows no secret end; a key left out of the file is kept, no longer declared', async () => {
+  it('a key given by its hash shows no secret end; a key left out of the file is revoked, no longer declared, restorable', async () => {
     // As the seeding before this kept it: the hash's end shown as if it were the secret's.
     await f.store.createKey(newKey('hashed', OLD, { last4: hashSecret(OLD).slice(-4) }));
     const fixed = await syncDeclaredKeys(f.store, configWith([{ id: 'hashed', keySha256: hashSecret(OLD) }]));
@@ -107,6 +107,10 @@ export function describeDeclaredKeyContract(current: () => ContractFixture<Gatew
     const changes = await syncDeclaredKeys(f.store, configWith([]));
     expect(changes).to.deep.include({ keyId: 'hashed', field: 'undeclared' });
     expect((await f.store.getKey('hashed'))!.declaredIn).to.equal(null);
+    expect(await admission(f.store, OLD)).to.not.equal('admitted');
+    // A run-time revocation: a restore brings it back, and a later sync without it leaves it so.
+    await restoreApiKey(f.store, 'hashed');
+    expect(await syncDeclaredKeys(f.store, configWith([]))).to.deep.equal([]);
     expect(await admission(f.store, OLD)).to.equal('admitted');
   });
 }
