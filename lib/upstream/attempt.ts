@@ -4,6 +4,7 @@
  * goes away, and watch the reply body for idle gaps.
  */
 import type http from 'node:http';
+import type { Socket } from 'node:net';
 
 /**
  * What an attempt listens to for cancellation: the part of `AbortSignal` it uses.
@@ -57,6 +58,12 @@ export interface AttemptFailure {
   timedOut: boolean;
   /** The request went out on a kept-alive socket (a reset there means the upstream closed it while idle). */
   reusedSocket: boolean;
+  /**
+   * The request's last byte had been handed to its connected socket (`writableFinished`): the upstream
+   * may have it whole and be running it. False when the connection, its TLS handshake or the write
+   * failed first: the upstream cannot have started a request it never received whole.
+   */
+  requestSent: boolean;
 }
 
 /** What one attempt came back with: a reply head, or a failure. */
@@ -79,6 +86,15 @@ export function createIdleError(idleMs: number): NodeJS.ErrnoException {
 export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: number, idleMs: number, signal?: CancelSignal): Promise<UpstreamReply> {
   return new Promise((resolve, reject) => {
     let timedOut = false;
+    // Whether the request's socket connected (TLS: finished its handshake): before that nothing of the
+    // request left this process. A kept-alive socket is connected when it is handed over.
+    let connected = false;
+    const onSocket = (socket: Socket) => {
+      if (!socket.connecting && request.reusedSocket) connected = true;
+      else socket.once('encrypted' in socket ? 'secureConnect' : 'connect', () => (connected = true));
+    };
+    if (request.socket) onSocket(request.socket);
+    else request.once('socket', onSocket);
     const timer = setTimeout(() => {
       timedOut = true;
       request.destroy();
@@ -99,7 +115,7 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      reject({ error, timedOut, reusedSocket: request.reusedSocket } satisfies AttemptFailure);
+      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: connected && request.writableFinished } satisfies AttemptFailure);
     });
   });
 }
