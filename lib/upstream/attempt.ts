@@ -76,6 +76,23 @@ export function createIdleError(idleMs: number): NodeJS.ErrnoException {
   return error;
 }
 
+/** Sockets a target's agent made that have not connected yet (TLS: not finished their handshake). */
+const connecting = new WeakSet<Socket>();
+
+/**
+ * Follow `socket`, just made by a target's agent (target.ts), until it connects (TLS: `secureConnect`):
+ * until then nothing written to it has left this process. A kept-alive socket pays nothing per request.
+ */
+export function trackConnecting(socket: Socket): void {
+  connecting.add(socket);
+  socket.once('encrypted' in socket ? 'secureConnect' : 'connect', () => connecting.delete(socket));
+}
+
+/** True for a socket of a target's agent that has not connected yet; false for any other (it may have). */
+function isConnecting(socket: Socket | null): boolean {
+  return socket !== null && connecting.has(socket);
+}
+
 /**
  * Wait for the reply head of `request` (already sent, or being sent).
  * @param headTimeoutMs time allowed for the head; then the request is destroyed and the attempt fails as timed out
@@ -86,15 +103,6 @@ export function createIdleError(idleMs: number): NodeJS.ErrnoException {
 export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: number, idleMs: number, signal?: CancelSignal): Promise<UpstreamReply> {
   return new Promise((resolve, reject) => {
     let timedOut = false;
-    // Whether the request's socket connected (TLS: finished its handshake): before that nothing of the
-    // request left this process. A kept-alive socket is connected when it is handed over.
-    let connected = false;
-    const onSocket = (socket: Socket) => {
-      if (!socket.connecting && request.reusedSocket) connected = true;
-      else socket.once('encrypted' in socket ? 'secureConnect' : 'connect', () => (connected = true));
-    };
-    if (request.socket) onSocket(request.socket);
-    else request.once('socket', onSocket);
     const timer = setTimeout(() => {
       timedOut = true;
       request.destroy();
@@ -115,7 +123,7 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: connected && request.writableFinished } satisfies AttemptFailure);
+      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: !isConnecting(request.socket) && request.writableFinished } satisfies AttemptFailure);
     });
   });
 }

@@ -3,7 +3,8 @@
  * credentials and weight, see target.ts and target-choice.ts), with which credential, over one
  * keep-alive agent per target, and the one retry loop every upstream route goes through
  * (`exchange`): the head timeout of each attempt, failover to another target and the retry policy
- * (before the first byte only), cancellation when the client goes away, and the idle limit of the
+ * (before the first byte only, and only where the upstream cannot have started the request:
+ * retry-policy.ts), cancellation when the client goes away, and the idle limit of the
  * reply body. Every route sends through `send`, whose request headers pass the allow list of
  * request-headers.ts: nothing a client sent leaves unless the upstream API defines it.
  */
