@@ -71,6 +71,11 @@ export interface RequestContext {
   usage?: Usage;
   /** Stop reason of the reply, when known. */
   stopReason?: string | null;
+  /**
+   * Set when the request ended without a reply head although the upstream may have run it (a head
+   * timeout, a socket lost after the request left: lib/upstream/retry-policy.ts): billed at its hold.
+   */
+  upstreamOutcomeUnknown?: boolean;
   /** Upstream HTTP status, when a reply head arrived. */
   upstreamStatus?: number;
   /**

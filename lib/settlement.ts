@@ -5,6 +5,9 @@
  * `message_delta` usage as read on the way through. No usage seen (the upstream billed nothing, or
  * failed before replying) settles to 0. A non-streamed request whose client left before the reply is
  * still read to its end (the upstream bills it anyway): the settlement waits for that and bills it.
+ * A request that got no reply head although the upstream may have run it (a head timeout, a socket
+ * lost after the request left: `ctx.upstreamOutcomeUnknown`) is billed at its hold, its worst case:
+ * the upstream may bill it and tells no usage; it is never sent again (lib/upstream/retry-policy.ts).
  * The store records each reservation once.
  *
  * The same store step books the usage on its UTC day and, for a request that reached the upstream
@@ -42,7 +45,10 @@ export function createSettlement(store: LedgerStore & RequestLogStore & Pick<Sto
     await ctx.upstreamDone;
     ctx.settledMonth = reservation.month;
     const usage = ctx.usage ?? emptyUsage();
-    const credits = priceUsage(ctx.model, usage);
+    // The upstream may have run (and billed) a request whose head never came: the hold, its worst case.
+    const atHold = ctx.usage === undefined && ctx.upstreamOutcomeUnknown === true;
+    const credits = atHold ? reservation.credits : priceUsage(ctx.model, usage);
+    if (atHold) logger?.warn({ message: 'billed at the hold: no reply head came, but the upstream may have run the request', request_id: ctx.requestId, credits });
     ctx.credits = credits;
     for (const name of unpricedUsage(ctx.model, usage)) {
       if (warned.has(name)) continue;

@@ -4,6 +4,7 @@
  * goes away, and watch the reply body for idle gaps.
  */
 import type http from 'node:http';
+import type { Socket } from 'node:net';
 
 /**
  * What an attempt listens to for cancellation: the part of `AbortSignal` it uses.
@@ -57,6 +58,12 @@ export interface AttemptFailure {
   timedOut: boolean;
   /** The request went out on a kept-alive socket (a reset there means the upstream closed it while idle). */
   reusedSocket: boolean;
+  /**
+   * The request's last byte had been handed to its connected socket (`writableFinished`): the upstream
+   * may have it whole and be running it. False when the connection, its TLS handshake or the write
+   * failed first: the upstream cannot have started a request it never received whole.
+   */
+  requestSent: boolean;
 }
 
 /** What one attempt came back with: a reply head, or a failure. */
@@ -67,6 +74,23 @@ export function createIdleError(idleMs: number): NodeJS.ErrnoException {
   const error: NodeJS.ErrnoException = new Error(`the upstream sent nothing for ${idleMs} ms`);
   error.code = 'UPSTREAM_IDLE';
   return error;
+}
+
+/** Sockets a target's agent made that have not connected yet (TLS: not finished their handshake). */
+const connecting = new WeakSet<Socket>();
+
+/**
+ * Follow `socket`, just made by a target's agent (target.ts), until it connects (TLS: `secureConnect`):
+ * until then nothing written to it has left this process. A kept-alive socket pays nothing per request.
+ */
+export function trackConnecting(socket: Socket): void {
+  connecting.add(socket);
+  socket.once('encrypted' in socket ? 'secureConnect' : 'connect', () => connecting.delete(socket));
+}
+
+/** True for a socket of a target's agent that has not connected yet; false for any other (it may have). */
+function isConnecting(socket: Socket | null): boolean {
+  return socket !== null && connecting.has(socket);
 }
 
 /**
@@ -99,7 +123,7 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      reject({ error, timedOut, reusedSocket: request.reusedSocket } satisfies AttemptFailure);
+      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: !isConnecting(request.socket) && request.writableFinished } satisfies AttemptFailure);
     });
   });
 }

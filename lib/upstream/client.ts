@@ -3,7 +3,8 @@
  * credentials and weight, see target.ts and target-choice.ts), with which credential, over one
  * keep-alive agent per target, and the one retry loop every upstream route goes through
  * (`exchange`): the head timeout of each attempt, failover to another target and the retry policy
- * (before the first byte only), cancellation when the client goes away, and the idle limit of the
+ * (before the first byte only, and only where the upstream cannot have started the request:
+ * retry-policy.ts), cancellation when the client goes away, and the idle limit of the
  * reply body. Every route sends through `send`, whose request headers pass the allow list of
  * request-headers.ts: nothing a client sent leaves unless the upstream API defines it.
  */
@@ -12,7 +13,7 @@ import { errors, mapUpstreamSocketError } from '../errors';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
 import type { UpstreamCredential } from './credentials';
 import { isPassedRequestHeader } from './request-headers';
-import { parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
+import { attemptError, isNotStarted, parseRetryAfter } from './retry-policy';
 import { createHeldTarget, describeTarget, type HeldTarget, type TargetStatus, type UpstreamTarget, type UpstreamTargetOptions } from './target';
 import { createTargetChoice, type UpstreamRoute } from './target-choice';
 import { TARGET_HEALTH_DEFAULTS } from './target-health';
@@ -113,8 +114,11 @@ export interface UpstreamClient {
   /**
    * The retry loop: start attempts until one brings a reply head that is neither retried nor failed
    * over. Each attempt goes to a target chosen for `route` (target-choice.ts); before the first byte, a
-   * connection error, a head timeout or a 429/500/502/503/529 marks the target failed (health) and moves
-   * the request to another available target at once; with none left, the retry policy decides.
+   * connection error, a head timeout or a 429/500/502/503/529 marks the target failed (health); the
+   * request moves to another available target at once only when the upstream cannot have started it (a
+   * connection that failed before the request left whole, a 429/503/529: `isNotStarted`); with none
+   * left, the retry policy decides. A head timeout, a socket lost after the request left, a 500 or 502
+   * end the request there: it runs once.
    * A reply body that stays idle longer than `streamIdleTimeoutMs` is destroyed with an UPSTREAM_IDLE error.
    * @param signal cancels the attempt under way and any retry wait (the client went away)
    * @param affinity the credential affinity within the chosen target (UpstreamRequest.affinity)
@@ -147,8 +151,11 @@ function sleep(ms: number, signal?: CancelSignal): Promise<void> {
   });
 }
 
-/** Statuses that mark a target failed and move the request to another: rate limit, server error, overload. */
-export const FAILOVER_STATUSES = RETRYABLE_STATUSES;
+/**
+ * Statuses that mark a target failed (its health): rate limit, server error, overload. Only those with
+ * which the upstream refused the request unrun (retry-policy.ts, RETRYABLE_STATUSES) move it to another.
+ */
+export const FAILOVER_STATUSES = new Set([429, 500, 502, 503, 529]);
 
 /**
  * Whether an attempt's outcome is the target's failure (not the model's answer), and the cooldown
@@ -217,7 +224,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
         target.health.failed(now(), failure ?? undefined);
       }
       const delay = target.planRetry(credential, outcome, retriesDone);
-      const mayMove = !single && failure !== undefined && !('status' in outcome && outcome.headers['x-should-retry'] === 'false');
+      // Moved only when the upstream cannot have started the work: a request runs once (retry-policy.ts).
+      const mayMove = !single && failure !== undefined && isNotStarted(outcome) && !('status' in outcome && outcome.headers['x-should-retry'] === 'false');
       if (mayMove && choice.hasUntried(route, (tried |= 1 << target.index), now())) {
         target.counters.failovers++;
         reply?.response.resume();
@@ -225,8 +233,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       }
       if (delay === null) {
         if (reply) return reply;
-        const failed = outcome as AttemptFailure;
-        throw mapUpstreamSocketError(failed.error, failed.timedOut);
+        throw attemptError(outcome as AttemptFailure);
       }
       retriesDone++;
       reply?.response.resume();

@@ -10,6 +10,7 @@ import { operationNameOf } from '../trace-attributes';
 import type { TraceSpan } from '../trace-span';
 import { Cancellation, type UpstreamReply } from './attempt';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
+import { isOutcomeUnknown } from './retry-policy';
 
 /**
  * Send for the client behind `res`: `request` through `upstream.send`, or the attempts `start` makes
@@ -18,7 +19,8 @@ import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
  * the context, with the target that sent it. Attempts are routed by the request's canonical model
  * and session (`ctx.sessionId`).
  * @returns the reply, or undefined when the client was already gone (the reply has been aborted)
- * @throws GatewayError 502/504 from the upstream client
+ * @throws GatewayError 502/504 from the upstream client (`ctx.upstreamOutcomeUnknown` set when the
+ *   upstream may have run the request all the same)
  */
 export async function sendForClient(res: Response, upstream: UpstreamClient, request: UpstreamRequest | StartAttempt): Promise<UpstreamReply | undefined> {
   const clientGone = new Cancellation();
@@ -44,6 +46,8 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     }
   } catch (err) {
     span?.end(err as Error);
+    // No head, but the upstream may have run it (and bill it): the settlement bills the hold.
+    if (isOutcomeUnknown(err)) ctx.upstreamOutcomeUnknown = true;
     throw err;
   }
   if (span) {

@@ -3,7 +3,7 @@ export * from './attempt';
 export * from './client';
 export { createCredentialRotation, type CredentialRotation, type UpstreamCredential } from './credentials';
 export { createUpstreamPool, type KeyGroupUpstreamStatus, type PooledUpstream, type UpstreamPool, type UpstreamPoolOptions } from './pool';
-export { parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
+export { isOutcomeUnknown, parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
 export type { TargetCounters, TargetStatus, UpstreamTarget, UpstreamTargetOptions } from './target';
 export { MAX_SESSIONS, type UpstreamRoute } from './target-choice';
 export type { TargetState } from './target-health';

@@ -1,15 +1,27 @@
 /**
- * When an upstream request is tried again: before any byte went to the client only, for a refused
- * connection, a kept-alive socket the upstream had closed, or a rate limit / server error / overload
- * status, with exponential backoff (or the upstream's `retry-after`), as the official SDKs do
- * (wire-formats.md §4.2).
+ * When an upstream request is tried again, here or at another target: only when the upstream cannot
+ * have started its work, so that no request runs twice (RFC 9110 §9.2.2: a non-idempotent request is
+ * retried only when it is known not to have been applied). That is an attempt whose connection, TLS
+ * handshake or write failed before the request had left whole, or one the upstream refused with a
+ * status that says it did not run it (429, 503, 529), before any byte went to the client, with
+ * exponential backoff (or the upstream's `retry-after`), as the official SDKs do (wire-formats.md §4.2).
+ * A head timeout, a socket that died after the request was sent, a 500 or a 502 may have run it:
+ * they end the request (the client's SDK may send it again: that is the client's choice).
  */
 import type http from 'node:http';
-import type { AttemptOutcome } from './attempt';
+import { mapUpstreamSocketError, type GatewayError } from '../errors';
+import type { AttemptFailure, AttemptOutcome } from './attempt';
 import type { CredentialRotation, UpstreamCredential } from './credentials';
 
-/** Statuses retried before the first byte: rate limit, server error, overload. */
-export const RETRYABLE_STATUSES = new Set([429, 500, 502, 503, 529]);
+/**
+ * Statuses with which the upstream refuses a request it did not run, retried before the first byte:
+ * 429 rate limit and 529 overload ("Your account has hit a rate limit", "the API is temporarily
+ * overloaded", https://docs.anthropic.com/en/api/errors) and 503 (the server "is currently unable to
+ * handle the request", RFC 9110 §15.6.4; OpenAI's overload). Not 500 (`api_error`, "an unexpected error
+ * internal to Anthropic's systems": it may come after the work began) nor 502 (a proxy lost its
+ * origin, which may be running the request).
+ */
+export const RETRYABLE_STATUSES = new Set([429, 503, 529]);
 
 /** Backoff cap, as the official SDKs. */
 const MAX_BACKOFF_MS = 8000;
@@ -44,6 +56,38 @@ export function parseRetryAfter(headers: http.IncomingHttpHeaders, now = Date.no
 }
 
 /**
+ * Whether the upstream cannot have started the work of an attempt that brought `outcome`, so that it
+ * may be sent again, here or to another target: a refusal status (RETRYABLE_STATUSES), or a connection,
+ * TLS handshake or write that failed before the request left whole (AttemptFailure.requestSent). Never
+ * a head timeout: the upstream may be running the request.
+ */
+export function isNotStarted(outcome: AttemptOutcome): boolean {
+  if ('status' in outcome) return RETRYABLE_STATUSES.has(outcome.status);
+  return !outcome.timedOut && !outcome.requestSent;
+}
+
+/** The errors of requests the upstream may have run although no reply head came (see `isOutcomeUnknown`). */
+const outcomeUnknown = new WeakSet<Error>();
+
+/**
+ * True when `err`, thrown by `exchange`, ended a request the upstream may have run: its head timed out,
+ * or its socket was lost after the request had left whole. The upstream may bill it; no usage came back.
+ */
+export function isOutcomeUnknown(err: unknown): boolean {
+  return err instanceof Error && outcomeUnknown.has(err);
+}
+
+/**
+ * The error of an attempt that brought no reply head and is not tried again: 504 after a head timeout,
+ * else 502 (errors.ts, `mapUpstreamSocketError`), marked when the upstream may have run the request.
+ */
+export function attemptError(failed: AttemptFailure): GatewayError {
+  const error = mapUpstreamSocketError(failed.error, failed.timedOut);
+  if (!isNotStarted(failed)) outcomeUnknown.add(error);
+  return error;
+}
+
+/**
  * The policy as one function: record an attempt's outcome (a 401/429 rests its credential) and decide.
  * @returns (credential, outcome, retriesDone) => the delay in ms before the next attempt, or null for none
  */
@@ -63,10 +107,9 @@ export function createRetryPolicy(options: RetryPolicyOptions, credentials: Cred
       if (retryAfter !== undefined) return retryAfter <= options.maxRetryAfterMs ? retryAfter : null;
       return backoff(retriesDone);
     }
-    if (retriesDone >= options.maxRetries || outcome.timedOut) return null;
-    if (outcome.error.code === 'ECONNREFUSED') return backoff(retriesDone);
-    // A kept-alive socket the upstream closed while it sat idle: the request never reached it.
+    if (retriesDone >= options.maxRetries || !isNotStarted(outcome)) return null;
+    // A kept-alive socket the upstream closed while it sat idle, before it took the request: at once.
     if (outcome.error.code === 'ECONNRESET' && outcome.reusedSocket) return 0;
-    return null;
+    return backoff(retriesDone);
   };
 }

@@ -4,6 +4,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
+import { trackConnecting } from './attempt';
 import { createCredentialRotation, type CredentialRotation } from './credentials';
 import { createRetryPolicy, type RetryPolicyOptions } from './retry-policy';
 import { TargetHealth, type TargetHealthOptions, type TargetHealthView } from './target-health';
@@ -84,7 +86,7 @@ export function createHeldTarget(options: UpstreamTargetOptions, index: number, 
     index,
     url,
     basePath: url.pathname.replace(/\/+$/, ''),
-    agent: secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions),
+    agent: trackAgentConnections(secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions)),
     transport: secure ? https : http,
     weight: options.weight ?? 1,
     models: options.models ? new Set(options.models) : null,
@@ -94,6 +96,22 @@ export function createHeldTarget(options: UpstreamTargetOptions, index: number, 
     counters: { requests: 0, failures: 0, failovers: 0 },
     current: 0,
   };
+}
+
+/**
+ * `agent`, whose every new socket is followed until it connects (attempt.ts, `trackConnecting`): an
+ * attempt that fails before then never sent its request, and may go to another target.
+ */
+function trackAgentConnections<A extends http.Agent>(agent: A): A {
+  const createConnection = (agent as unknown as { createConnection: (...args: unknown[]) => Socket | undefined }).createConnection;
+  Object.assign(agent, {
+    createConnection(this: A, ...args: unknown[]) {
+      const socket = createConnection.apply(this, args);
+      if (socket) trackConnecting(socket);
+      return socket;
+    },
+  });
+  return agent;
 }
 
 /** The status of `target` at `now` (epoch ms). */

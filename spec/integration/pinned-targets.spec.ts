@@ -100,6 +100,23 @@ describe('Message Batches and Files stay on the upstream target that holds them'
     expect([lists(accounts.a), lists(accounts.b)].sort()).to.deep.equal([0, 2]);
   });
 
+  it('creates a batch once when its target stalls the head past the head timeout: 504, never created in another account', async () => {
+    const accounts = { a: await account('a'), b: await account('b') };
+    // Account a creates the batch (the work is done) and answers only after the gateway's head timeout.
+    const creates = accounts.a.batches.handler;
+    accounts.a.fake.setHandler((request) => {
+      const reply = creates(request);
+      return request.method === 'POST' && reply.kind === 'json' ? { ...reply, delayMs: 1000 } : reply;
+    });
+    const gw = await startPoolGateway([{ id: 'a', url: accounts.a.fake.url, weight: 100 }, { id: 'b', url: accounts.b.fake.url }], { timeoutMs: 300 }, new MemoryStore());
+    started.unshift(gw);
+    const error = await sdk(gw).messages.batches.create({ requests: [request(0)] }).catch((err) => err);
+    expect(error).to.be.instanceOf(Anthropic.APIError);
+    expect(error.status).to.equal(504);
+    const creations = (target: Account) => target.fake.requests.filter((r) => r.method === 'POST' && r.url === '/v1/messages/batches').length;
+    expect([creations(accounts.a), creations(accounts.b)]).to.deep.equal([1, 0]);
+  });
+
   it('refuses a call about a batch or file whose target is gone from the config (502), sending it to no other account', async () => {
     const accounts = { a: await account('a'), b: await account('b') };
     const store = new MemoryStore();

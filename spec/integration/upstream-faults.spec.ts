@@ -7,6 +7,7 @@ import { nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, UPSTREAM_SECRET, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, isNativeError, nativeHeaders, parseSseText, rawRequest } from '../helpers/http-client';
 import { freePort } from '../helpers/ports';
+import { utcMonth } from '../../lib/store/month';
 
 const nativeBody = (stream = false) => ({ model: 'sonnet', max_tokens: 50, stream, messages: [{ role: 'user', content: 'hi' }] });
 const chatBody = (stream = false) => ({ model: 'sonnet', stream, messages: [{ role: 'user', content: 'hi' }] });
@@ -61,6 +62,12 @@ describe('upstream faults', () => {
     expect(isChatError(chat.json)).to.equal(true);
     // A timeout is not retried: the request may be running upstream.
     expect(gw.upstream.requests).to.have.length(2);
+    // Nor billed 0: the upstream may bill it and told no usage, so each is billed at its hold.
+    const held = [await waitForLogLine(gw, (l) => l.message.startsWith('billed at the hold') && l.request_id === native.headers['request-id'])];
+    held.push(await waitForLogLine(gw, (l) => l.message.startsWith('billed at the hold') && l !== held[0]));
+    expect(held.every((line) => line.credits > 0)).to.equal(true);
+    const spent = await gw.gateway.store.getMonthSpend('team-all', utcMonth(Date.now()));
+    expect(spent).to.be.closeTo(held[0].credits + held[1].credits, 1e-9);
   });
 
   describe('idle stream', () => {
@@ -105,7 +112,9 @@ describe('upstream faults', () => {
       };
     }
 
-    for (const status of [429, 500, 502, 503, 529]) {
+    // The statuses with which the upstream refuses a request unrun (https://docs.anthropic.com/en/api/errors:
+    // 429 "Your account has hit a rate limit", 529 "the API is temporarily overloaded"; 503 RFC 9110 §15.6.4).
+    for (const status of [429, 503, 529]) {
       it(`retries a ${status} and returns the later success (native and chat)`, async () => {
         gw = await startTestGatewayWithUpstream(failing([status, status, status, status]));
         const native = await rawRequest(gw.url, { path: '/v1/messages', headers: nativeHeaders(), body: nativeBody() });
@@ -115,6 +124,20 @@ describe('upstream faults', () => {
         const chat = await rawRequest(gw.url, { path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody(true) });
         expect(chat.status).to.equal(200);
         expect(gw.upstream.requests).to.have.length(5);
+      });
+    }
+
+    // A 500 (`api_error`, "an unexpected error has occurred internal to Anthropic's systems") and a 502
+    // may come after the work began: sent again, the request could run twice. The client's SDK decides.
+    for (const status of [500, 502]) {
+      it(`does not retry a ${status}: the upstream may have run the request (native and chat)`, async () => {
+        gw = await startTestGatewayWithUpstream(failing([status, status]));
+        const native = await rawRequest(gw.url, { path: '/v1/messages', headers: nativeHeaders(), body: nativeBody() });
+        expect(native.status).to.equal(status);
+        expect(gw.upstream.requests).to.have.length(1);
+        const chat = await rawRequest(gw.url, { path: '/v1/chat/completions', headers: chatHeaders(), body: chatBody(true) });
+        expect(chat.status).to.equal(status);
+        expect(gw.upstream.requests).to.have.length(2);
       });
     }
 

@@ -14,7 +14,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { chatHandler } from '../helpers/fake-chat';
-import { nativeTextEvents, startFakeUpstream, type FakeHandler, type FakeUpstream } from '../helpers/fake-upstream';
+import { nativeMessage, nativeTextEvents, startFakeUpstream, type FakeHandler, type FakeUpstream } from '../helpers/fake-upstream';
 import { KEYS } from '../helpers/gateway';
 import { parseSseText, rawRequest, nativeHeaders } from '../helpers/http-client';
 import { startPoolGateway, runConcurrently, TARGET_SECRETS, type PoolGateway } from '../helpers/pool-gateway';
@@ -97,17 +97,33 @@ describe('upstream pool: several targets, failover, health and session affinity'
     expect(revived.requests.length - before).to.equal(5);
   });
 
-  it('fails over a target that stalls before its first byte (head timeout)', async () => {
-    const [stalled, good] = await fakes(() => ({ kind: 'hang' }), undefined);
-    const gw = await gateway([{ id: 'stalled', url: stalled.url }, { id: 'good', url: good.url }], { timeoutMs: 300 });
-    const reply = await ask(sdk(gw));
-    expect(reply.content[0]).to.deep.include({ type: 'text' });
-    expect(stalled.requests).to.have.length(1);
-    expect(good.requests).to.have.length(1);
-    // The log line is written by the finish steps, after the reply: wait for them.
+  it('runs a request once when its target stalls the head past the head timeout while it runs it: 504, no other target, billed at the hold', async () => {
+    // The first two requests on `slow` run (their replies are made) but their heads come after the head timeout.
+    let calls = 0;
+    const [slow, good] = await fakes(
+      (request) => ({ kind: 'json', body: nativeMessage('late', USAGE, request.body.model), delayMs: calls++ < 2 ? 1500 : 0 }),
+      undefined,
+    );
+    const gw = await gateway([{ id: 'slow', url: slow.url, weight: 100 }, { id: 'good', url: good.url }], { timeoutMs: 300 });
+    const error = await ask(sdk(gw)).catch((err) => err);
+    expect(error).to.be.instanceOf(Anthropic.APIError);
+    expect(error.status).to.equal(504);
+    expect(slow.requests).to.have.length(1);
+    expect(good.requests, 'never sent to a second target').to.have.length(0);
+    // No usage came back, but the upstream may bill it: the hold is billed, with a line saying so.
+    const month = new Date().toISOString().slice(0, 7);
     await gw.ledger();
-    const line = gw.logLines.find((l) => l.status === 200 && l.upstream_target);
-    expect(line?.upstream_target).to.equal('good');
+    const spent = await gw.running.store.getMonthSpend('team-all', month);
+    const held = gw.logLines.find((l) => l.message.startsWith('billed at the hold'));
+    expect(held?.credits).to.be.greaterThan(0);
+    expect(spent).to.equal(held!.credits);
+    // The SDK's own retry of a 504 (maxRetries) is another request of the client's, each run once.
+    const retried = await new Anthropic({ apiKey: KEYS.all, baseURL: gw.url, maxRetries: 1 }).messages.create({
+      model: 'model-sonnet-4.6', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(retried.content[0]).to.deep.include({ type: 'text', text: 'late' });
+    expect(slow.requests).to.have.length(3);
+    expect(good.requests).to.have.length(0);
   });
 
   it('splits 400 requests 3:1 by weight; keeps a session on one target, and moves it for good when that target fails', async () => {

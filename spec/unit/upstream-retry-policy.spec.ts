@@ -1,9 +1,9 @@
 /** The upstream client's retry policy and credential rotation, with a fixed clock and random source. */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createCredentialRotation, parseRetryAfter, type AttemptOutcome } from '../../lib/upstream';
+import { createCredentialRotation, isOutcomeUnknown, parseRetryAfter, type AttemptFailure, type AttemptOutcome } from '../../lib/upstream';
 import { createSecretRedaction, redactSecret } from '../../lib/upstream/credentials';
-import { createRetryPolicy } from '../../lib/upstream/retry-policy';
+import { attemptError, createRetryPolicy, isNotStarted } from '../../lib/upstream/retry-policy';
 
 /** One target's credentials and retry policy, as the client holds them (lib/upstream/target.ts). */
 function client(extra: { apiKeys?: string[]; maxRetries?: number } = {}, clock = { now: 1_000_000 }, random = 0) {
@@ -15,8 +15,8 @@ function client(extra: { apiKeys?: string[]; maxRetries?: number } = {}, clock =
 }
 
 const status = (code: number, headers: Record<string, string> = {}): AttemptOutcome => ({ status: code, headers });
-const socketError = (code: string, reusedSocket = false, timedOut = false): AttemptOutcome => ({
-  error: Object.assign(new Error(code), { code }), timedOut, reusedSocket,
+const socketError = (code: string, reusedSocket = false, timedOut = false, requestSent = false): AttemptOutcome => ({
+  error: Object.assign(new Error(code), { code }), timedOut, reusedSocket, requestSent,
 });
 
 describe('upstream retry policy', () => {
@@ -35,16 +35,46 @@ describe('upstream retry policy', () => {
     expect(jittered.planRetry(jittered.pickCredential(), status(503), 1)).to.equal(Math.round(1000 * (1 - 0.25 * 0.999)));
   });
 
-  it('retries only 429/500/502/503/529 and refused connections, up to maxRetries', () => {
+  it('retries only what the upstream cannot have run: 429/503/529 and connections lost before the request left, up to maxRetries', () => {
     const c = client({ apiKeys: [] });
     const none = c.pickCredential();
-    for (const code of [429, 500, 502, 503, 529]) expect(c.planRetry(none, status(code), 0)).to.be.a('number');
-    for (const code of [400, 401, 403, 404, 413, 504]) expect(c.planRetry(none, status(code), 0)).to.equal(null);
+    for (const code of [429, 503, 529]) expect(c.planRetry(none, status(code), 0), String(code)).to.be.a('number');
+    // 500 and 502 may come after the upstream began the work: sent again, it could run twice.
+    for (const code of [400, 401, 403, 404, 413, 500, 502, 504]) expect(c.planRetry(none, status(code), 0), String(code)).to.equal(null);
     expect(c.planRetry(none, status(503), 2)).to.equal(null);
-    expect(c.planRetry(none, socketError('ECONNREFUSED'), 0)).to.be.a('number');
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'EPROTO', 'DEPTH_ZERO_SELF_SIGNED_CERT']) {
+      expect(c.planRetry(none, socketError(code), 0), code).to.be.a('number');
+    }
+    expect(c.planRetry(none, socketError('ECONNREFUSED'), 2)).to.equal(null);
+    // A kept-alive socket reset before the request left whole: at once.
     expect(c.planRetry(none, socketError('ECONNRESET', true), 0)).to.equal(0);
-    expect(c.planRetry(none, socketError('ECONNRESET', false), 0)).to.equal(null);
+    // The same reset once the request had left: the upstream may be running it.
+    expect(c.planRetry(none, socketError('ECONNRESET', true, false, true), 0)).to.equal(null);
+    expect(c.planRetry(none, socketError('ECONNRESET', false, false, true), 0)).to.equal(null);
+    // A head timeout is never tried again, whatever was sent.
     expect(c.planRetry(none, socketError('ECONNRESET', false, true), 0)).to.equal(null);
+    expect(c.planRetry(none, socketError('ECONNRESET', false, true, true), 0)).to.equal(null);
+  });
+
+  it('calls an attempt not started only for a refusal status or a failure before the request left whole', () => {
+    expect([429, 503, 529, 500, 502, 504, 200].filter((code) => isNotStarted(status(code)))).to.deep.equal([429, 503, 529]);
+    expect(isNotStarted(socketError('ECONNREFUSED'))).to.equal(true);
+    expect(isNotStarted(socketError('ECONNRESET', true, false, false))).to.equal(true);
+    expect(isNotStarted(socketError('ECONNRESET', true, false, true))).to.equal(false);
+    expect(isNotStarted(socketError('ECONNRESET', false, true, false))).to.equal(false);
+  });
+
+  it('marks the 504 of a head timeout and the 502 of a socket lost after the request left as outcomes unknown, not a refused connection', () => {
+    const timeout = attemptError(socketError('ECONNRESET', false, true, true) as AttemptFailure);
+    expect(timeout).to.include({ status: 504 });
+    expect(isOutcomeUnknown(timeout)).to.equal(true);
+    const lost = attemptError(socketError('ECONNRESET', false, false, true) as AttemptFailure);
+    expect(lost).to.include({ status: 502 });
+    expect(isOutcomeUnknown(lost)).to.equal(true);
+    const refused = attemptError(socketError('ECONNREFUSED') as AttemptFailure);
+    expect(refused).to.include({ status: 502 });
+    expect(isOutcomeUnknown(refused)).to.equal(false);
+    expect(isOutcomeUnknown(new Error('other'))).to.equal(false);
   });
 
   it('honours retry-after up to maxRetryAfterMs and x-should-retry: false', () => {
