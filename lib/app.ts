@@ -146,7 +146,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
   }
   registerSpendGauge(metrics.registry, store, clock);
-  metrics.watchUpstreams(upstreams.entries);
+  // The clients the key groups use now: one a reload replaced is no longer reported.
+  metrics.watchUpstreams(() => upstreams.inUse(catalogue.keyGroups));
   if (hooks.onResponse.length > 0) afterResponseSteps.push(onResponse);
   const afterResponse = createAfterResponse({ logger, hooks: afterResponseSteps });
   afterResponseTrackers.set(router, afterResponse.settled);

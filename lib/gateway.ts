@@ -262,6 +262,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     }
     const change = describeConfigChange(source.config, next);
     source.replace(next);
+    upstreams.retireUnused(next.keyGroups);
     try {
       await seedConfigKeys(store, next);
     } catch (err) {
