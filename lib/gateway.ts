@@ -76,6 +76,11 @@ export interface Gateway {
    * current one stays. Never throws.
    */
   reload(): Promise<ReloadResult>;
+  /**
+   * Start draining before a shutdown: from now on `/health` answers 503 `status: "draining"`, so a load
+   * balancer stops sending requests here; requests are still served. Cannot be undone.
+   */
+  startDraining(): void;
   /** Stop the simulated upstream, the upstream agents and the store (the caller closes its server). */
   close(): Promise<void>;
 }
@@ -240,7 +245,9 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     : undefined;
   const tracing = createTracing(options.tracingEnv ?? process.env);
   if (tracing) logger.info({ message: 'OpenTelemetry traces on: exported over OTLP/HTTP', endpoint: tracesEndpointOf(options.tracingEnv ?? process.env) });
+  let draining = false;
   const router = createGatewayRouter({
+    draining: () => draining,
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
     afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope, alerts, tracing,
   });
@@ -282,6 +289,9 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       return source.config;
     },
     reload,
+    startDraining() {
+      draining = true;
+    },
     async close() {
       await simulated?.close();
       upstreams.destroy();

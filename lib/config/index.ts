@@ -143,6 +143,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       fileBytes: file.limits?.fileBytes ?? 100 * 1024 * 1024,
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
+    shutdownDelayMs: file.shutdownDelayMs ?? 5000,
     responses: {
       thinkingBudgets: { ...DEFAULT_THINKING_BUDGETS, ...file.responses?.thinkingBudgets },
       storeTtlMs: file.responses?.storeTtlMs ?? 24 * 60 * 60 * 1000,

@@ -139,6 +139,7 @@ export const configSchema = {
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },
+    shutdownDelayMs: { type: 'integer', minimum: 0 },
     responses: {
       type: 'object',
       additionalProperties: false,
