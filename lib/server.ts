@@ -93,7 +93,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     store: gateway.store,
     gateway,
     developmentKey: gateway.developmentKey,
-    close: (graceMs = config.shutdownGraceMs) => shutdown(graceMs),
+    close: (graceMs = gateway.config.shutdownGraceMs) => shutdown(graceMs),
     drain: (delayMs = gateway.config.shutdownDelayMs) => drain(delayMs),
   };
 
