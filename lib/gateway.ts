@@ -262,6 +262,10 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       if (!options.loadConfig) throw new ConfigError('this gateway was built from a config object and has no file to re-read');
       next = options.loadConfig();
       checkUpstreamCredentials(next, process.env);
+      // The embedded simulated upstream is started (or not) once: no client could serve an upstream gone.
+      if (next.upstream.targets.length === 0 && !simulated) {
+        throw new ConfigError('invalid configuration: upstream: a reload cannot remove the upstream (the embedded simulated one starts only at start-up); restart to run without one');
+      }
     } catch (err) {
       const error = (err as Error).message;
       logger.error({ message: 'configuration reload refused; the current configuration stays', reason: error });
