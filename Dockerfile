@@ -2,7 +2,9 @@
 # Model Gateway: build with the dev dependencies, run with production ones only, as a non-root user.
 #   docker build -t model-gateway .
 #   docker run -p 8080:8080 -e UPSTREAM_URL=... -e UPSTREAM_API_KEY=... -e REDIS_URL=... model-gateway
-# Reload the catalogue without a restart: edit the mounted config.json, then `docker kill -s HUP <container>`.
+# Your config: mount it (e.g. at /config/production.json) and set GATEWAY_CONFIG; /app/config.json keeps the
+# shipped catalogue, the default of a file without `models`. Reload without a restart: edit the mounted
+# file, then `docker kill -s HUP <container>`.
 
 FROM node:20-bookworm-slim AS build
 WORKDIR /app

@@ -74,6 +74,8 @@ export interface AppDependencies {
   logger: Logger;
   /** True when `upstream` is the embedded simulated upstream (reported by /health). */
   simulated?: boolean;
+  /** True once the instance is draining before a shutdown: `/health` answers 503 `draining`. Default: never. */
+  draining?: () => boolean;
   /** Extra finish steps (after settlement, before the log line). */
   afterResponseSteps?: AfterResponseStep[];
   /** Integrator hooks (see lib/hooks.ts). */
@@ -146,7 +148,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
   }
   registerSpendGauge(metrics.registry, store, clock);
-  metrics.watchUpstreams(upstreams.entries);
+  // The clients the key groups use now: one a reload replaced is no longer reported.
+  metrics.watchUpstreams(() => upstreams.inUse(catalogue.keyGroups));
   if (hooks.onResponse.length > 0) afterResponseSteps.push(onResponse);
   const afterResponse = createAfterResponse({ logger, hooks: afterResponseSteps });
   afterResponseTrackers.set(router, afterResponse.settled);
@@ -249,7 +252,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/healthz', createLiveness());
   // Claude Code's connection warm-up and preflight (`HEAD`/`GET <base URL>/api/hello`), answered as the API does.
   router.get('/api/hello', createLiveness());
-  router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false, targets: () => upstreams.describe(catalogue.keyGroups) }));
+  router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false, draining: deps.draining, targets: () => upstreams.describe(catalogue.keyGroups) }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken, privateMetrics: [SPEND_GAUGE_NAME] }));
   router.post('/v1/messages',
     ...upstreamSteps('native', createValidateBody(messagesSchema), [...versionHeader, fileAccess], creditReservation('native')), named('upstreamMessages', messagesHandler));

@@ -39,15 +39,46 @@ export function createConfigSource(initial: GatewayConfig): ConfigSource {
 }
 
 /** Fields read once at start-up: a reload that changes them logs that a restart is needed. */
-const RESTART_FIELDS = ['port', 'redisUrl', 'redisClusterNodes', 'redisTlsCaFile', 'redisConnectTimeoutMs', 'baseUrl', 'limits', 'logLevel', 'metricsToken', 'requestLog', 'alerts', 'alertsWebhookSecret'] as const;
+const RESTART_FIELDS: ReadonlySet<string> = new Set([
+  'port', 'redisUrl', 'redisPrefix', 'redisClusterNodes', 'redisTlsCaFile', 'redisConnectTimeoutMs', 'stateFile', 'baseUrl', 'logLevel',
+  'metricsToken', 'adminToken', 'requestLog', 'alerts', 'alertsWebhookSecret',
+  // The store guard is built at start.
+  'store',
+]);
 
-/** What differs between two configurations, by top-level field: `reloaded` applies now, `needsRestart` does not. */
+/**
+ * Fields of an object read at start-up while its other fields apply on reload: the upstream clients'
+ * retry, idle and breaker settings are fixed when the clients are built (a reload that changes the
+ * targets gets new clients, still with the start's settings); the body limits are the JSON body
+ * step's, built once (`limits.fileBytes` is read per upload).
+ */
+const RESTART_SUBFIELDS: Readonly<Record<string, ReadonlySet<string>>> = {
+  upstream: new Set(['streamIdleTimeoutMs', 'maxRetries', 'retryBaseDelayMs', 'maxRetryAfterMs', 'credentialRestMs', 'breakerThreshold', 'breakerCooldownMs']),
+  limits: new Set(['bodyBytes', 'bodyTimeoutMs', 'bodyMinBytesPerSecond']),
+};
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * What differs between two configurations: `reloaded` names the top-level fields that apply now,
+ * `needsRestart` the fields (`upstream.maxRetries` for a field of an object) that are read at start
+ * only, so a reload that changes them logs that a restart is needed.
+ */
 export function describeConfigChange(previous: GatewayConfig, next: GatewayConfig): { reloaded: string[]; needsRestart: string[] } {
   const reloaded: string[] = [];
   const needsRestart: string[] = [];
   for (const field of Object.keys(next) as Array<keyof GatewayConfig>) {
-    if (JSON.stringify(previous[field]) === JSON.stringify(next[field])) continue;
-    ((RESTART_FIELDS as readonly string[]).includes(field) ? needsRestart : reloaded).push(field);
+    if (same(previous[field], next[field])) continue;
+    const subfields = RESTART_SUBFIELDS[field];
+    if (!subfields) {
+      (RESTART_FIELDS.has(field) ? needsRestart : reloaded).push(field);
+      continue;
+    }
+    const before = previous[field] as unknown as Record<string, unknown>;
+    const after = next[field] as unknown as Record<string, unknown>;
+    const changed = Object.keys({ ...before, ...after }).filter((name) => !same(before[name], after[name]));
+    needsRestart.push(...changed.filter((name) => subfields.has(name)).map((name) => `${field}.${name}`));
+    if (changed.some((name) => !subfields.has(name))) reloaded.push(field);
   }
   return { reloaded, needsRestart };
 }

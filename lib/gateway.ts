@@ -78,6 +78,11 @@ export interface Gateway {
    * current one stays. Never throws.
    */
   reload(): Promise<ReloadResult>;
+  /**
+   * Start draining before a shutdown: from now on `/health` answers 503 `status: "draining"`, so a load
+   * balancer stops sending requests here; requests are still served. Cannot be undone.
+   */
+  startDraining(): void;
   /** Stop the simulated upstream, the upstream agents and the store (the caller closes its server). */
   close(): Promise<void>;
 }
@@ -243,7 +248,9 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     : undefined;
   const tracing = createTracing(options.tracingEnv ?? process.env);
   if (tracing) logger.info({ message: 'OpenTelemetry traces on: exported over OTLP/HTTP', endpoint: tracesEndpointOf(options.tracingEnv ?? process.env) });
+  let draining = false;
   const router = createGatewayRouter({
+    draining: () => draining,
     config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
     afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope, alerts, tracing,
   });
@@ -258,6 +265,10 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       if (!options.loadConfig) throw new ConfigError('this gateway was built from a config object and has no file to re-read');
       next = options.loadConfig();
       checkUpstreamCredentials(next, process.env);
+      // The embedded simulated upstream is started (or not) once: no client could serve an upstream gone.
+      if (next.upstream.targets.length === 0 && !simulated) {
+        throw new ConfigError('invalid configuration: upstream: a reload cannot remove the upstream (the embedded simulated one starts only at start-up); restart to run without one');
+      }
     } catch (err) {
       const error = (err as Error).message;
       logger.error({ message: 'configuration reload refused; the current configuration stays', reason: error });
@@ -265,6 +276,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     }
     const change = describeConfigChange(source.config, next);
     source.replace(next);
+    upstreams.retireUnused(next.keyGroups);
     try {
       logDeclaredKeyChanges(logger, await seedConfigKeys(store, next));
     } catch (err) {
@@ -284,6 +296,9 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       return source.config;
     },
     reload,
+    startDraining() {
+      draining = true;
+    },
     async close() {
       await simulated?.close();
       upstreams.destroy();

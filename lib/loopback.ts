@@ -12,12 +12,15 @@ export interface LoopbackServer {
   close(): Promise<void>;
 }
 
-/** Listen with `server` on 127.0.0.1 at a port the system picks. */
-export async function listenOnLoopback(server: http.Server): Promise<LoopbackServer> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+/** Listen with `server` on 127.0.0.1 at `port` (default 0: a port the system picks). */
+export async function listenOnLoopback(server: http.Server, port = 0): Promise<LoopbackServer> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  const { port: bound } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${bound}`,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

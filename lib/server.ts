@@ -32,6 +32,12 @@ export interface RunningGateway {
    * settlement, log line) and close the store (which flushes it).
    */
   close(graceMs?: number): Promise<void>;
+  /**
+   * The first half of a rolling restart: `/health` answers 503 `draining` and every reply closes its
+   * connection (a client's next request opens a new one, which the load balancer sends elsewhere),
+   * while the listener keeps accepting for `delayMs` (default `shutdownDelayMs`); resolves then.
+   */
+  drain(delayMs?: number): Promise<void>;
 }
 
 export interface StartOptions {
@@ -87,8 +93,15 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     store: gateway.store,
     gateway,
     developmentKey: gateway.developmentKey,
-    close: (graceMs = config.shutdownGraceMs) => shutdown(graceMs),
+    close: (graceMs = gateway.config.shutdownGraceMs) => shutdown(graceMs),
+    drain: (delayMs = gateway.config.shutdownDelayMs) => drain(delayMs),
   };
+
+  async function drain(delayMs: number): Promise<void> {
+    gateway.startDraining();
+    server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+  }
 
   async function shutdown(graceMs: number): Promise<void> {
     const allClosed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -222,9 +235,23 @@ export async function runServer(): Promise<void> {
         `Try:  curl ${gateway.url}/v1/models -H "x-api-key: ${gateway.developmentKey}"\n\n`,
     );
   }
-  const shutdown = (signal: string) => {
-    logger.info({ message: 'shutting down: no new connections; requests in flight may finish', signal, grace_ms: config.shutdownGraceMs });
-    gateway.close().then(
+  /**
+   * SIGTERM drains first (the load balancer's health check sees `draining` while connections are still
+   * accepted), then stops accepting; `shutdownGraceMs` counts from the signal, so the whole stop stays
+   * inside a host's window (Heroku: 30 s from SIGTERM to SIGKILL). SIGINT (a terminal's Ctrl-C) stops at once.
+   */
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const { shutdownGraceMs, shutdownDelayMs } = gateway.gateway.config;
+    const delayMs = signal === 'SIGTERM' ? Math.min(shutdownDelayMs, shutdownGraceMs) : 0;
+    if (delayMs > 0) {
+      logger.info({ message: 'draining: /health answers 503 draining; new requests are still served', signal, delay_ms: delayMs });
+      await gateway.drain(delayMs);
+    }
+    logger.info({ message: 'shutting down: no new connections; requests in flight may finish', signal, grace_ms: shutdownGraceMs - delayMs });
+    gateway.close(shutdownGraceMs - delayMs).then(
       () => {
         logger.info({ message: 'shutdown complete' });
         exitAfterLogs(logger, 0);
@@ -241,8 +268,8 @@ export async function runServer(): Promise<void> {
     logger.info({ message: 'SIGHUP: re-reading the configuration' });
     void gateway.gateway.reload();
   });
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
 if (require.main === module) runServerOrExit();

@@ -2,6 +2,8 @@
  * Health: `GET /healthz` is liveness (`{status: "ok"}` while the process serves); `GET /health` adds
  * upstream and store reachability (`status: "degraded"` and 503 when either is unreachable) and each
  * key group's upstream targets with their state (healthy, cooling_down, breaker_open, half_open).
+ * Before a shutdown `/health` answers 503 `status: "draining"` (readiness), while `/healthz` stays 200:
+ * a liveness probe failing then would have the process killed before its requests finish.
  *
  * `/health` is public, so the upstream is not pinged per call: one ping at a time, its answer reused for
  * UPSTREAM_PING_REUSE_MS (an unauthenticated caller cannot make the gateway send the upstream a HEAD
@@ -41,6 +43,8 @@ export interface HealthOptions {
   targets?: () => KeyGroupUpstreamStatus[];
   /** Clock, epoch ms. Default Date.now. */
   now?: () => number;
+  /** True while the instance drains before a shutdown (503, `status: "draining"`). Default: never. */
+  draining?: () => boolean;
 }
 
 export function createHealth(options: HealthOptions): RequestHandler {
@@ -56,8 +60,10 @@ export function createHealth(options: HealthOptions): RequestHandler {
       options.store.ping().then(() => true, () => false),
     ]);
     const ok = upstreamUp && storeReachable;
-    sendJson(res, ok ? 200 : 503, {
-      status: ok ? 'ok' : 'degraded',
+    // Draining wins: a load balancer must stop sending here whatever the upstream and store say.
+    const draining = options.draining?.() ?? false;
+    sendJson(res, ok && !draining ? 200 : 503, {
+      status: draining ? 'draining' : ok ? 'ok' : 'degraded',
       upstream: { reachable: upstreamUp, simulated: options.simulated, ...(options.targets ? { keyGroups: viewTargets(options.targets()) } : {}) },
       store: { kind: options.store.kind, reachable: storeReachable },
     });

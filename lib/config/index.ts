@@ -13,6 +13,7 @@ import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKey
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
 import { resolveTopLevelTargets } from '../upstream-targets';
 import { configSchema } from './schema';
+import { mergeModels, readShippedCatalogue } from './shipped-catalogue';
 import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
 
 export * from './types';
@@ -65,33 +66,35 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     throw new ConfigError(`invalid configuration: ${[...new Set(details)].join('; ')}`);
   }
   const file = raw as Record<string, any>;
-  const models: ModelConfig[] = file.models;
+  const models = catalogueOf(file);
   const modelIds = new Set<string>();
   for (const model of models) {
     if (modelIds.has(model.id)) throw new ConfigError(`invalid configuration: models: duplicate id "${model.id}"`);
     modelIds.add(model.id);
   }
-  const aliases: Record<string, string> = file.aliases ?? {};
+  // The shipped aliases go with the shipped catalogue; a catalogue of the file's own has none unless listed.
+  const aliases: Record<string, string> = file.aliases ?? (file.models ? {} : readShippedCatalogue(readConfigFile).aliases);
   for (const [alias, target] of Object.entries(aliases)) {
     if (!modelIds.has(target)) {
       throw new ConfigError(`invalid configuration: aliases.${alias}: "${target}" is not a catalogue model id`);
     }
     if (modelIds.has(alias)) throw new ConfigError(`invalid configuration: aliases.${alias}: shadows a catalogue id`);
   }
-  const { url: upstreamUrl, apiKeyEnvs, targets } = resolveTopLevelTargets(file.upstream, env, modelIds);
+  const upstreamSection: Record<string, any> = file.upstream ?? {};
+  const { url: upstreamUrl, apiKeyEnvs, targets } = resolveTopLevelTargets(upstreamSection, env, modelIds);
   const upstream: UpstreamConfig = {
     url: upstreamUrl,
     apiKeyEnv: apiKeyEnvs[0],
     apiKeyEnvs,
     targets,
-    timeoutMs: file.upstream.timeoutMs ?? 600_000,
-    streamIdleTimeoutMs: file.upstream.streamIdleTimeoutMs ?? UPSTREAM_DEFAULTS.streamIdleTimeoutMs,
-    maxRetries: file.upstream.maxRetries ?? UPSTREAM_DEFAULTS.maxRetries,
-    retryBaseDelayMs: file.upstream.retryBaseDelayMs ?? UPSTREAM_DEFAULTS.retryBaseDelayMs,
-    maxRetryAfterMs: file.upstream.maxRetryAfterMs ?? UPSTREAM_DEFAULTS.maxRetryAfterMs,
-    credentialRestMs: file.upstream.credentialRestMs ?? UPSTREAM_DEFAULTS.credentialRestMs,
-    breakerThreshold: file.upstream.breakerThreshold ?? UPSTREAM_DEFAULTS.breakerThreshold,
-    breakerCooldownMs: file.upstream.breakerCooldownMs ?? UPSTREAM_DEFAULTS.breakerCooldownMs,
+    timeoutMs: upstreamSection.timeoutMs ?? 600_000,
+    streamIdleTimeoutMs: upstreamSection.streamIdleTimeoutMs ?? UPSTREAM_DEFAULTS.streamIdleTimeoutMs,
+    maxRetries: upstreamSection.maxRetries ?? UPSTREAM_DEFAULTS.maxRetries,
+    retryBaseDelayMs: upstreamSection.retryBaseDelayMs ?? UPSTREAM_DEFAULTS.retryBaseDelayMs,
+    maxRetryAfterMs: upstreamSection.maxRetryAfterMs ?? UPSTREAM_DEFAULTS.maxRetryAfterMs,
+    credentialRestMs: upstreamSection.credentialRestMs ?? UPSTREAM_DEFAULTS.credentialRestMs,
+    breakerThreshold: upstreamSection.breakerThreshold ?? UPSTREAM_DEFAULTS.breakerThreshold,
+    breakerCooldownMs: upstreamSection.breakerCooldownMs ?? UPSTREAM_DEFAULTS.breakerCooldownMs,
   };
   const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
   const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));
@@ -143,6 +146,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
       fileBytes: file.limits?.fileBytes ?? 100 * 1024 * 1024,
     },
     shutdownGraceMs: file.shutdownGraceMs ?? 25_000,
+    shutdownDelayMs: file.shutdownDelayMs ?? 5000,
     responses: {
       thinkingBudgets: { ...DEFAULT_THINKING_BUDGETS, ...file.responses?.thinkingBudgets },
       storeTtlMs: file.responses?.storeTtlMs ?? 24 * 60 * 60 * 1000,
@@ -174,6 +178,16 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     adminToken: parseAdminToken(env.ADMIN_TOKEN),
   };
   return deepFreeze(config);
+}
+
+/**
+ * The catalogue of a config file: its `models` (the whole catalogue), else the shipped one, with its
+ * `modelOverrides` merged over it by id.
+ * @throws ConfigError as `mergeModels` and `readShippedCatalogue`
+ */
+function catalogueOf(file: Record<string, any>): ModelConfig[] {
+  const base: ModelConfig[] = file.models ?? readShippedCatalogue(readConfigFile).models;
+  return file.modelOverrides ? mergeModels(base, file.modelOverrides) : base;
 }
 
 /**

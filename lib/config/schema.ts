@@ -36,6 +36,23 @@ const capabilitiesSchema = {
   },
 };
 
+/** One catalogue model, with the fields `required`. */
+function modelSchema(required: string[]) {
+  return {
+    type: 'object',
+    required,
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', minLength: 1 },
+      upstreamModel: { type: 'string', minLength: 1 },
+      pricing: pricingSchema,
+      defaultMaxTokens: { type: 'integer', minimum: 1 },
+      displayName: { type: 'string' },
+      capabilities: capabilitiesSchema,
+    },
+  };
+}
+
 /** Budget alert thresholds: 1 to 10 distinct whole percentages of the monthly credit cap, 1 to 100. */
 export const alertThresholdsSchema = {
   type: 'array', minItems: 1, maxItems: 10, uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: 100 },
@@ -44,7 +61,7 @@ export const alertThresholdsSchema = {
 /** JSON schema of config.json (draft-07, as ajv's default). */
 export const configSchema = {
   type: 'object',
-  required: ['upstream', 'models'],
+  // Every field has a default: `upstream` none (the simulated upstream), `models` the shipped catalogue.
   additionalProperties: false,
   properties: {
     $schema: { type: 'string' },
@@ -71,23 +88,10 @@ export const configSchema = {
         breakerCooldownMs: { type: 'integer', minimum: 0 },
       },
     },
-    models: {
-      type: 'array',
-      minItems: 1,
-      items: {
-        type: 'object',
-        required: ['id', 'upstreamModel', 'pricing'],
-        additionalProperties: false,
-        properties: {
-          id: { type: 'string', minLength: 1 },
-          upstreamModel: { type: 'string', minLength: 1 },
-          pricing: pricingSchema,
-          defaultMaxTokens: { type: 'integer', minimum: 1 },
-          displayName: { type: 'string' },
-          capabilities: capabilitiesSchema,
-        },
-      },
-    },
+    // The whole catalogue; absent: the shipped one (shipped-catalogue.ts).
+    models: { type: 'array', minItems: 1, items: modelSchema(['id', 'upstreamModel', 'pricing']) },
+    // Merged by id over the catalogue: a new model's `upstreamModel` and `pricing` are checked there.
+    modelOverrides: { type: 'array', items: modelSchema(['id']) },
     aliases: { type: 'object', additionalProperties: { type: 'string', minLength: 1 } },
     keys: {
       type: 'array',
@@ -139,6 +143,7 @@ export const configSchema = {
       },
     },
     shutdownGraceMs: { type: 'integer', minimum: 0 },
+    shutdownDelayMs: { type: 'integer', minimum: 0 },
     responses: {
       type: 'object',
       additionalProperties: false,

@@ -162,6 +162,13 @@ export interface GatewayConfig {
   };
   /** On SIGTERM: how long in-flight requests and streams may run before they are cut, in ms. Default 25000. */
   shutdownGraceMs: number;
+  /**
+   * On SIGTERM: how long the instance keeps accepting requests while `/health` answers 503 `draining`,
+   * so a load balancer's health check takes it out before its listener closes, in ms (at most
+   * `shutdownGraceMs`, which counts from the signal). Default 5000; 0 for hosts that stop routing to
+   * an instance before they signal it.
+   */
+  shutdownDelayMs: number;
   /** The Responses route (`POST /v1/responses`, docs/responses.md). */
   responses: {
     /**

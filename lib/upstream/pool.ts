@@ -1,12 +1,14 @@
 /**
  * One upstream client per distinct upstream of the key groups, created on first use and kept across
  * config reloads (a reload that changes a group's targets gets a new client; one that does not keeps
- * the warm keep-alive agents and the targets' health).
+ * the warm keep-alive agents and the targets' health). A client no group uses after a reload is retired
+ * (`retireUnused`): metrics and /health report only the clients in use.
  *
  * An upstream is identified by its targets (id, URL, credential env variables, weight, models) and
  * its head timeout, never by its URL alone: a group with its own credential on the top-level URL gets
  * a client of its own, and no group ever sends another's credential.
  */
+import type { Agent } from 'node:http';
 import type { KeyGroupConfig } from '../key-groups';
 import type { UpstreamTargetConfig } from '../upstream-targets';
 import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './client';
@@ -36,6 +38,16 @@ export interface UpstreamPool {
   entries(): PooledUpstream[];
   /** The targets' state of each group's upstream (creating the clients not used yet). */
   describe(groups: readonly KeyGroupConfig[]): KeyGroupUpstreamStatus[];
+  /**
+   * The distinct clients `groups` use, with their names, the default one first when a group uses it:
+   * what metrics report, so a client a reload replaced adds nothing to a target's series.
+   */
+  inUse(groups: readonly KeyGroupConfig[]): PooledUpstream[];
+  /**
+   * Forget the clients `groups` no longer use (after a reload) and destroy their agents once their
+   * last request in flight is done, so replaced clients neither pile up nor keep idle sockets open.
+   */
+  retireUnused(groups: readonly KeyGroupConfig[]): void;
   /** Destroy the agents of every client but the default one (its owner destroys it). */
   destroy(): void;
 }
@@ -83,6 +95,10 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
   }
 
   const entries = () => [{ name: 'default', client: options.defaultClient }, ...clients.values()];
+  const inUse = (groups: readonly KeyGroupConfig[]): PooledUpstream[] => {
+    const used = new Set(groups.map(forGroup));
+    return entries().filter((entry) => used.has(entry.client));
+  };
   return {
     forGroup,
     all: () => entries().map((entry) => entry.client),
@@ -94,8 +110,35 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
         return { keyGroup: group.id, upstream, targets: client.describeTargets() };
       });
     },
+    inUse,
+    retireUnused(groups) {
+      const used = new Set(groups.map(forGroup));
+      for (const [key, { client }] of clients) {
+        if (used.has(client)) continue;
+        clients.delete(key);
+        for (const target of client.targets) destroyWhenIdle(target.agent);
+      }
+    },
     destroy() {
       for (const { client } of clients.values()) for (const target of client.targets) target.agent.destroy();
     },
   };
+}
+
+/**
+ * Destroy an agent now if no request uses one of its sockets, else once the last one is handed back
+ * (the agent's `free` event); a request in flight on a retired client finishes undisturbed.
+ */
+function destroyWhenIdle(agent: Agent): void {
+  const busy = () => Object.values(agent.sockets).some((sockets) => (sockets?.length ?? 0) > 0) || Object.keys(agent.requests).length > 0;
+  if (!busy()) return agent.destroy();
+  const check = () => {
+    // 'free' fires before the socket leaves `agent.sockets`: look once the agent has moved it.
+    setImmediate(() => {
+      if (busy()) return;
+      agent.off('free', check);
+      agent.destroy();
+    });
+  };
+  agent.on('free', check);
 }

@@ -127,9 +127,11 @@ export const defaultHandler: FakeHandler = (request) => {
 
 /**
  * Start a fake upstream on loopback. With `apiRules` (default true) every message request is judged
- * as the real API would judge it (api-rules.ts) before the handler answers.
+ * as the real API would judge it (api-rules.ts) before the handler answers. `port`: default 0 (any
+ * free one). `record`: keep every request in `requests` (default true; the long-running command line,
+ * fake-upstream-cli.ts, keeps none).
  */
-export async function startFakeUpstream(handler: FakeHandler = defaultHandler, options: { apiRules?: boolean } = {}): Promise<FakeUpstream> {
+export async function startFakeUpstream(handler: FakeHandler = defaultHandler, options: { apiRules?: boolean; port?: number; record?: boolean } = {}): Promise<FakeUpstream> {
   let current = handler;
   const api = options.apiRules === false ? { judge: () => null, note: () => undefined } : createApiJudge();
   const requests: RecordedRequest[] = [];
@@ -156,8 +158,10 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler, o
       }
       const index = requests.length;
       const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw };
-      requests.push(recorded);
-      res.once('close', () => slot(index).resolve(Date.now()));
+      if (options.record !== false) {
+        requests.push(recorded);
+        res.once('close', () => slot(index).resolve(Date.now()));
+      }
       const reply = api.judge(recorded) ?? current(recorded);
       api.note(reply);
       if (reply.kind === 'hang') return;
@@ -188,7 +192,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler, o
       reply.onEnd?.();
     });
   });
-  const { url, close } = await listenOnLoopback(server);
+  const { url, close } = await listenOnLoopback(server, options.port);
   return {
     url,
     requests,

@@ -29,6 +29,8 @@ export function testConfigObject(
   const shipped = require('../../../config.json');
   return {
     ...shipped,
+    // No draining before a test process's SIGTERM ends (spec/integration/rolling-restart sets its own).
+    shutdownDelayMs: 0,
     upstream: { url: upstreamUrl, apiKeyEnv: 'TEST_UPSTREAM_API_KEY', timeoutMs: 5000, ...upstream },
     keys: [
       { id: 'team-all', key: KEYS.all, rateLimitPerMinute: 100000 },
