@@ -106,24 +106,39 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
 }
 
 /**
- * The `file_id`s a Messages body names: content blocks whose `source` is `{type: "file", file_id}`
- * (documents, images) and `container_upload` blocks, in `messages[].content` and in `system`.
+ * The `file_id`s a Messages body names, at any depth of `system` and `messages[].content`: file sources
+ * of documents and images (`source: {type: "file", file_id}`), also inside a document's
+ * `source.content`, a `tool_result`'s or a web fetch result's content, `container_upload` blocks and
+ * the output files of code execution results (the Messages API reference, "Files API" and content
+ * block params). Every member named `file_id` holding a string counts, whatever block holds it, so a
+ * block type added upstream is checked too; only the `input` of a `*tool_use` block is skipped: it is
+ * the tool's own arguments, which the upstream never resolves.
+ * Walked with an explicit stack: a body nested 20,000 deep costs memory in proportion to its size,
+ * never the call stack.
+ * @returns each id once, in no particular order
  */
 export function referencedFileIds(body: unknown): string[] {
   const ids = new Set<string>();
-  const visit = (blocks: unknown) => {
-    if (!Array.isArray(blocks)) return;
-    for (const block of blocks) {
-      if (!block || typeof block !== 'object') continue;
-      const { source, file_id: fileId, content } = block as { source?: { type?: unknown; file_id?: unknown }; file_id?: unknown; content?: unknown };
-      if (source?.type === 'file' && typeof source.file_id === 'string') ids.add(source.file_id);
-      if (typeof fileId === 'string') ids.add(fileId);
-      visit(content);
-    }
-  };
   const { messages, system } = (body ?? {}) as { messages?: unknown; system?: unknown };
-  visit(system);
-  if (Array.isArray(messages)) for (const message of messages) visit((message as { content?: unknown } | null)?.content);
+  const pending: unknown[] = [messages, system];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === null || typeof node !== 'object') continue;
+    if (Array.isArray(node)) {
+      for (const item of node) if (item !== null && typeof item === 'object') pending.push(item);
+      continue;
+    }
+    const fields = node as Record<string, unknown>;
+    const skipInput = typeof fields.type === 'string' && fields.type.endsWith('tool_use');
+    for (const name in fields) {
+      const value = fields[name];
+      if (typeof value === 'string') {
+        if (name === 'file_id') ids.add(value);
+      } else if (value !== null && typeof value === 'object' && !(skipInput && name === 'input')) {
+        pending.push(value);
+      }
+    }
+  }
   return [...ids];
 }
 
