@@ -1,6 +1,7 @@
 /**
  * Files on the native route (platform.claude.com/docs/en/build-with-claude/files):
- *   POST   /v1/files              upload (multipart/form-data, passed through), at most `limits.fileBytes`
+ *   POST   /v1/files              upload (multipart/form-data, passed through), at most `limits.fileBytes`,
+ *                                  at the slow-client guard's rate (lib/read-upload.ts)
  *   GET    /v1/files              list: only this key's files
  *   GET    /v1/files/:id          metadata
  *   GET    /v1/files/:id/content  download
@@ -12,7 +13,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendDeferredContinue } from '../lib/http-server';
+import { readUpload, type UploadLimits } from '../lib/read-upload';
 import type { ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
@@ -24,30 +25,8 @@ export interface FilesOptions {
   store: ResponseStore;
   /** The upstream of the request's key group (a refusal when it has no native upstream). */
   upstreamFor: (ctx: RequestContext) => UpstreamClient;
-  /** Largest upload accepted, bytes (config `limits.fileBytes`), read per request. */
-  limitBytes: () => number;
-}
-
-/**
- * Read an upload whole, refusing it (413) as soon as it is larger than `limitBytes`, or at once when
- * its `content-length` says it will be.
- */
-async function readUpload(req: Request, res: Response, limitBytes: number): Promise<Buffer> {
-  const tooLarge = () => errors.tooLarge(`file upload larger than ${limitBytes} bytes (limits.fileBytes)`);
-  if (Number(req.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
-  // The key was checked: a client waiting on `Expect: 100-continue` may send its upload now.
-  sendDeferredContinue(req, res);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limitBytes) {
-      req.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  /** Largest upload accepted and the slow-client guard (config `limits`), read per request. */
+  uploadLimits: () => UploadLimits;
 }
 
 /** Build the five handlers. */
@@ -66,7 +45,7 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
       if (typeof type !== 'string' || !type.toLowerCase().startsWith('multipart/form-data')) {
         throw errors.unsupportedMediaType('a file upload is multipart/form-data with the file in the part named "file"');
       }
-      const body = await readUpload(req, res, options.limitBytes());
+      const body = await readUpload(req, res, options.uploadLimits());
       const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', { body, contentType: type });
       const file = answer.status === 200 ? parseJson(answer) : null;
       if (typeof file?.id === 'string') {
