@@ -3,11 +3,13 @@
  * a `file_id` inside a document's `source.content`, inside a `tool_result`, a web fetch result, a code
  * execution result; on /v1/messages, count_tokens and in a batch, driven with the Anthropic SDK. Each is
  * refused 404 before the upstream, as the direct reference is; the owner's same request goes through.
- * A body nested 20,000 deep gets an answer (404 for the foreign file at its bottom), never a 500.
+ * A body nested 20,000 deep gets an answer (404 for the foreign file at its bottom), never a 500. The
+ * translated routes take no `file_id` at all (the openai SDK's `file_id` parts are refused 400).
  * Both stores: the file pins live in the store.
  */
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { expect } from 'chai';
+import OpenAI from 'openai';
 import type { GatewayStore } from '../../lib/store/types';
 import { createFakeBatches, type FakeBatches } from '../helpers/fake-batches';
 import { createFakeFiles } from '../helpers/fake-files';
@@ -91,6 +93,15 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(gw.upstream.requests.at(-1)!.body.messages[0].content[0].source.content[0].source.file_id).to.equal(fileId);
     });
 
+    it('a member name with escaped letters (fil\\u0065_id) is the same file_id: refused 404 for another key', async () => {
+      const body = `{"model":"haiku","max_tokens":16,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"image","source":{"type":"file","fil\\u0065_id":"${fileId}"}}]}}]}]}`;
+      const before = gw.upstream.requests.length;
+      const reply = await rawRequest(gw.url, { path: '/v1/messages', headers: nativeHeaders(KEYS.haikuOnly), body });
+      expect(reply.status, reply.text.slice(0, 200)).to.equal(404);
+      expect(isNativeError(reply.json)).to.equal(true);
+      expect(gw.upstream.requests.length).to.equal(before);
+    });
+
     it('count_tokens refuses the same nested references of another key with 404', async () => {
       for (const [where, messages] of Object.entries(nestedShapes(fileId))) {
         const before = gw.upstream.requests.length;
@@ -127,6 +138,25 @@ for (const storeKind of ['memory', 'redis'] as const) {
         ],
       });
       expect(served.type).to.equal('message');
+    });
+
+    it('the translated routes send no file_id upstream: the openai SDK\'s file_id parts are refused 400', async () => {
+      const openai = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEYS.haikuOnly, maxRetries: 0 });
+      const before = gw.upstream.requests.length;
+      const refusals = [
+        await openai.chat.completions.create({ model: 'haiku', messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: fileId } }] }] }).catch((err) => err),
+        await openai.responses.create({ model: 'haiku', input: [{ role: 'user', content: [{ type: 'input_file', file_id: fileId }] }] }).catch((err) => err),
+        await openai.responses.create({ model: 'haiku', input: [{ role: 'user', content: [{ type: 'input_image', file_id: fileId, detail: 'auto' }] }] }).catch((err) => err),
+        await openai.responses.create({ model: 'haiku', input: [
+          { type: 'function_call', call_id: 'call_1', name: 'fetch_report', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_file', file_id: fileId }] },
+        ] }).catch((err) => err),
+      ];
+      for (const refused of refusals) {
+        expect(refused).to.be.instanceOf(OpenAI.BadRequestError);
+        expect(refused.message).to.match(/file_id is not supported|file parts are supported only/);
+      }
+      expect(gw.upstream.requests.length).to.equal(before);
     });
 
     it('20,000 tool_results deep: another key\'s file at the bottom is refused 404, on /v1/messages, count_tokens and in a batch', async () => {
