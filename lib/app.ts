@@ -236,7 +236,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     : createRouteRefusal(`POST /v1/responses is not available for key group "${group.id}" (its upstream speaks chat-completions); use POST /v1/chat/completions`));
   const storedResponses = createStoredResponses({ store });
   const files = createFiles({
-    store, limitBytes: () => source.config.limits.fileBytes, upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Files'),
+    store, upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Files'),
+    uploadLimits: () => ({
+      limitBytes: source.config.limits.fileBytes,
+      rate: { windowMs: source.config.limits.bodyTimeoutMs, minBytesPerSecond: source.config.limits.bodyMinBytesPerSecond },
+    }),
   });
   const fileAccess = named('fileAccess', createFileAccessCheck(store));
   const batches = createMessageBatches({

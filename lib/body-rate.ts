@@ -3,6 +3,7 @@
  * slow-loris connection cannot hold a socket (and a worker's memory) for long.
  */
 import type { IncomingMessage } from 'node:http';
+import { GatewayError } from './errors';
 
 export interface BodyRateOptions {
   /** Length of one measuring window, in ms. */
@@ -38,4 +39,10 @@ export function watchBodyRate(req: IncomingMessage, options: BodyRateOptions, on
   req.once('end', stop);
   req.once('close', stop);
   return stop;
+}
+
+/** The refusal of a body that came slower than `minBytesPerSecond`: 408, its connection closed. */
+export function bodyTooSlow(minBytesPerSecond: number): GatewayError {
+  return new GatewayError(408, 'invalid_request_error', `request body arrived slower than ${minBytesPerSecond} bytes per second; send it at once`,
+    { chatCode: 'request_timeout', headers: { connection: 'close' } });
 }

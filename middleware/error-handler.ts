@@ -1,7 +1,7 @@
 /**
  * The one final error handler: renders a GatewayError in the route's shape (native or chat), and
- * writes its operator line, if it has one, with the request id. Anything else is logged and answered
- * as a 500 without internals. A reply already under way
+ * writes its operator line, if it has one, with the request id. A stack overflow is a 400 (a body nested
+ * too deeply); anything else is logged and answered as a 500 without internals. A reply already under way
  * cannot change status: its connection is closed instead.
  */
 import type { ErrorRequestHandler } from 'express';
@@ -24,6 +24,10 @@ export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: nu
         const { message, ...fields } = error.log;
         options.logger.error({ message, request_id: ctx?.requestId, ...fields });
       }
+    } else if (err instanceof RangeError && /call stack/i.test(err.message)) {
+      // Only a request body nested deeper than a recursive step (JSON.stringify, a walk) can take
+      // overflows the stack: the client's mistake, as failExchange answers it in an exchange.
+      error = errors.invalidRequest('request body is nested too deeply');
     } else if (err && typeof err === 'object' && typeof (err as { type?: unknown }).type === 'string' && (err as { status?: number }).status) {
       error = mapBodyParserError(err as { type: string }, options.bodyLimitBytes);
     } else {

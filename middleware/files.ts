@@ -1,6 +1,7 @@
 /**
  * Files on the native route (platform.claude.com/docs/en/build-with-claude/files):
- *   POST   /v1/files              upload (multipart/form-data, passed through), at most `limits.fileBytes`
+ *   POST   /v1/files              upload (multipart/form-data, passed through), at most `limits.fileBytes`,
+ *                                  at the slow-client guard's rate (lib/read-upload.ts)
  *   GET    /v1/files              list: only this key's files
  *   GET    /v1/files/:id          metadata
  *   GET    /v1/files/:id/content  download
@@ -12,7 +13,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
-import { sendDeferredContinue } from '../lib/http-server';
+import { readUpload, type UploadLimits } from '../lib/read-upload';
 import type { ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
@@ -24,30 +25,8 @@ export interface FilesOptions {
   store: ResponseStore;
   /** The upstream of the request's key group (a refusal when it has no native upstream). */
   upstreamFor: (ctx: RequestContext) => UpstreamClient;
-  /** Largest upload accepted, bytes (config `limits.fileBytes`), read per request. */
-  limitBytes: () => number;
-}
-
-/**
- * Read an upload whole, refusing it (413) as soon as it is larger than `limitBytes`, or at once when
- * its `content-length` says it will be.
- */
-async function readUpload(req: Request, res: Response, limitBytes: number): Promise<Buffer> {
-  const tooLarge = () => errors.tooLarge(`file upload larger than ${limitBytes} bytes (limits.fileBytes)`);
-  if (Number(req.headers['content-length'] ?? 0) > limitBytes) throw tooLarge();
-  // The key was checked: a client waiting on `Expect: 100-continue` may send its upload now.
-  sendDeferredContinue(req, res);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limitBytes) {
-      req.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  /** Largest upload accepted and the slow-client guard (config `limits`), read per request. */
+  uploadLimits: () => UploadLimits;
 }
 
 /** Build the five handlers. */
@@ -66,7 +45,7 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
       if (typeof type !== 'string' || !type.toLowerCase().startsWith('multipart/form-data')) {
         throw errors.unsupportedMediaType('a file upload is multipart/form-data with the file in the part named "file"');
       }
-      const body = await readUpload(req, res, options.limitBytes());
+      const body = await readUpload(req, res, options.uploadLimits());
       const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', { body, contentType: type });
       const file = answer.status === 200 ? parseJson(answer) : null;
       if (typeof file?.id === 'string') {
@@ -106,24 +85,39 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
 }
 
 /**
- * The `file_id`s a Messages body names: content blocks whose `source` is `{type: "file", file_id}`
- * (documents, images) and `container_upload` blocks, in `messages[].content` and in `system`.
+ * The `file_id`s a Messages body names, at any depth of `system` and `messages[].content`: file sources
+ * of documents and images (`source: {type: "file", file_id}`), also inside a document's
+ * `source.content`, a `tool_result`'s or a web fetch result's content, `container_upload` blocks and
+ * the output files of code execution results (the Messages API reference, "Files API" and content
+ * block params). Every member named `file_id` holding a string counts, whatever block holds it, so a
+ * block type added upstream is checked too; only the `input` of a `*tool_use` block is skipped: it is
+ * the tool's own arguments, which the upstream never resolves.
+ * Walked with an explicit stack: a body nested 20,000 deep costs memory in proportion to its size,
+ * never the call stack.
+ * @returns each id once, in no particular order
  */
 export function referencedFileIds(body: unknown): string[] {
   const ids = new Set<string>();
-  const visit = (blocks: unknown) => {
-    if (!Array.isArray(blocks)) return;
-    for (const block of blocks) {
-      if (!block || typeof block !== 'object') continue;
-      const { source, file_id: fileId, content } = block as { source?: { type?: unknown; file_id?: unknown }; file_id?: unknown; content?: unknown };
-      if (source?.type === 'file' && typeof source.file_id === 'string') ids.add(source.file_id);
-      if (typeof fileId === 'string') ids.add(fileId);
-      visit(content);
-    }
-  };
   const { messages, system } = (body ?? {}) as { messages?: unknown; system?: unknown };
-  visit(system);
-  if (Array.isArray(messages)) for (const message of messages) visit((message as { content?: unknown } | null)?.content);
+  const pending: unknown[] = [messages, system];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (node === null || typeof node !== 'object') continue;
+    if (Array.isArray(node)) {
+      for (const item of node) if (item !== null && typeof item === 'object') pending.push(item);
+      continue;
+    }
+    const fields = node as Record<string, unknown>;
+    const skipInput = typeof fields.type === 'string' && fields.type.endsWith('tool_use');
+    for (const name in fields) {
+      const value = fields[name];
+      if (typeof value === 'string') {
+        if (name === 'file_id') ids.add(value);
+      } else if (value !== null && typeof value === 'object' && !(skipInput && name === 'input')) {
+        pending.push(value);
+      }
+    }
+  }
   return [...ids];
 }
 

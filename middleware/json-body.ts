@@ -4,7 +4,7 @@
  * context (`bodyBytes`).
  */
 import express, { type RequestHandler, type Response } from 'express';
-import { watchBodyRate } from '../lib/body-rate';
+import { bodyTooSlow, watchBodyRate } from '../lib/body-rate';
 import { sendDeferredContinue } from '../lib/http-server';
 import type { RequestContext } from '../lib/context';
 import { errors, GatewayError } from '../lib/errors';
@@ -62,9 +62,7 @@ export function createJsonBody(options: JsonBodyOptions): RequestHandler {
     const stopWatch = watchBodyRate(req, rate, () => {
       if (settled) return;
       settled = true;
-      next(new GatewayError(408, 'invalid_request_error',
-        `request body arrived slower than ${rate.minBytesPerSecond} bytes per second; send it at once`,
-        { chatCode: 'request_timeout', headers: { connection: 'close' } }));
+      next(bodyTooSlow(rate.minBytesPerSecond));
     });
     parse(req, res, (err?: unknown) => {
       stopWatch();
