@@ -28,6 +28,7 @@ export const REQUEST_LOG_COLUMNS: Array<keyof RequestLogRecord> = [
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
   'sessionId', 'agentId',
   'upstreamTarget',
+  'errorType', 'errorMessage', 'upstreamAttempts',
 ];
 
 /** A record as exported: the same fields, `time` as ISO 8601. */

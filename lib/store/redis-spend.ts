@@ -43,6 +43,7 @@ const LOG_FIELDS: Array<keyof RequestLogRecord> = [
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
   'sessionId', 'agentId',
   'upstreamTarget',
+  'errorType', 'errorMessage', 'upstreamAttempts',
 ];
 
 /** The `r` field of a stream entry for `record`. */

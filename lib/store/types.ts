@@ -80,6 +80,17 @@ export interface RequestLogRecord {
   agentId: string | null;
   /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
   upstreamTarget: string | null;
+  /** The error the client got: its native type (`rate_limit_error`, the upstream's `overloaded_error`, ...); null on success. */
+  errorType?: string | null;
+  /** That error's message, one line, at most 500 characters; null on success. */
+  errorMessage?: string | null;
+  /**
+   * The upstream attempts once one failed, e.g. `a:529 overloaded_error (Overloaded) -> b:ECONNREFUSED`
+   * (target id, status or socket error, the upstream's error type and message); null when the first
+   * attempt served the request (or none was made). The three are absent from records written
+   * before they existed.
+   */
+  upstreamAttempts?: string | null;
 }
 
 /** One page of the request log, in the order written; `cursor` continues after it (null: no more). */

@@ -147,7 +147,7 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(csv.status).to.equal(200);
       expect(csv.type).to.match(/^text\/csv/);
       const lines = csv.text.trim().split('\r\n');
-      expect(lines[0]).to.equal('time,requestId,keyId,keyGroup,route,model,status,stopReason,inputTokens,outputTokens,cacheCreationInputTokens,cacheReadInputTokens,credits,firstByteMs,durationMs,streamed,clientAborted,sessionId,agentId,upstreamTarget');
+      expect(lines[0]).to.equal('time,requestId,keyId,keyGroup,route,model,status,stopReason,inputTokens,outputTokens,cacheCreationInputTokens,cacheReadInputTokens,credits,firstByteMs,durationMs,streamed,clientAborted,sessionId,agentId,upstreamTarget,errorType,errorMessage,upstreamAttempts');
       expect(lines).to.have.length(2);
       expect(lines[1]).to.match(/,team-all,default,POST \/v1\/messages,model-sonnet-4\.6,529,/);
     });
