@@ -91,4 +91,61 @@ describe('dashboard for the operator in a real browser', function () {
     await log.getByLabel('Status').fill('');
     expect(consoleErrors).to.deep.equal([]);
   });
+
+  it('creates a key with the id the operator chose, refusing in the dialog an id the admin API would refuse or one taken', async () => {
+    await page.getByRole('button', { name: 'New key' }).click();
+    const dialog = page.locator('#key-dialog');
+    await dialog.getByLabel('Name').fill('Search team');
+    await dialog.getByLabel('Id (optional)').fill('search team!');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.locator('[role="alert"]').filter({ hasText: 'Write the id with letters, digits' }).waitFor();
+    await dialog.getByLabel('Id (optional)').fill('team-all');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await dialog.locator('[role="alert"]').filter({ hasText: 'a key with id "team-all" already exists' }).waitFor();
+    await dialog.getByLabel('Id (optional)').fill('search.team-1');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    const secretDialog = page.locator('#secret-dialog');
+    await secretDialog.waitFor({ state: 'visible' });
+    await secretDialog.getByRole('button', { name: 'I have stored it' }).click();
+    await page.locator('#keys-table tr', { hasText: 'Search team' }).locator('.key-id', { hasText: 'search.team-1' }).waitFor();
+    const stored = await fetch(`${gw.url}/admin/v1/keys/search.team-1`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(stored.status).to.equal(200);
+    expect(((await stored.json()) as { name: string }).name).to.equal('Search team');
+    // Editing a key shows no id field: the id cannot change.
+    await page.getByRole('button', { name: 'Edit Search team' }).click();
+    expect(await dialog.getByLabel('Id (optional)').isVisible()).to.equal(false);
+    await page.keyboard.press('Escape');
+    expect(consoleErrors).to.deep.equal([]);
+  });
+
+  it('fits the agent sessions table in its panel at 1300 px wide, long session and agent ids included', async () => {
+    const sessions = ['c0ffee00-1111-4222-8333-944445555666', 'codex-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'];
+    for (const session of sessions) {
+      expect(await sendMessage(gw.url, 'model-haiku-4.5', { 'x-claude-code-session-id': session, 'x-claude-code-agent-id': 'agent-general-purpose-7f3a9c' })).to.equal(200);
+    }
+    await page.setViewportSize({ width: 1300, height: 900 });
+    const panel = page.locator('#sessions');
+    await panel.getByLabel('Key').selectOption('team-all');
+    for (let attempt = 0; ; attempt++) {
+      await panel.getByRole('button', { name: 'Show sessions' }).click();
+      try {
+        await page.locator(`#sessions-table tr[data-session-id="${sessions[1]}"]`).waitFor({ timeout: 1000 });
+        break;
+      } catch (err) {
+        if (attempt >= 20) throw err;
+      }
+    }
+    const widths = await page.evaluate<{ scroll: number; client: number; tableRight: number; panelRight: number; page: number }>(`(() => {
+      const result = document.getElementById('sessions-result');
+      const table = document.getElementById('sessions-table').getBoundingClientRect();
+      const panel = document.getElementById('sessions').getBoundingClientRect();
+      return { scroll: result.scrollWidth, client: result.clientWidth, tableRight: table.right, panelRight: panel.right, page: document.documentElement.scrollWidth };
+    })()`);
+    // For a look (dist/ is the build's, never committed).
+    await page.locator('#sessions').screenshot({ path: path.join(__dirname, '..', '..', 'sessions-1300.png') });
+    expect(widths.scroll, 'the table scrolls sideways in its panel').to.be.at.most(widths.client);
+    expect(widths.tableRight).to.be.at.most(widths.panelRight);
+    expect(widths.page).to.be.at.most(1300);
+    await page.setViewportSize({ width: 1280, height: 900 });
+  });
 });
