@@ -17,7 +17,7 @@ import { errors, fromTranslationError, GatewayError } from '../errors';
 import { readBody, tryParseJson } from '../read-body';
 import { createSseDecoder, createStreamWriter, type SseEvent } from '../sse';
 import { endOfTurn } from '../turn';
-import { noteLastReason, readErrorReason } from './attempt-chain';
+import { boundReason, noteLastReason, readErrorReason } from './attempt-chain';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
 import { sendForClient } from './exchange';
 import type { NativeUsage } from '../../translators/native-types';
@@ -271,13 +271,18 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
   followUpstreamStream(response, {
     onChunk: transform.relay ? (chunk) => write(transform.relay!(chunk)) : undefined,
     onEvent(event) {
+      // The upstream's own error event (overloaded mid-stream, say): the log line and the record say it.
+      if (event.event === 'error') ctx.error = readErrorReason(event.data) ?? ctx.error;
       write(transform.push(event));
       if (transform.stopReason !== ctx.stopReason) recordReply(ctx, { stopReason: transform.stopReason });
     },
     // A transform closed by this chunk's events ends the reply in the same write (the relay's message_stop).
     onChunkParsed: () => (transform.closed && !closing ? out.end() : out.flush()),
     onEnd: () => finish(transform.end()),
-    onLost: (message, idle) => finish(transform.fail(message, idle)),
+    onLost(message, idle) {
+      ctx.error = { type: idle ? 'timeout_error' : 'api_error', message: boundReason(message) };
+      finish(transform.fail(message, idle));
+    },
   });
 }
 

@@ -149,4 +149,35 @@ describe('why a request failed: the log line and the request log record', functi
       [401, 'authentication_error', 'invalid API key'],
     ]);
   });
+
+  it('says why a stream failed after its first byte: the upstream\'s error event, or the connection lost', async () => {
+    const start = { event: 'message_start', data: { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'model-sonnet-4.6', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 5, output_tokens: 1 } } } };
+    const delta = { event: 'content_block_delta', data: { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Partial' } } };
+    let cut = false;
+    const gw = await startTestGateway({
+      handler: () => (cut
+        ? { kind: 'stream', events: [start, delta, { pauseMs: 50 }], destroyAtEnd: true }
+        : { kind: 'stream', events: [start, delta, { event: 'error', data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }] }),
+    });
+    started.unshift(gw);
+    const client = new Anthropic({ apiKey: KEYS.all, baseURL: gw.url, maxRetries: 0 });
+    const read = async () => {
+      const stream = await client.messages.create({ model: 'model-sonnet-4.6', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+      try {
+        for await (const _event of stream) { /* read to the end or the error */ }
+      } catch (err) {
+        return err;
+      }
+      return undefined;
+    };
+    expect(await read()).to.be.instanceOf(Anthropic.APIError);
+    cut = true;
+    expect(await read()).to.be.instanceOf(Anthropic.APIError);
+    const { records, lines } = await readReasons(gw);
+    expect(records.map((record) => [record.status, record.errorType, record.errorMessage])).to.deep.equal([
+      [200, 'overloaded_error', 'Overloaded'],
+      [200, 'api_error', 'the upstream connection was lost mid-stream'],
+    ]);
+    expect(lines.map((line) => line.error_type)).to.deep.equal(['overloaded_error', 'api_error']);
+  });
 });
