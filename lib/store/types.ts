@@ -28,8 +28,8 @@ export interface UsageEntry {
   at?: number;
   /**
    * The request log record of this request, written in the same atomic step as the totals (its
-   * `time` and `credits` are replaced by the booked ones). Absent: no record (the request never
-   * reached the upstream).
+   * `time` and `credits` are replaced by the booked ones). Absent: no record (the request neither
+   * reached the upstream nor was refused for its key).
    */
   log?: RequestLogRecord;
 }
@@ -45,8 +45,8 @@ export interface DailyUsageTotals extends UsageTotals {
 }
 
 /**
- * One request that reached the upstream step, as the request log keeps it. Never a prompt, a
- * completion or a secret: only these counts and labels.
+ * One request that reached the upstream step, or whose identified key was refused before it, as the
+ * request log keeps it. Never a prompt, a completion or a secret: only these counts and labels.
  */
 export interface RequestLogRecord {
   /** When the request was booked (settled), epoch ms. */
