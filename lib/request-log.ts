@@ -13,7 +13,9 @@ import { formatAttemptChain } from './upstream/attempt-chain';
  * and the request refused (402, 403, 413, 429, ...: booked with 0 credits, so the operator sees why).
  */
 export function isLoggedRequest(ctx: RequestContext, res: Response): boolean {
-  return ctx.upstreamReached === true || (ctx.key !== undefined && res.statusCode >= 400);
+  if (ctx.upstreamReached === true) return true;
+  // A refusal for the store's own outage (the guard's 503) is not written to the store that is out.
+  return ctx.key !== undefined && res.statusCode >= 400 && ctx.errorCode !== 'service_unavailable';
 }
 
 /**
