@@ -186,6 +186,12 @@ function readKeyForm(original) {
   const cap = form.elements.monthlyCreditCap.value.trim();
   const models = [...form.querySelectorAll('input[name="allowedModels"]:checked')].map((box) => box.value);
   body.name = name;
+  const keyId = form.elements.keyId.value.trim();
+  if (!original && keyId !== '') {
+    // The admin API's rule (lib/admin/admin-schemas.ts), checked here to name the field.
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(keyId)) throw new Error('Write the id with letters, digits, ".", "_" and "-" only, at most 64.');
+    body.id = keyId;
+  }
   if (rate !== '') body.rateLimitPerMinute = Number(rate);
   if (!original && state.keyGroups.length > 1) body.keyGroup = form.elements.keyGroup.value;
   body.monthlyCreditCap = cap === '' ? null : Number(cap);
@@ -208,6 +214,9 @@ function openKeyDialog(key, opener) {
   $('#key-dialog-title').textContent = key ? `Edit ${key.name}` : 'New key';
   $('#key-submit').textContent = key ? 'Save changes' : 'Create key';
   form.elements.name.value = key?.name ?? '';
+  // The id is chosen at creation only (every record, label and alert names the key by it).
+  form.elements.keyId.value = '';
+  $('#key-id-field').hidden = Boolean(key);
   form.elements.rateLimitPerMinute.value = key ? String(key.rateLimitPerMinute) : '';
   form.elements.monthlyCreditCap.value = key?.monthlyCreditCap ?? '';
   form.elements.alertThresholds.value = key?.alertThresholds?.join(', ') ?? '';

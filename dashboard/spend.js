@@ -97,13 +97,15 @@ async function showLog(event) {
     ['Input', (r) => formatCount(r.inputTokens + r.cacheCreationInputTokens + r.cacheReadInputTokens)], ['Output', (r) => formatCount(r.outputTokens)],
     ['Credits', (r) => formatCredits(r.credits)], ['First byte', (r) => (r.firstByteMs === null ? '' : `${Math.round(r.firstByteMs)} ms`)],
     ['Duration', (r) => `${Math.round(r.durationMs)} ms`], ['Streamed', (r) => (r.streamed ? 'yes' : '')], ['Aborted', (r) => (r.clientAborted ? 'yes' : '')],
-    ['Session', (r) => r.sessionId ?? ''], ['Agent', (r) => r.agentId ?? '']];
+    ['Session', (r) => r.sessionId ?? ''], ['Agent', (r) => r.agentId ?? ''],
+    // Why it failed: the error the client got, and the upstream attempts once one failed (wrapped, not widened).
+    ['Error', (r) => (r.errorType ? `${r.errorType}: ${r.errorMessage ?? ''}` : ''), 'reason'], ['Upstream attempts', (r) => r.upstreamAttempts ?? '', 'reason']];
   $('#log-status-line').textContent = records.length === 0 ? 'No requests match.' : `${records.length}${more ? '+' : ''} requests${more ? ` (the first ${LOG_TABLE_ROWS} shown; the CSV has them all)` : ''}.`;
   if (records.length === 0) return $('#log-result').replaceChildren();
   $('#log-result').replaceChildren(el('table', { class: 'log-table', id: 'log-table' },
     el('caption', { class: 'visually-hidden' }, 'Request log'),
     el('thead', {}, el('tr', {}, ...columns.map(([label]) => el('th', { scope: 'col' }, label)))),
-    el('tbody', {}, ...records.map((record) => el('tr', { 'data-request-id': record.requestId }, ...columns.map(([label, cell]) => el('td', { 'data-label': label }, cell(record))))))));
+    el('tbody', {}, ...records.map((record) => el('tr', { 'data-request-id': record.requestId }, ...columns.map(([label, cell, kind]) => el('td', { 'data-label': label, ...(kind ? { class: kind } : {}) }, cell(record))))))));
 }
 
 async function downloadCsv() {

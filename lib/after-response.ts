@@ -7,6 +7,7 @@ import type { RequestContext } from './context';
 import { InFlight } from './in-flight';
 import type { Logger } from './logger';
 import { formatServerSpanAttributes } from './trace-attributes';
+import { formatAttemptChain } from './upstream/attempt-chain';
 
 export type AfterResponseStep = (ctx: RequestContext, res: Response) => void | Promise<void>;
 
@@ -64,6 +65,12 @@ export function createAfterResponse(options: AfterResponseOptions): AfterRespons
         if (ctx.droppedTools) line.dropped_tools = ctx.droppedTools;
         if (ctx.firstByteMs !== undefined) line.first_byte_ms = Math.round(ctx.firstByteMs * 100) / 100;
         if (!res.writableFinished) line.aborted = true;
+        // Why it failed: the error the client got and, once an upstream attempt failed, every attempt.
+        if (ctx.error) {
+          line.error_type = ctx.error.type;
+          line.error_message = ctx.error.message;
+        }
+        if (ctx.attempts) line.upstream_attempts = formatAttemptChain(ctx.attempts);
         // After every finish step: the settlement is inside the server span.
         ctx.trace?.end(formatServerSpanAttributes(ctx, res.statusCode), res.statusCode);
         logger.info(line);

@@ -7,6 +7,7 @@ import type { ModelConfig } from './config';
 import type { RouteFormat } from './errors';
 import type { AdmissionRequest, AdmissionResult, KeyRecord, Reservation } from './store/types';
 import type { RequestTrace } from './trace-span';
+import type { ErrorReason, UpstreamAttempt } from './upstream/attempt-chain';
 
 import { emptyUsage, type Usage } from '../translators/usage';
 
@@ -95,6 +96,16 @@ export interface RequestContext {
   tags: Record<string, string>;
   /** Chat `error.code` of the gateway error the request was answered with, if any (metrics). */
   errorCode?: string;
+  /**
+   * The error the client got, if any: the gateway's own (type and message, set by the error handler)
+   * or the upstream's, relayed (read from its body). Bounded, one line (lib/upstream/attempt-chain.ts).
+   */
+  error?: ErrorReason;
+  /**
+   * The upstream attempts, in order, once one of them failed (set by the upstream client's retry loop;
+   * lib/upstream/attempt-chain.ts); undefined while the first attempt succeeds.
+   */
+  attempts?: UpstreamAttempt[];
   /** Set by the last step before the upstream: the request gets a request log record (lib/request-log.ts). */
   upstreamReached?: boolean;
   /** UTC month (`YYYY-MM`) the settlement booked this request's usage in (budget alerts read it). */

@@ -1,11 +1,22 @@
 /**
  * The request log record of a finished request: counts and labels only, never a prompt, a
- * completion or a secret. The settlement step writes it with the usage, in the same store step, so
+ * completion or a secret (an error's message is bounded and redacted: lib/upstream/attempt-chain.ts). The settlement step writes it with the usage, in the same store step, so
  * the log's credits over any day equal the day's totals.
  */
 import type { Response } from 'express';
 import type { RequestContext } from './context';
 import type { RequestLogRecord } from './store/types';
+import { formatAttemptChain } from './upstream/attempt-chain';
+
+/**
+ * Whether `ctx` gets a request log record: it reached the upstream step, or its key was identified
+ * and the request refused (402, 403, 413, 429, ...: booked with 0 credits, so the operator sees why).
+ */
+export function isLoggedRequest(ctx: RequestContext, res: Response): boolean {
+  if (ctx.upstreamReached === true) return true;
+  // A refusal for the store's own outage (the guard's 503) is not written to the store that is out.
+  return ctx.key !== undefined && res.statusCode >= 400 && ctx.errorCode !== 'service_unavailable';
+}
 
 /**
  * The record of `ctx` as it closes (`res` has its final status), booked at `time` (epoch ms) with
@@ -34,5 +45,8 @@ export function formatRequestLogRecord(ctx: RequestContext, res: Response, time:
     sessionId: ctx.sessionId ?? null,
     agentId: ctx.agentId ?? null,
     upstreamTarget: ctx.upstreamTarget ?? null,
+    errorType: ctx.error?.type ?? null,
+    errorMessage: ctx.error?.message ?? null,
+    upstreamAttempts: formatAttemptChain(ctx.attempts) ?? null,
   };
 }

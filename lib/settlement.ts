@@ -12,7 +12,8 @@
  *
  * The same store step books the usage on its UTC day and, for a request that reached the upstream
  * step, writes its request log record (lib/request-log.ts); a request that reached the upstream
- * without a reservation (count_tokens, not billed) gets its record on its own, with 0 credits.
+ * without a reservation (count_tokens, not billed), or whose identified key was refused before it
+ * (402, 403, 429, ...), gets its record on its own, with 0 credits.
  *
  * What the catalogue cannot price (an unknown usage field, a fast-mode reply on a model without a
  * fast-mode multiplier) is logged as a warning once per name and process: never silently free.
@@ -22,7 +23,7 @@ import type { Logger } from './logger';
 import { priceUsage, unpricedUsage } from './pricing';
 import { emptyUsage, type RequestContext } from './context';
 import type { AfterResponseStep } from './after-response';
-import { formatRequestLogRecord } from './request-log';
+import { formatRequestLogRecord, isLoggedRequest } from './request-log';
 import { systemClock, type Clock } from './store/month';
 import type { LedgerStore, RequestLogStore, StoreConnection } from './store/types';
 
@@ -36,7 +37,7 @@ export function createSettlement(store: LedgerStore & RequestLogStore & Pick<Sto
     const reservation = ctx.reservation;
     const at = clock();
     if (!reservation || !ctx.model) {
-      if (ctx.upstreamReached) await store.appendRequestLog(formatRequestLogRecord(ctx, res, at, 0));
+      if (isLoggedRequest(ctx, res)) await store.appendRequestLog(formatRequestLogRecord(ctx, res, at, 0));
       return;
     }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
@@ -63,11 +64,11 @@ export function createSettlement(store: LedgerStore & RequestLogStore & Pick<Sto
       cacheReadInputTokens: usage.cache_read_input_tokens,
       credits,
       at,
-      log: ctx.upstreamReached ? formatRequestLogRecord(ctx, res, at, credits) : undefined,
+      log: isLoggedRequest(ctx, res) ? formatRequestLogRecord(ctx, res, at, credits) : undefined,
     });
   };
   return async (ctx: RequestContext, res: Response) => {
-    if (!ctx.reservation && !ctx.upstreamReached) return;
+    if (!ctx.reservation && !isLoggedRequest(ctx, res)) return;
     const span = ctx.trace?.startSpan('gateway.settlement', 'internal', { 'gateway.store': store.kind });
     try {
       await settle(ctx, res);

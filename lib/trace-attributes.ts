@@ -6,6 +6,7 @@
  */
 import type { RequestContext } from './context';
 import type { SpanAttributes } from './trace-span';
+import { formatAttemptChain } from './upstream/attempt-chain';
 
 
 /**
@@ -31,8 +32,11 @@ export function formatServerSpanAttributes(ctx: RequestContext, status: number):
     'gateway.key.id': ctx.key?.id,
     'gateway.key_group': ctx.keyGroup,
     'gateway.credits': ctx.credits,
-    'error.type': ctx.errorCode,
+    'error.type': ctx.errorCode ?? ctx.error?.type,
   };
+  // Why it failed, as the log line says it (bounded, redacted: lib/upstream/attempt-chain.ts).
+  if (ctx.error) attributes['gateway.error.message'] = ctx.error.message;
+  if (ctx.attempts) attributes['gateway.upstream.attempts'] = formatAttemptChain(ctx.attempts);
   if (ctx.sessionId !== undefined) {
     attributes['session.id'] = ctx.sessionId;
     attributes['gen_ai.conversation.id'] = ctx.sessionId;

@@ -9,6 +9,7 @@ import { getContext } from '../lib/context';
 import { errors, formatChatError, formatNativeError, fromTranslationError, GatewayError } from '../lib/errors';
 import { sendJson } from '../lib/json-reply';
 import type { Logger } from '../lib/logger';
+import { boundReason } from '../lib/upstream/attempt-chain';
 import { mapBodyParserError } from './json-body';
 
 export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: number }): ErrorRequestHandler {
@@ -34,7 +35,11 @@ export function createErrorHandler(options: { logger: Logger; bodyLimitBytes: nu
       options.logger.error({ message: 'unhandled error', request_id: ctx?.requestId, error: String((err as Error)?.stack ?? err) });
       error = errors.internal();
     }
-    if (ctx) ctx.errorCode = error.chatCode;
+    if (ctx) {
+      ctx.errorCode = error.chatCode;
+      // The log line and the request log record say why (after-response.ts, request-log.ts).
+      ctx.error = { type: error.nativeType, message: boundReason(error.message) };
+    }
     if (res.headersSent) {
       res.destroy();
       return;

@@ -1,9 +1,10 @@
 /**
  * The admin spend routes, added to the admin router:
  *
- * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model|session`: usage totals over UTC days, in
- *   rows (every day of the range for `day`, with its models; keys or models by credits, highest first;
- *   agent sessions from the request log for `session`, see session-usage.ts).
+ * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model|session|key,day`: usage totals over UTC
+ *   days, in rows (every day of the range for `day`, with its models; keys or models by credits,
+ *   highest first; for `key,day` each key with its `days`, as `day` has them; agent sessions from the
+ *   request log for `session`, see session-usage.ts).
  * - `GET /requests?from&to[&keyId][&status][&sessionId]&format=ndjson|csv`: the request log over UTC days, streamed
  *   page by page from the store (`PAGE_RECORDS` at a time, waiting for the client to take each), so an
  *   export of any size holds one page in memory.
@@ -14,7 +15,7 @@ import { dayEnd, dayStart, daysBetween, monthsBetween } from '../store/usage-day
 import type { DailyUsageTotals, KeyStore, LedgerStore, RequestLogRecord, RequestLogStore } from '../store/types';
 import type { Clock } from '../store/month';
 import {
-  checkKnownParameters, EXPORT_FORMATS, GROUP_BY, parseChoice, parseDayRange, parseIdParameter, parseStatusParameter, sumByDay,
+  checkKnownParameters, EXPORT_FORMATS, parseChoice, parseDayRange, parseGroupBy, parseIdParameter, parseStatusParameter, sumByDay,
   UsageAccumulator,
 } from './usage-query';
 import { sumBySession } from './session-usage';
@@ -28,6 +29,7 @@ export const REQUEST_LOG_COLUMNS: Array<keyof RequestLogRecord> = [
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
   'sessionId', 'agentId',
   'upstreamTarget',
+  'errorType', 'errorMessage', 'upstreamAttempts',
 ];
 
 /** A record as exported: the same fields, `time` as ISO 8601. */
@@ -77,7 +79,7 @@ export function addSpendRoutes(router: Router, options: SpendRoutesOptions): voi
     const query = req.query as Record<string, unknown>;
     checkKnownParameters(query, ['from', 'to', 'keyId', 'model', 'groupBy']);
     const { from, to } = parseDayRange(query, options.now());
-    const groupBy = parseChoice(query, 'groupBy', GROUP_BY);
+    const groupBy = parseGroupBy(query);
     const keyId = parseIdParameter(query, 'keyId');
     const model = parseIdParameter(query, 'model');
     const keys = keyId === undefined ? await store.listKeys() : [await store.getKey(keyId)];
@@ -101,11 +103,13 @@ export function addSpendRoutes(router: Router, options: SpendRoutesOptions): voi
     let rows: unknown[];
     if (groupBy === 'day') {
       rows = sumByDay(all, daysBetween(from, to));
-    } else if (groupBy === 'key') {
+    } else if (groupBy === 'key' || groupBy === 'key,day') {
+      const days = groupBy === 'key,day' ? daysBetween(from, to) : undefined;
       rows = perKey.filter(({ rows: keyRows }) => keyRows.length > 0).map(({ key, rows: keyRows }) => {
         const sums = new UsageAccumulator();
         for (const row of keyRows) sums.add(row);
-        return { keyId: key.id, keyName: key.name, monthlyCreditCap: key.monthlyCreditCap, ...sums.sums() };
+        // One call for spend by key and by day: each key with every day of the range, as `day` has them.
+        return { keyId: key.id, keyName: key.name, monthlyCreditCap: key.monthlyCreditCap, ...sums.sums(), ...(days ? { days: sumByDay(keyRows, days) } : {}) };
       }).sort((a, b) => b.credits - a.credits || a.keyId.localeCompare(b.keyId));
     } else {
       const byModel = new Map<string, UsageAccumulator>();

@@ -15,7 +15,8 @@ export const MAX_RANGE_DAYS = 400;
 export const DEFAULT_RANGE_DAYS = 30;
 
 export const GROUP_BY = ['day', 'key', 'model', 'session'] as const;
-export type GroupBy = (typeof GROUP_BY)[number];
+/** The groupings `/usage` makes: one of GROUP_BY, or keys each with its days (`key,day`). */
+export type GroupBy = (typeof GROUP_BY)[number] | 'key,day';
 export const EXPORT_FORMATS = ['ndjson', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
@@ -73,6 +74,22 @@ export function parseChoice<T extends string>(query: Query, name: string, choice
   if (value === undefined) return choices[0];
   if (!(choices as readonly string[]).includes(value)) throw errors.invalidRequest(`${name}: "${value.slice(0, 40)}" is not one of ${choices.join(', ')}`);
   return value as T;
+}
+
+/**
+ * `groupBy`: one of GROUP_BY (default `day`), or `key` and `day` together, as `key,day` (either order)
+ * or the parameter given twice (`groupBy=key&groupBy=day`).
+ * @throws GatewayError 400 naming `groupBy` for any other value or combination
+ */
+export function parseGroupBy(query: Query): GroupBy {
+  const value = query.groupBy;
+  if (value === undefined) return 'day';
+  const given = Array.isArray(value) && value.length <= 4 && value.every((item) => typeof item === 'string') ? value.join(',') : value;
+  if (typeof given !== 'string') throw errors.invalidRequest('groupBy: give it as a plain value, e.g. groupBy=key,day');
+  const names = [...new Set(given.split(',').map((name) => name.trim()))].sort();
+  if (names.length === 1 && (GROUP_BY as readonly string[]).includes(names[0])) return names[0] as GroupBy;
+  if (names.length === 2 && names[0] === 'day' && names[1] === 'key') return 'key,day';
+  throw errors.invalidRequest(`groupBy: "${given.slice(0, 40)}" is not one of ${GROUP_BY.join(', ')}, or key,day`);
 }
 
 /** An optional id-like parameter (key id, model id, session id): 1 to 200 characters. */

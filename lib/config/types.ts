@@ -193,7 +193,7 @@ export interface GatewayConfig {
     /** Longest wait for one store call, in ms. Default 2000. */
     timeoutMs: number;
   };
-  /** The request log (lib/request-log.ts): one record per request that reached the upstream, no content. */
+  /** The request log (lib/request-log.ts): one record per request that reached the upstream or whose key was refused, no content. */
   requestLog: {
     /** How long records are kept, in days. Default 30. */
     retentionDays: number;

@@ -43,11 +43,18 @@ const LOG_FIELDS: Array<keyof RequestLogRecord> = [
   'cacheCreationInputTokens', 'cacheReadInputTokens', 'credits', 'firstByteMs', 'durationMs', 'streamed', 'clientAborted',
   'sessionId', 'agentId',
   'upstreamTarget',
+  'errorType', 'errorMessage', 'upstreamAttempts',
 ];
 
-/** The `r` field of a stream entry for `record`. */
+/**
+ * The `r` field of a stream entry for `record`. Trailing nulls are left out (they decode as null): a
+ * served request's entry does not grow by the fields only a failure fills (error, attempts).
+ */
 export function encodeLogRecord(record: RequestLogRecord): string {
-  return JSON.stringify(LOG_FIELDS.map((field) => record[field] ?? null));
+  const values = LOG_FIELDS.map((field) => record[field] ?? null);
+  let end = values.length;
+  while (end > 0 && values[end - 1] === null) end--;
+  return JSON.stringify(end === values.length ? values : values.slice(0, end));
 }
 
 /** A stream entry's record, or null when it is not one. */

@@ -28,8 +28,8 @@ export interface UsageEntry {
   at?: number;
   /**
    * The request log record of this request, written in the same atomic step as the totals (its
-   * `time` and `credits` are replaced by the booked ones). Absent: no record (the request never
-   * reached the upstream).
+   * `time` and `credits` are replaced by the booked ones). Absent: no record (the request neither
+   * reached the upstream nor was refused for its key).
    */
   log?: RequestLogRecord;
 }
@@ -45,8 +45,8 @@ export interface DailyUsageTotals extends UsageTotals {
 }
 
 /**
- * One request that reached the upstream step, as the request log keeps it. Never a prompt, a
- * completion or a secret: only these counts and labels.
+ * One request that reached the upstream step, or whose identified key was refused before it, as the
+ * request log keeps it. Never a prompt, a completion or a secret: only these counts and labels.
  */
 export interface RequestLogRecord {
   /** When the request was booked (settled), epoch ms. */
@@ -80,6 +80,17 @@ export interface RequestLogRecord {
   agentId: string | null;
   /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
   upstreamTarget: string | null;
+  /** The error the client got: its native type (`rate_limit_error`, the upstream's `overloaded_error`, ...); null on success. */
+  errorType?: string | null;
+  /** That error's message, one line, at most 500 characters; null on success. */
+  errorMessage?: string | null;
+  /**
+   * The upstream attempts once one failed, e.g. `a:529 overloaded_error (Overloaded) -> b:ECONNREFUSED`
+   * (target id, status or socket error, the upstream's error type and message); null when the first
+   * attempt served the request (or none was made). The three are absent from records written
+   * before they existed.
+   */
+  upstreamAttempts?: string | null;
 }
 
 /** One page of the request log, in the order written; `cursor` continues after it (null: no more). */

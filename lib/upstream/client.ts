@@ -10,6 +10,7 @@
  */
 import type http from 'node:http';
 import { errors, mapUpstreamSocketError } from '../errors';
+import { discardReply, noteAttempt } from './attempt-chain';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
 import type { UpstreamCredential } from './credentials';
 import { isPassedRequestHeader } from './request-headers';
@@ -226,9 +227,11 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       const delay = target.planRetry(credential, outcome, retriesDone);
       // Moved only when the upstream cannot have started the work: a request runs once (retry-policy.ts).
       const mayMove = !single && failure !== undefined && isNotStarted(outcome) && !('status' in outcome && outcome.headers['x-should-retry'] === 'false');
+      // Noted once an attempt fails, never on a first attempt that succeeds (attempt-chain.ts).
+      const noted = route && (failure !== undefined || delay !== null || route.attempts) ? noteAttempt(route, target.id, outcome) : undefined;
       if (mayMove && choice.hasUntried(route, (tried |= 1 << target.index), now())) {
         target.counters.failovers++;
-        reply?.response.resume();
+        discardReply(reply?.response, noted, target.credentials.redact);
         continue;
       }
       if (delay === null) {
@@ -236,7 +239,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
         throw attemptError(outcome as AttemptFailure);
       }
       retriesDone++;
-      reply?.response.resume();
+      discardReply(reply?.response, noted, target.credentials.redact);
       try {
         await sleep(delay, signal);
       } catch {

@@ -17,6 +17,7 @@ import { errors, fromTranslationError, GatewayError } from '../errors';
 import { readBody, tryParseJson } from '../read-body';
 import { createSseDecoder, createStreamWriter, type SseEvent } from '../sse';
 import { endOfTurn } from '../turn';
+import { boundReason, noteLastReason, readErrorReason } from './attempt-chain';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from './client';
 import { sendForClient } from './exchange';
 import type { NativeUsage } from '../../translators/native-types';
@@ -93,7 +94,10 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
         response.resume();
         throw errors.upstreamUnreachable(`the upstream answered ${status} (a redirect), which the gateway does not follow`);
       }
-      if (status !== 200) return sendWholeReply(res, route.upstreamError(response, await readUpstreamError(response, upstream), ctx));
+      if (status !== 200) {
+        const text = await readUpstreamError(response, upstream);
+        return sendUpstreamError(res, response, text, route.upstreamError(response, text, ctx));
+      }
       if (route.isStream ? route.isStream(response, ctx) : ctx.stream) return relayStream(response, res, route.stream(response, ctx, state));
       const whole = await route.whole(await readBody(response), response, ctx, state);
       // Its usage is on the context already: a client that leaves during the wait is still billed.
@@ -103,6 +107,19 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
       failExchange(err, res, next);
     }
   };
+}
+
+/**
+ * Write the upstream's error reply as the route converted it (`text`: the upstream's body, redacted),
+ * noting its reason (the upstream's error type and message) on the context. A reply relayed with the upstream's status keeps the upstream's
+ * reason phrase (Node knows none for 529, say, and would write `unknown`).
+ */
+function sendUpstreamError(res: Response, response: http.IncomingMessage, text: string, reply: WholeReply): void {
+  const ctx = getContext(res);
+  ctx.error = readErrorReason(text) ?? { type: 'upstream_error', message: `the upstream answered ${response.statusCode} without an error body` };
+  noteLastReason(ctx, ctx.error);
+  if (reply.status === response.statusCode && response.statusMessage) res.statusMessage = response.statusMessage;
+  sendWholeReply(res, reply);
 }
 
 /** True when a reply is an SSE stream, by its content type. */
@@ -254,13 +271,18 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
   followUpstreamStream(response, {
     onChunk: transform.relay ? (chunk) => write(transform.relay!(chunk)) : undefined,
     onEvent(event) {
+      // The upstream's own error event (overloaded mid-stream, say): the log line and the record say it.
+      if (event.event === 'error') ctx.error = readErrorReason(event.data) ?? ctx.error;
       write(transform.push(event));
       if (transform.stopReason !== ctx.stopReason) recordReply(ctx, { stopReason: transform.stopReason });
     },
     // A transform closed by this chunk's events ends the reply in the same write (the relay's message_stop).
     onChunkParsed: () => (transform.closed && !closing ? out.end() : out.flush()),
     onEnd: () => finish(transform.end()),
-    onLost: (message, idle) => finish(transform.fail(message, idle)),
+    onLost(message, idle) {
+      ctx.error = { type: idle ? 'timeout_error' : 'api_error', message: boundReason(message) };
+      finish(transform.fail(message, idle));
+    },
   });
 }
 

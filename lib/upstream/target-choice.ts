@@ -11,13 +11,14 @@
  * Sessions (lib/session-id.ts) are remembered per instance, the most recent `MAX_SESSIONS` of them.
  */
 import { errors } from '../errors';
+import type { AttemptChainHolder } from './attempt-chain';
 import type { HeldTarget } from './target';
 
 /** Sessions remembered (oldest forgotten first). */
 export const MAX_SESSIONS = 10_000;
 
 /** What an attempt is routed by (the request context is one: no object is made per request). */
-export interface UpstreamRoute {
+export interface UpstreamRoute extends AttemptChainHolder {
   /** Catalogue entry, by its canonical `id`: only targets serving it are chosen. Absent: any target. */
   readonly model?: { readonly id: string };
   /** The request's session (lib/session-id.ts): it stays on one target while that target is healthy. */

@@ -13,22 +13,9 @@ import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { ADMIN_TOKEN, sendMessage } from '../helpers/admin';
 // Debian's chromium (CHROMIUM_PATH overrides): the suite stops at once without it, `.ci/run` installs it.
 import { CHROMIUM } from '../setup';
+import { CHROMIUM_ARGS } from '../helpers/browser';
 
 const SCREENSHOT = path.resolve(process.env.DASHBOARD_SCREENSHOT ?? path.join(__dirname, '..', '..', 'dashboard.png'));
-
-/**
- * Loopback only: every host name resolves to nothing but the gateway's 127.0.0.1 (which also stops
- * the IPv6 reachability probe), and the browser's own services (updates, sync, safe browsing, DNS
- * prefetch, DNS over HTTPS, metrics) are off.
- */
-const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
-  '--disable-features=AsyncDns,DnsOverHttps,MediaRouter,OptimizationHints,Translate,NetworkTimeServiceQuerying',
-  '--dns-prefetch-disable', '--no-pings', '--disable-domain-reliability', '--disable-client-side-phishing-detection',
-  '--disable-default-apps', '--disable-breakpad', '--metrics-recording-only', '--safebrowsing-disable-auto-update',
-  '--webrtc-ip-handling-policy=disable_non_proxied_udp', '--force-webrtc-ip-handling-policy',
-];
 
 /** Resolves when `check` passes, retrying while the gateway settles the usage of the last reply. */
 async function eventually(check: () => Promise<void>, attempts = 100): Promise<void> {

@@ -19,7 +19,7 @@ export interface RecordedRequest {
 
 /** What the fake upstream does with one request. */
 export type FakeReply =
-  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>; delayMs?: number }
+  | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>; delayMs?: number; statusText?: string }
   | { kind: 'text'; status?: number; text: string; contentType: string }
   | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
   | { kind: 'hang' }
@@ -175,6 +175,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler, o
         if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
         if (res.destroyed) return;
         const payload = JSON.stringify(reply.body);
+        if (reply.statusText !== undefined) res.statusMessage = reply.statusText;
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', 'request-id': 'req_upstream_1', ...reply.headers });
         res.end(payload);
         return;

@@ -142,12 +142,30 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(daily.rows[29].models.map((row: any) => row.model)).to.include('model-haiku-4.5');
     });
 
+    it('gives spend by key and by day in one call: groupBy=key,day, day,key or groupBy twice', async () => {
+      const from = utcDay(Date.now() - 2 * 86_400_000);
+      const answers = await Promise.all(['groupBy=key,day', 'groupBy=day,key', 'groupBy=key&groupBy=day'].map((grouping) => admin(gw, 'GET', `/usage?from=${from}&to=${today}&${grouping}`)));
+      for (const answer of answers) {
+        expect(answer.status).to.equal(200);
+        expect(answer.body.groupBy).to.equal('key,day');
+        expect(answer.body.rows).to.deep.equal(answers[0].body.rows);
+      }
+      const rows = answers[0].body.rows as Array<{ keyId: string; requests: number; credits: number; days: Array<{ day: string; requests: number; credits: number; models: Array<{ model: string }> }> }>;
+      expect(rows.map((row) => [row.keyId, row.requests])).to.deep.equal([['team-all', 5], ['team-haiku', 1]]);
+      for (const row of rows) {
+        expect(row.days.map((day) => day.day)).to.deep.equal([from, utcDay(Date.now() - 86_400_000), today]);
+        expect(row.days.slice(0, 2).map((day) => day.requests)).to.deep.equal([0, 0]);
+        expect(units(row.days[2].credits)).to.equal(units(row.credits));
+      }
+      expect(rows[1].days[2].models.map((model) => model.model)).to.deep.equal(['model-haiku-4.5']);
+    });
+
     it('exports CSV with a header, filtered by key and status', async () => {
       const csv = await exportLog(gw, `from=${today}&to=${today}&format=csv&keyId=team-all&status=529`);
       expect(csv.status).to.equal(200);
       expect(csv.type).to.match(/^text\/csv/);
       const lines = csv.text.trim().split('\r\n');
-      expect(lines[0]).to.equal('time,requestId,keyId,keyGroup,route,model,status,stopReason,inputTokens,outputTokens,cacheCreationInputTokens,cacheReadInputTokens,credits,firstByteMs,durationMs,streamed,clientAborted,sessionId,agentId,upstreamTarget');
+      expect(lines[0]).to.equal('time,requestId,keyId,keyGroup,route,model,status,stopReason,inputTokens,outputTokens,cacheCreationInputTokens,cacheReadInputTokens,credits,firstByteMs,durationMs,streamed,clientAborted,sessionId,agentId,upstreamTarget,errorType,errorMessage,upstreamAttempts');
       expect(lines).to.have.length(2);
       expect(lines[1]).to.match(/,team-all,default,POST \/v1\/messages,model-sonnet-4\.6,529,/);
     });
@@ -159,6 +177,9 @@ for (const storeKind of ['memory', 'redis'] as const) {
         ['/usage?from=2025-03-02&to=2025-03-01', /^from: .*after/],
         ['/usage?from=2024-01-01&to=2025-03-01', /^to: .*at most 400/],
         ['/usage?groupBy=week', /^groupBy: /],
+        ['/usage?groupBy=key,model', /^groupBy: /],
+        ['/usage?groupBy=day&groupBy=session', /^groupBy: /],
+        ['/usage?groupBy=key&groupBy=day&groupBy=model', /^groupBy: /],
         ['/usage?keyId=a&keyId=b', /^keyId: /],
         ['/usage?colour=red', /^colour: unknown parameter/],
         ['/requests?format=xml', /^format: /],

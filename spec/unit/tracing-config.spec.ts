@@ -64,4 +64,15 @@ describe('span attributes of a request', () => {
     expect(Object.keys(attributes).filter((name) => name.startsWith('gen_ai.'))).to.deep.equal([]);
     expect(attributes['error.type']).to.equal('invalid_api_key');
   });
+
+  it('carries why a request failed: the error type and message and the upstream attempt chain, as the log line says them', () => {
+    const attributes = formatServerSpanAttributes(context({
+      error: { type: 'overloaded_error', message: 'Overloaded' },
+      attempts: [{ target: 'a', outcome: 529, reason: { type: 'overloaded_error', message: 'Overloaded' } }, { target: 'b', outcome: 'ECONNREFUSED' }],
+    }), 529);
+    expect(attributes).to.include({
+      'error.type': 'overloaded_error', 'gateway.error.message': 'Overloaded', 'gateway.upstream.attempts': 'a:529 overloaded_error (Overloaded) -> b:ECONNREFUSED',
+    });
+    expect(formatServerSpanAttributes(context({}), 200)).to.not.have.any.keys('gateway.error.message', 'gateway.upstream.attempts');
+  });
 });
