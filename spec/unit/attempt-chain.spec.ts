@@ -27,8 +27,8 @@ describe('attempt chain: why a request failed', () => {
     const holder: AttemptChainHolder = {};
     expect(formatAttemptChain(holder.attempts)).to.equal(undefined);
     noteAttempt(holder, 'a', { status: 529, headers: {} });
-    noteAttempt(holder, 'b', { error: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), timedOut: false, reusedSocket: false });
-    noteAttempt(holder, 'c', { error: new Error('slow'), timedOut: true, reusedSocket: false });
+    noteAttempt(holder, 'b', { error: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), timedOut: false, reusedSocket: false, requestSent: false });
+    noteAttempt(holder, 'c', { error: new Error('slow'), timedOut: true, reusedSocket: false, requestSent: true });
     noteAttempt(holder, 'd', { status: 500, headers: {} });
     noteLastReason(holder, { type: 'api_error', message: 'Internal server error' });
     expect(formatAttemptChain(holder.attempts)).to.equal('a:529 -> b:ECONNREFUSED -> c:timeout -> d:500 api_error (Internal server error)');
