@@ -72,7 +72,8 @@ export function createIdleError(idleMs: number): NodeJS.ErrnoException {
 /**
  * Wait for the reply head of `request` (already sent, or being sent).
  * @param headTimeoutMs time allowed for the head; then the request is destroyed and the attempt fails as timed out
- * @param idleMs longest gap between two chunks of the reply body; then the body is destroyed with an UPSTREAM_IDLE error
+ * @param idleMs longest gap between two chunks of the reply body; then the body is destroyed with an
+ *   UPSTREAM_IDLE error. Time the body's reader holds it paused does not count.
  * @param signal destroys the request when it aborts
  * @returns the reply head; rejects with an {@link AttemptFailure}
  */
@@ -89,10 +90,14 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('response', (response) => {
       clearTimeout(timer);
       // The socket's idle timer, not a 'data' listener: the reply stays paused until its reader attaches.
-      request.setTimeout(idleMs, () => {
+      const onIdle = () => {
+        // A body its reader paused (a client slow to take the reply, lib/sse.ts) is not idle: the reader
+        // bounds that wait, and the limit starts again when it resumes.
+        if (response.isPaused()) return void response.once('resume', () => request.setTimeout(idleMs, onIdle));
         response.destroy(createIdleError(idleMs));
         request.destroy();
-      });
+      };
+      request.setTimeout(idleMs, onIdle);
       response.once('close', () => signal?.removeEventListener('abort', onAbort));
       resolve({ response, abort: () => request.destroy() });
     });
