@@ -93,9 +93,16 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
       const onIdle = () => {
         // A body its reader paused (a client slow to take the reply, lib/sse.ts) is not idle: the reader
         // bounds that wait, and the limit starts again when it resumes.
-        if (response.isPaused()) return void response.once('resume', () => request.setTimeout(idleMs, onIdle));
+        if (response.isPaused()) return void response.once('resume', watchAgain);
         response.destroy(createIdleError(idleMs));
         request.destroy();
+      };
+      // The request's own `timeout` event fires once: after a pause the socket's is watched, until the body closes.
+      const watchAgain = () => {
+        const socket = request.socket;
+        if (!socket || response.destroyed) return;
+        socket.once('timeout', onIdle).setTimeout(idleMs);
+        response.once('close', () => socket.off('timeout', onIdle));
       };
       request.setTimeout(idleMs, onIdle);
       response.once('close', () => signal?.removeEventListener('abort', onAbort));
