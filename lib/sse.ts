@@ -51,16 +51,47 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): { write(ch
 export interface StreamWriter {
   /** Gather `data` (SSE records, or the upstream's own bytes) with the rest of the current upstream chunk's output. */
   add(data: string | Buffer): void;
-  /** Write what was gathered, in one write. */
+  /** Write what was gathered, in one write; when the client's socket is full, hold the source until it drains. */
   flush(): void;
   /** Write what was gathered and end the reply. */
   end(): void;
 }
 
-export function createStreamWriter(res: Response): StreamWriter {
+/**
+ * Where a stream's output comes from (the upstream's reply), paused while the client's socket is full
+ * so that it is read no faster than the client takes the output.
+ */
+export interface StreamSource {
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/**
+ * The writer of one streamed reply. With `source`, backpressure: a write the client's socket cannot
+ * take at once (`res.write` returns false: Node's buffer is past its 16 KiB high-water mark) pauses
+ * `source` until `res` emits `drain`, so a slow reader holds at most one upstream chunk's output in the
+ * gateway; a client that does not drain within `stallMs` ms is disconnected (`res.destroy()`, which
+ * cancels the upstream request as any client leaving does).
+ */
+export function createStreamWriter(res: Response, source?: StreamSource, stallMs = Infinity): StreamWriter {
   // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.
   let pending: string | Buffer = '';
+  let held = false;
   const writable = () => !res.writableEnded && !res.destroyed;
+  const holdUntilDrained = (from: StreamSource) => {
+    held = true;
+    from.pause();
+    const timer = Number.isFinite(stallMs) ? setTimeout(() => res.destroy(), stallMs) : undefined;
+    const release = () => {
+      held = false;
+      clearTimeout(timer);
+      res.off('drain', release);
+      res.off('close', release);
+      if (!res.destroyed) from.resume();
+    };
+    res.on('drain', release);
+    res.on('close', release);
+  };
   return {
     add(data) {
       if (pending.length === 0) pending = data;
@@ -68,7 +99,8 @@ export function createStreamWriter(res: Response): StreamWriter {
       else pending = Buffer.concat([Buffer.from(pending), Buffer.from(data)]);
     },
     flush() {
-      if (pending.length > 0 && writable()) res.write(pending);
+      // The write's own answer says whether the socket took it: free on the fast path.
+      if (pending.length > 0 && writable() && !res.write(pending) && source && !held) holdUntilDrained(source);
       pending = '';
     },
     end() {

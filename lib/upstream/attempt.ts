@@ -96,7 +96,8 @@ function isConnecting(socket: Socket | null): boolean {
 /**
  * Wait for the reply head of `request` (already sent, or being sent).
  * @param headTimeoutMs time allowed for the head; then the request is destroyed and the attempt fails as timed out
- * @param idleMs longest gap between two chunks of the reply body; then the body is destroyed with an UPSTREAM_IDLE error
+ * @param idleMs longest gap between two chunks of the reply body; then the body is destroyed with an
+ *   UPSTREAM_IDLE error. Time the body's reader holds it paused does not count.
  * @param signal destroys the request when it aborts
  * @returns the reply head; rejects with an {@link AttemptFailure}
  */
@@ -113,10 +114,21 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('response', (response) => {
       clearTimeout(timer);
       // The socket's idle timer, not a 'data' listener: the reply stays paused until its reader attaches.
-      request.setTimeout(idleMs, () => {
+      const onIdle = () => {
+        // A body its reader paused (a client slow to take the reply, lib/sse.ts) is not idle: the reader
+        // bounds that wait, and the limit starts again when it resumes.
+        if (response.isPaused()) return void response.once('resume', watchAgain);
         response.destroy(createIdleError(idleMs));
         request.destroy();
-      });
+      };
+      // The request's own `timeout` event fires once: after a pause the socket's is watched, until the body closes.
+      const watchAgain = () => {
+        const socket = request.socket;
+        if (!socket || response.destroyed) return;
+        socket.once('timeout', onIdle).setTimeout(idleMs);
+        response.once('close', () => socket.off('timeout', onIdle));
+      };
+      request.setTimeout(idleMs, onIdle);
       response.once('close', () => signal?.removeEventListener('abort', onAbort));
       resolve({ response, abort: () => request.destroy() });
     });

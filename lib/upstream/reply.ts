@@ -98,7 +98,7 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
         const text = await readUpstreamError(response, upstream);
         return sendUpstreamError(res, response, text, route.upstreamError(response, text, ctx));
       }
-      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) return relayStream(response, res, route.stream(response, ctx, state));
+      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) return relayStream(response, res, route.stream(response, ctx, state), upstream.streamIdleTimeoutMs);
       const whole = await route.whole(await readBody(response), response, ctx, state);
       // Its usage is on the context already: a client that leaves during the wait is still billed.
       await endOfTurn();
@@ -236,14 +236,16 @@ export function followUpstreamStream(response: http.IncomingMessage, handlers: U
  * error records say it. Usage and stop reason are recorded as they come; the reply ends with the
  * write of the records that end the stream (once `beforeClose` has resolved), or when the upstream's
  * does: the native relay closes at message_stop, so its reply ends with that chunk's bytes, even if
- * the upstream is slow to end its own.
+ * the upstream is slow to end its own. The upstream is read no faster than the client takes the reply
+ * (lib/sse.ts): `response` is paused while the client's socket is full; a client that takes nothing
+ * for `stallMs` ms (the upstream's stream idle limit) is disconnected.
  */
-export function relayStream<R>(response: http.IncomingMessage, res: Response, stream: ConvertedStream<R>): void {
+export function relayStream<R>(response: http.IncomingMessage, res: Response, stream: ConvertedStream<R>, stallMs: number): void {
   const { transform, format, beforeClose } = stream;
   const ctx = getContext(res);
   recordReply(ctx, { usage: transform.usage });
   if (stream.headers) writeReplyHead(res, 200, stream.headers);
-  const out = createStreamWriter(res);
+  const out = createStreamWriter(res, response, stallMs);
   let closing = false;
   const send = (records: R[]) => {
     for (const record of records) out.add(format(record));

@@ -26,10 +26,17 @@ export type FakeReply =
   | { kind: 'destroy' };
 
 /**
- * One step of a scripted stream: a native event, raw bytes, a pause, or a gate (`until`) that holds
- * the rest of the stream until the promise settles (to observe what the client got so far).
+ * One step of a scripted stream: a native event, raw bytes, a pause, a gate (`until`) that holds
+ * the rest of the stream until the promise settles (to observe what the client got so far), or a
+ * bulk of `raw` written `times` times as fast as the reader takes it (waiting for `drain`, as a real
+ * server's socket does), `sent.bytes` counting what was written so far.
  */
-export type StreamItem = { event: string; data: unknown } | { pauseMs: number } | { raw: string } | { until: Promise<unknown> };
+export type StreamItem =
+  | { event: string; data: unknown }
+  | { pauseMs: number }
+  | { raw: string }
+  | { until: Promise<unknown> }
+  | { raw: string; times: number; sent: { bytes: number } };
 
 export type FakeHandler = (request: RecordedRequest) => FakeReply;
 
@@ -125,6 +132,24 @@ export const defaultHandler: FakeHandler = (request) => {
   return { kind: 'json', body: nativeMessage('Hello, world', undefined, request.body?.model) };
 };
 
+/** Write `item.raw` `item.times` times, waiting for `drain` whenever the socket's buffer is full; stops when the reply is destroyed. */
+async function writeBulk(res: http.ServerResponse, item: { raw: string; times: number; sent: { bytes: number } }): Promise<void> {
+  const bytes = Buffer.from(item.raw);
+  for (let i = 0; i < item.times && !res.destroyed; i++) {
+    item.sent.bytes += bytes.length;
+    if (res.write(bytes)) continue;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  }
+}
+
 /**
  * Start a fake upstream on loopback. With `apiRules` (default true) every message request is judged
  * as the real API would judge it (api-rules.ts) before the handler answers. `port`: default 0 (any
@@ -185,6 +210,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler, o
         if (res.destroyed) return;
         if ('pauseMs' in item) await new Promise((r) => setTimeout(r, item.pauseMs));
         else if ('until' in item) await item.until.catch(() => undefined);
+        else if ('times' in item) await writeBulk(res, item);
         else if ('raw' in item) res.write(item.raw);
         else res.write(`event: ${item.event}\ndata: ${JSON.stringify(item.data)}\n\n`);
       }

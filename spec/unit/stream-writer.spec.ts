@@ -1,5 +1,6 @@
 /** The streamed reply's writer (lib/sse.ts): every event reaches the client once, nothing after the end. */
 import { expect } from 'chai';
+import { EventEmitter } from 'node:events';
 import type { Response } from 'express';
 import { createStreamWriter } from '../../lib/sse';
 
@@ -56,5 +57,45 @@ describe('stream writer', () => {
     out.add('event: error\n\n');
     out.flush();
     expect(calls).to.deep.equal(['write €event: error\n\n']);
+  });
+
+  /** A response whose socket is full (every write answers false), and a source that records pause and resume. */
+  function fullResponse() {
+    const res = Object.assign(new EventEmitter(), {
+      writableEnded: false,
+      destroyed: false,
+      write: () => false,
+      end() {},
+      destroy() {
+        res.destroyed = true;
+        res.emit('close');
+      },
+    });
+    const calls: string[] = [];
+    const source = { pause: () => calls.push('pause'), resume: () => calls.push('resume') };
+    return { res, source, calls };
+  }
+
+  it('pauses its source while the client socket is full and resumes it on drain', () => {
+    const { res, source, calls } = fullResponse();
+    const out = createStreamWriter(res as unknown as Response, source, 1000);
+    out.add('data: a\n\n');
+    out.flush();
+    out.add('data: b\n\n');
+    out.flush();
+    expect(calls).to.deep.equal(['pause']);
+    res.emit('drain');
+    expect(calls).to.deep.equal(['pause', 'resume']);
+    expect(res.listenerCount('drain') + res.listenerCount('close')).to.equal(0);
+  });
+
+  it('disconnects a client that does not drain within stallMs', async () => {
+    const { res, source, calls } = fullResponse();
+    const out = createStreamWriter(res as unknown as Response, source, 20);
+    out.add('data: a\n\n');
+    out.flush();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(res.destroyed).to.equal(true);
+    expect(calls).to.deep.equal(['pause']);
   });
 });
