@@ -204,6 +204,8 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       try {
         await withTimeout(store.settleCredits(reservation, usage), timeoutMs);
       } catch (err) {
+        // Figures the store refuses (credits.ts checkSettledFigures) would fail every retry, and hold up the queue.
+        if (err instanceof RangeError) throw err;
         if (pending.length >= MAX_PENDING_SETTLEMENTS) {
           const dropped = pending.shift()!;
           logger.error({ message: 'delayed settlement dropped (too many waiting)', key_id: dropped.reservation.keyId, credits: dropped.usage.credits });

@@ -6,7 +6,7 @@
  * admission (redis-admission.ts).
  */
 import crypto from 'node:crypto';
-import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
@@ -158,6 +158,7 @@ export class RedisStore implements GatewayStore {
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
+    checkSettledFigures(usage);
     await this.pending.track(this.settle(reservation, usage));
   }
 
