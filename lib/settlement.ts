@@ -17,6 +17,8 @@
  *
  * What the catalogue cannot price (an unknown usage field, a fast-mode reply on a model without a
  * fast-mode multiplier) is logged as a warning once per name and process: never silently free.
+ * Usage no reply can carry (lib/usage-sanity.ts) is logged as an error and billed at the hold, with
+ * no tokens: the store never sees the figures.
  */
 import type { Response } from 'express';
 import type { Logger } from './logger';
@@ -24,6 +26,7 @@ import { priceUsage, unpricedUsage } from './pricing';
 import { emptyUsage, type RequestContext } from './context';
 import type { AfterResponseStep } from './after-response';
 import { formatRequestLogRecord, isLoggedRequest } from './request-log';
+import { findImpossibleUsage } from './usage-sanity';
 import { systemClock, type Clock } from './store/month';
 import type { LedgerStore, RequestLogStore, StoreConnection } from './store/types';
 
@@ -45,11 +48,17 @@ export function createSettlement(store: LedgerStore & RequestLogStore & Pick<Sto
     // A whole reply whose client left goes on being read (lib/upstream/exchange.ts): its usage is billed.
     await ctx.upstreamDone;
     ctx.settledMonth = reservation.month;
-    const usage = ctx.usage ?? emptyUsage();
+    const reported = ctx.usage ?? emptyUsage();
+    const impossible = findImpossibleUsage(ctx.model, reported);
+    if (impossible) {
+      logger?.error({ message: 'impossible usage reported by the upstream: billed at the hold', request_id: ctx.requestId, key_id: reservation.keyId, model: ctx.model.id, reason: impossible, held_credits: reservation.credits });
+    }
+    const usage = impossible ? emptyUsage() : reported;
+    if (impossible) ctx.usage = usage;
     // The upstream may have run (and billed) a request whose head never came: the hold, its worst case.
     const atHold = ctx.usage === undefined && ctx.upstreamOutcomeUnknown === true;
-    const credits = atHold ? reservation.credits : priceUsage(ctx.model, usage);
-    if (atHold) logger?.warn({ message: 'billed at the hold: no reply head came, but the upstream may have run the request', request_id: ctx.requestId, credits });
+    if (atHold) logger?.warn({ message: 'billed at the hold: no reply head came, but the upstream may have run the request', request_id: ctx.requestId, credits: reservation.credits });
+    const credits = impossible || atHold ? reservation.credits : priceUsage(ctx.model, usage);
     ctx.credits = credits;
     for (const name of unpricedUsage(ctx.model, usage)) {
       if (warned.has(name)) continue;

@@ -1,8 +1,9 @@
 /**
  * The store guard: what the gateway does when its store (Redis) cannot be reached.
  *
- * - Every store call is bounded by `timeoutMs`, so a client queueing commands while disconnected
- *   cannot hang requests.
+ * - Every store call is bounded by `timeoutMs`, so a server that does not answer cannot hang
+ *   requests. The connection keeps no offline queue (redis-connection.ts): a call made while
+ *   disconnected fails at once, and a call answered 503 never runs later.
  * - Fail closed (the default): a request whose key lookup, rate-limit count or credit reservation
  *   fails gets 503 (native `api_error`, chat `service_unavailable`) instead of passing unmetered.
  *   The `store unreachable` line (operation, cause) travels on that error and is written by the error
@@ -141,7 +142,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
 
   /**
    * Ledger and key reads (admin API, budget alerts) and the spend visibility calls: bounded by `timeoutMs`
-   * like the rest (a disconnected client queues commands; a finish step or the alert dispatcher must
+   * like the rest (a stalled server answers nothing; a finish step or the alert dispatcher must
    * not wait for ever, or a shutdown would). A failure is a 503 for an admin request; the finish step
    * and the dispatcher log it.
    */
@@ -203,6 +204,8 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       try {
         await withTimeout(store.settleCredits(reservation, usage), timeoutMs);
       } catch (err) {
+        // Figures the store refuses (credits.ts checkSettledFigures) would fail every retry, and hold up the queue.
+        if (err instanceof RangeError) throw err;
         if (pending.length >= MAX_PENDING_SETTLEMENTS) {
           const dropped = pending.shift()!;
           logger.error({ message: 'delayed settlement dropped (too many waiting)', key_id: dropped.reservation.keyId, credits: dropped.usage.credits });

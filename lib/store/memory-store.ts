@@ -13,7 +13,7 @@
  * Credits are held in integer credit units (credits.ts) so the cap comparison is exact.
  */
 import crypto from 'node:crypto';
-import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { addToTotals, MemorySpendStore, type MemorySpendSnapshot } from './memory-spend';
 import { systemClock, type Clock } from './month';
 import { MemoryReservations } from './memory-reservations';
@@ -237,6 +237,7 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
   }
 
   private settleNow(reservation: Reservation, usage: UsageEntry): void {
+    checkSettledFigures(usage);
     const bucket = `${reservation.keyId}|${reservation.month}`;
     // No reservation: already settled (or never made here); either way there is nothing to record.
     if (!this.reservations.take(bucket, reservation.id)) return;

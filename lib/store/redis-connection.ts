@@ -54,7 +54,10 @@ export async function connectRedis(options: RedisConnectionOptions): Promise<Red
   const reconnectStrategy = (retries: number, cause: Error) => (connected ? reconnectDelay(retries) : cause);
   const described = urls.map(redactUrl).join(', ');
   if (!options.clusterNodes?.length) {
-    const client = createClient({ url: urls[0], socket: { connectTimeout, reconnectStrategy, ...tlsOptions } }) as RedisClientType;
+    // No offline queue: a command sent while disconnected fails at once (503) and never runs later, when
+    // the guard (guard.ts) has already answered its request (an admission run then would hold credits
+    // and count a request that nothing settles).
+    const client = createClient({ url: urls[0], disableOfflineQueue: true, socket: { connectTimeout, reconnectStrategy, ...tlsOptions } }) as RedisClientType;
     client.on('error', (err: Error) => options.onError?.(err));
     try {
       await client.connect();
@@ -78,7 +81,8 @@ export async function connectRedis(options: RedisConnectionOptions): Promise<Red
     defaults: {
       ...(username ? { username: decodeURIComponent(username) } : {}),
       ...(password ? { password: decodeURIComponent(password) } : {}),
-      // A command for a node that is down fails at once (503) instead of waiting for it to return.
+      // A command for a node that is down fails at once (503) instead of waiting for it to return,
+      // and never runs later (as for one server, above).
       disableOfflineQueue: true,
       socket: { connectTimeout, reconnectStrategy, ...tlsOptions },
     },

@@ -230,10 +230,13 @@ return 1
  * and the day's totals in this one step, and note the reservation as settled (kept `forget` ms). A
  * reservation noted as settled changes nothing; one with neither a hold nor a note (its hold was lost
  * with a primary that failed before its replica had it) is recorded, since its usage was paid for.
- * The caller appends the request log record only when this returns 1 (the log is in another slot).
- * KEYS: credits:<month>, usage:<month>, usage-day:<month>, settled. ARGV: reservation id, credit
- * units (credits.ts), model, input, output, cache write, cache read tokens, bucket ttl (ms), day
- * (YYYY-MM-DD), now (ms), forget (ms). Returns 1 when recorded, 0 when ignored.
+ * On one server the request log record is appended in this same step (a fifth key, the log, and its
+ * APPEND_LOG_LUA arguments), so no crash can leave a settlement without its record; in a cluster the
+ * log is in another slot, and the caller appends the record only when this returns 1.
+ * KEYS: credits:<month>, usage:<month>, usage-day:<month>, settled[, request-log]. ARGV: reservation
+ * id, credit units (credits.ts), model, input, output, cache write, cache read tokens, bucket ttl (ms),
+ * day (YYYY-MM-DD), now (ms), forget (ms)[, record JSON, booking ms, oldest id to keep (ms), log ttl
+ * (ms)]. Returns 1 when recorded, 0 when ignored.
  */
 export const SETTLE_CREDITS = `
 local held = redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
@@ -258,24 +261,32 @@ redis.call('HINCRBY', KEYS[3], d .. 'requests', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[3], ARGV[8])
+if #KEYS == 5 then
+${APPEND_LOG_LUA('KEYS[5]', 'ARGV[12]', 'ARGV[13]', 'ARGV[14]', 'ARGV[15]')}
+end
 return 1
 `;
 
 /**
- * Append a request log record, with an id at its booking ms, or at the newest entry's ms when that is
- * later (another instance's clock ahead of ours): stream ids must grow. So an entry's id is never
- * earlier than its record's time; readers scan a little past the end of a range.
- * KEYS: request-log. ARGV: record JSON, booking ms, oldest id to keep (ms), ttl (ms).
+ * Lua that appends a request log record, with an id at its booking ms, or at the newest entry's ms
+ * when that is later (another instance's clock ahead of ours): stream ids must grow. So an entry's id
+ * is never earlier than its record's time; readers scan a little past the end of a range. The
+ * arguments are Lua expressions: the log, the record JSON, booking ms, oldest id to keep (ms), ttl (ms).
  */
-export const APPEND_REQUEST_LOG = `
-local id = ARGV[2]
-local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+function APPEND_LOG_LUA(log: string, json: string, booking: string, oldest: string, ttl: string): string {
+  return `
+local logId = ${booking}
+local top = redis.call('XREVRANGE', ${log}, '+', '-', 'COUNT', 1)
 if #top > 0 then
   local topMs = string.match(top[1][1], '^(%d+)')
-  if tonumber(topMs) > tonumber(id) then id = topMs end
+  if tonumber(topMs) > tonumber(logId) then logId = topMs end
 end
-redis.call('XADD', KEYS[1], 'MINID', '~', ARGV[3], id .. '-*', 'r', ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('XADD', ${log}, 'MINID', '~', ${oldest}, logId .. '-*', 'r', ${json})
+redis.call('PEXPIRE', ${log}, ${ttl})`;
+}
+
+/** Append a request log record (APPEND_LOG_LUA). KEYS: request-log. ARGV: record JSON, booking ms, oldest id to keep (ms), ttl (ms). */
+export const APPEND_REQUEST_LOG = `${APPEND_LOG_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]')}
 return 1
 `;
 

@@ -6,7 +6,7 @@
  * admission (redis-admission.ts).
  */
 import crypto from 'node:crypto';
-import { fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
@@ -162,6 +162,7 @@ export class RedisStore implements GatewayStore {
   }
 
   async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
+    checkSettledFigures(usage);
     await this.pending.track(this.settle(reservation, usage));
   }
 
@@ -170,18 +171,21 @@ export class RedisStore implements GatewayStore {
     const now = this.clock();
     const at = bookingTime(usage.at ?? now, month);
     const units = toCreditUnits(usage.credits);
+    const record = usage.log && { ...usage.log, time: at, credits: fromCreditUnits(units) };
+    // On one server the record is written by the settlement's own script: no crash splits them.
+    const logged = record !== undefined && this.connection.mode === 'single';
     const recorded = await this.connection.run(
       SETTLE_CREDITS,
-      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId)],
+      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId),
+        ...(logged ? [this.keys.requestLog] : [])],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
-        String(now), String(EXPIRED_RESERVATION_MEMORY_MS)],
+        String(now), String(EXPIRED_RESERVATION_MEMORY_MS), ...(logged ? this.logArgs(record, now) : [])],
     );
-    if (Number(recorded) !== 1 || !usage.log) return;
-    // The log is in another slot: its record follows the settlement that took effect, once. When the
-    // log's node fails now, the record is retried on its own (a retry of the whole settlement would
-    // find it settled and write none).
-    const record = { ...usage.log, time: at, credits: fromCreditUnits(units) };
+    if (Number(recorded) !== 1 || !record || logged) return;
+    // In a cluster the log is in another slot: its record follows the settlement that took effect,
+    // once. When the log's node fails now, the record is retried on its own (a retry of the whole
+    // settlement would find it settled and write none).
     await this.appendLog(record, now).catch(() => {
       const retried = retryUntilDone(() => this.appendLog(record, now), () => this.closed);
       this.pending.track(retried).catch((err: Error) => this.onError?.(new Error(`request log record of ${record.requestId} not written: ${err.message}`)));
@@ -207,9 +211,12 @@ export class RedisStore implements GatewayStore {
   }
 
   private async appendLog(record: RequestLogRecord, now: number): Promise<void> {
-    await this.connection.run(APPEND_REQUEST_LOG, [this.keys.requestLog], [
-      encodeLogRecord(record), String(Math.round(record.time)), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS),
-    ]);
+    await this.connection.run(APPEND_REQUEST_LOG, [this.keys.requestLog], this.logArgs(record, now));
+  }
+
+  /** The arguments of APPEND_LOG_LUA (redis-scripts.ts) for `record` written at `now` (epoch ms). */
+  private logArgs(record: RequestLogRecord, now: number): string[] {
+    return [encodeLogRecord(record), String(Math.round(record.time)), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS)];
   }
 
   async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {

@@ -14,6 +14,8 @@ import { ADMIN_TOKEN } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, isNativeError, nativeHeaders, rawRequest } from '../helpers/http-client';
 import { freePort } from '../helpers/ports';
+import { RedisKeys } from '../../lib/store/redis-keys';
+import { utcMonth } from '../../lib/store/month';
 
 /** The port of this spec's redis-server, picked in `before`. */
 let PORT = 0;
@@ -113,6 +115,48 @@ describe('Redis outage (a redis-server of its own)', function () {
     expect((await rawRequest(gw.url, chatRequest)).status).to.equal(200);
     const healthy = await rawRequest(gw.url, { method: 'GET', path: '/health', headers: [] });
     expect(healthy.json.store).to.deep.include({ reachable: true });
+  });
+
+  it('Redis stopped for two seconds under load: no hold or rate-limit count of a request answered 503 remains', async () => {
+    const prefix = `outage-${randomBytes(4).toString('hex')}:`;
+    gw = await startTestGateway({
+      env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: prefix },
+      overrides: { store: { timeoutMs: 500 } },
+    });
+    const statuses: number[] = [(await rawRequest(gw.url, nativeRequest)).status];
+    expect(statuses[0]).to.equal(200);
+    let loading = true;
+    // 8 clients back to back, each waiting 20 ms between requests (bounded: the test stops them).
+    const worker = async () => {
+      while (loading) {
+        statuses.push((await rawRequest(gw!.url, nativeRequest)).status);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const workers = Array.from({ length: 8 }, worker);
+    await new Promise((r) => setTimeout(r, 300));
+    stopRedis();
+    // A refused admission waits for no queue: its 503 comes before the store timeout (500 ms).
+    const startedAt = Date.now();
+    expect((await rawRequest(gw.url, nativeRequest)).status).to.equal(503);
+    expect(Date.now() - startedAt).to.be.below(400);
+    await new Promise((r) => setTimeout(r, 2000));
+    startRedis();
+    await new Promise((r) => setTimeout(r, 1000));
+    loading = false;
+    await Promise.all(workers);
+    const refused = statuses.filter((s) => s === 503).length;
+    expect(refused, 'requests answered 503 during the outage').to.be.greaterThan(0);
+    expect(statuses.filter((s) => s !== 200 && s !== 503), JSON.stringify(statuses)).to.deep.equal([]);
+    const keys = new RedisKeys(prefix);
+    const cli = (...args: string[]) => spawnSync('redis-cli', ['-p', String(PORT), '--raw', ...args]).stdout.toString().trim();
+    // A hold nothing settles outlives its expiry as an `expired:` entry: neither may remain once the
+    // delayed settlements of the admitted requests are in (the guard retries them every second).
+    const unsettled = () => cli('HKEYS', keys.credits('team-all', utcMonth(Date.now()))).split('\n').filter((f) => /^(hold|expired):/.test(f));
+    await waitUntil(async () => unsettled().length === 0, 'the holds settled').catch(() => undefined);
+    expect(unsettled(), 'holds left behind').to.deep.equal([]);
+    // Every request counted in the rate-limit window was answered by something other than a 503.
+    expect(Number(cli('GET', keys.rate('team-all')))).to.equal(statuses.length - refused);
   });
 
   it('with store.failOpen serves known keys unmetered and logs every such request', async () => {

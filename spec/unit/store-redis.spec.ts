@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys';
 import { createApiKey, revokeApiKey, rotateApiKey } from '../../lib/store/key-admin';
 import { utcMonth } from '../../lib/store/month';
+import type { RedisConnection } from '../../lib/store/redis-connection';
 import type { RedisStore } from '../../lib/store/redis-store';
+import { APPEND_REQUEST_LOG } from '../../lib/store/redis-scripts';
 import { createClient } from 'redis';
 import { connectTestRedisStore, deleteRedisPrefix, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis';
 import { describeStoreContract } from '../helpers/store-contract';
@@ -85,6 +87,42 @@ describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () =>
     } finally {
       await raw.close();
       await store.close();
+      await deleteRedisPrefix(prefix);
+    }
+  });
+
+  it('an instance killed right after a settlement leaves its request log record with it: one step, the ledger and the log add up', async () => {
+    const prefix = uniqueRedisPrefix('killed-after-settle');
+    const killed = await connectTestRedisStore(prefix);
+    const reader = await connectTestRedisStore(prefix);
+    // The instance dies at its next request log append: that call never returns, nothing after it runs.
+    const connection = (killed as unknown as { connection: RedisConnection }).connection;
+    const run = connection.run.bind(connection);
+    let died: () => void = () => undefined;
+    const death = new Promise<void>((resolve) => (died = resolve));
+    connection.run = (script, keys, args) => {
+      if (script !== APPEND_REQUEST_LOG) return run(script, keys, args);
+      died();
+      return new Promise(() => undefined);
+    };
+    try {
+      const at = Date.now();
+      const month = utcMonth(at);
+      const r = await killed.reserveCredits('k1', month, 1, 5, 60_000);
+      if (!r.ok) throw new Error('not reserved');
+      const log = { time: 0, requestId: 'req_killed', keyId: 'k1', keyGroup: 'default', route: 'POST /v1/messages', model: 'm', status: 200,
+        stopReason: 'end_turn', inputTokens: 7, outputTokens: 3, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
+        firstByteMs: 1, durationMs: 2, streamed: false, clientAborted: false, sessionId: null, agentId: null, upstreamTarget: null };
+      await Promise.race([
+        killed.settleCredits(r.reservation, { model: 'm', inputTokens: 7, outputTokens: 3, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.25, at, log }),
+        death,
+      ]);
+      expect(await reader.getMonthSpend('k1', month)).to.equal(0.25);
+      const page = await reader.readRequestLog(at - 1, at + 1, null, 10);
+      expect(page.records.map((record) => [record.requestId, record.credits])).to.deep.equal([['req_killed', 0.25]]);
+    } finally {
+      await connection.close();
+      await reader.close();
       await deleteRedisPrefix(prefix);
     }
   });

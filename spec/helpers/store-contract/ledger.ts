@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { hashSecret } from '../../../lib/keys';
 import { rotateApiKey, setKeyLimits } from '../../../lib/store/key-admin';
 import type { KeySnapshot, KeyStore, LedgerStore } from '../../../lib/store/types';
-import { type ContractFixture, T0, HOUR, DAY, newKey, usage, units, settleAt } from './shared';
+import { type ContractFixture, T0, HOUR, DAY, expectRejection, newKey, usage, units, settleAt } from './shared';
 
 export function describeLedgerStoreContract(current: () => ContractFixture<KeyStore & LedgerStore>): void {
   let f: ContractFixture<KeyStore & LedgerStore>;
@@ -137,6 +137,22 @@ export function describeLedgerStoreContract(current: () => ContractFixture<KeySt
       await f.store.settleCredits(r.reservation, usage(2));
       await f.store.settleCredits(r.reservation, usage(2));
       expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(2);
+      expect((await f.store.getUsage('k1', '2025-06'))[0].requests).to.equal(1);
+    });
+
+    it('refuses figures out of range before changing anything: the hold stays for the settlement that follows', async () => {
+      const r = await f.store.reserveCredits('k1', '2025-06', 5, 10, 60_000);
+      if (!r.ok) throw new Error('reserve failed');
+      // 1e15 input tokens at 15 credits per million: past the 2^53 units a ledger keeps exactly.
+      await expectRejection(f.store.settleCredits(r.reservation, { ...usage(1.5e10), inputTokens: 1e15 }), /credits .* out of range/);
+      await expectRejection(f.store.settleCredits(r.reservation, { ...usage(1), outputTokens: 2.5 }), /outputTokens 2.5 is not a non-negative integer/);
+      await expectRejection(f.store.settleCredits(r.reservation, { ...usage(1), cacheReadInputTokens: -1 }), /cacheReadInputTokens -1/);
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(0);
+      expect(await f.store.getUsage('k1', '2025-06')).to.deep.equal([]);
+      const other = await f.store.reserveCredits('k1', '2025-06', 6, 10, 60_000);
+      expect(other.ok, 'the first hold still counts').to.equal(false);
+      await f.store.settleCredits(r.reservation, usage(5));
+      expect(await f.store.getMonthSpend('k1', '2025-06')).to.equal(5);
       expect((await f.store.getUsage('k1', '2025-06'))[0].requests).to.equal(1);
     });
 
