@@ -5,9 +5,10 @@
  * The settlement step after the response (lib/settlement.ts) replaces the reservation with the real
  * cost when the reply ends, however it ends.
  *
- * What is held is what is sent: the stored conversation a Responses `previous_response_id` puts before
- * the body (`ctx.previous`, loaded before this step), image parts (IMAGE_INPUT_TOKENS each) and the
- * choices a chat request asks for (`n`) count in the worst case.
+ * What is held is what the upstream can bill: the stored conversation a Responses `previous_response_id`
+ * puts before the body (`ctx.previous`) and the signed thinking a tool loop gets back (`ctx.keptThinking`),
+ * both loaded before this step, what the upstream adds (files, fetched documents, server-tool results:
+ * middleware/input-bound.ts) and the choices a chat request asks for (`n`) count in the worst case.
  *
  * A cap usable to its last credit: when the worst case does not fit but the worst case of a minimal
  * reply (`reservation.minOutputTokens` output tokens) does, the store holds all the credit left and
@@ -16,7 +17,7 @@
  * `x-gateway-warning`. The cap is never passed: the lowered request's worst case fits the hold.
  *
  * Refused: 402 `billing_error` (chat: `insufficient_quota`) saying what is left and what the request
- * needs at least. Not 429: no retry can succeed before the month ends, and the SDKs retry 429 but not
+ * needs at least, and its input bound part by part (which part refused). Not 429: no retry can succeed before the month ends, and the SDKs retry 429 but not
  * 402. When the request would fit but for the holds of requests still in flight, the 402 says so and
  * carries `retry-after`.
  */
@@ -28,10 +29,12 @@ import { GatewayError } from '../lib/errors';
 import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { LedgerStore, Reservation } from '../lib/store/types';
+import { isUtf8 } from 'node:buffer';
 import {
-  boundInputTokens, choicesOf, countImageParts, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
+  boundInputTokens, choicesOf, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from './worst-case';
+import { asksWideWindow, boundInput, contextWindowOf, describeInputBound, type InputBound } from './input-bound';
 
 export interface CreditReservationOptions {
   store: LedgerStore;
@@ -47,7 +50,7 @@ export interface CreditReservationOptions {
 }
 
 export {
-  boundInputTokens, boundWebSearches, countImageParts, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
+  boundInputTokens, boundWebSearches, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
 } from './worst-case';
 
 /**
@@ -70,18 +73,36 @@ export function createReservationEstimate(options: CreditReservationOptions): (r
   };
 }
 
-/** The worst case of a request (middleware/worst-case.ts), from the context's model and the body's size, and the smallest reply allowed. */
-function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { worst: WorstCase; minOutputTokens: number } {
+/**
+ * Bytes of the body the upstream gets: the body as received. A native body that is not valid UTF-8
+ * may go out serialised again (an alias renamed, `max_tokens` lowered), each invalid byte then a
+ * U+FFFD of three: it is held at the size serialised again. (A longer upstream model name is not
+ * input the upstream bills.)
+ */
+function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservationFormat): number {
+  const raw = ctx.rawBody;
+  const received = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
+  if (format !== 'native' || !raw || isUtf8(raw)) return received;
+  return Math.max(received, Buffer.byteLength(JSON.stringify({ ...(req.body as object), model: ctx.model!.upstreamModel })));
+}
+
+/**
+ * The worst case of a request (middleware/worst-case.ts) and its input bound (middleware/input-bound.ts),
+ * from the context's model, what is sent (the body, the stored conversation, restored thinking) and
+ * the files it names; and the smallest reply allowed.
+ */
+function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { worst: WorstCase; input: InputBound; minOutputTokens: number } {
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
   return (req, res) => {
     const ctx = getContext(res);
     const model = ctx.model!;
-    const bodyBytes = (ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}))) + (ctx.previous?.bytes ?? 0);
+    const bytes = sentBodyBytes(req, ctx, options.format) + (ctx.previous?.bytes ?? 0) + (ctx.keptThinking?.bytes ?? 0);
     const reservation = reservationNow();
-    const imageParts = countImageParts(req.body) + countImageParts(ctx.previous?.items);
-    const worst = estimateWorstCase(model, req.body, bodyBytes, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
-      { imageParts, choices: choicesOf(req, options.format) });
-    return { worst, minOutputTokens: reservation.minOutputTokens };
+    const contextWindow = contextWindowOf(model, options.format === 'native' && asksWideWindow(req.headers?.['anthropic-beta']));
+    const input = boundInput(req.body, { bytes, reservation, contextWindow, extra: ctx.previous?.items, files: ctx.files });
+    const worst = estimateWorstCase(model, req.body, input.tokens, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
+      choicesOf(req, options.format));
+    return { worst, input, minOutputTokens: reservation.minOutputTokens };
   };
 }
 
@@ -132,9 +153,9 @@ const IN_FLIGHT_RETRY_AFTER_S = 5;
  * The 402 for a request whose minimal reply does not fit: what is left, what the request needs at
  * least, and how to fit it; when holds of requests in flight are in the way, says so with `retry-after`.
  */
-function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string): GatewayError {
+function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string, input: InputBound): GatewayError {
   const left = Math.max(0, result.cap - result.spent - result.reserved);
-  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound)`;
+  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${describeInputBound(input)}`;
   const state = `${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)`;
   if (result.reserved > 0 && result.cap - result.spent >= minCredits) {
     return new GatewayError(402, 'billing_error',
@@ -145,7 +166,7 @@ function capRefusal(result: { spent: number; reserved: number; cap: number }, mo
   const reached = result.spent >= result.cap ? 'monthly credit cap reached for this key' : 'monthly credit cap of this key';
   return new GatewayError(402, 'billing_error',
     `${reached}: ${state}, ${formatCredits(left)} left; ${needs}. ` +
-    `To fit, send a shorter request (its input is bounded by its body's size) or use a cheaper model. The cap resets at ${resetsAt}.`,
+    `To fit, send a shorter request (or fewer files, images or server-tool uses) or use a cheaper model. The cap resets at ${resetsAt}.`,
     { chatCode: 'insufficient_quota' });
 }
 
@@ -176,7 +197,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
         if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
-        throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt);
+        throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, worstCaseOf(req, res).input);
       }
       if (result.reservation.credits < wanted.credits) {
         // Held less than the worst case: all the credit left. Cut the reply to what that pays.
