@@ -74,16 +74,17 @@ export function createReservationEstimate(options: CreditReservationOptions): (r
 }
 
 /**
- * Bytes of the body the upstream gets: the body as received. A native body that is not valid UTF-8
- * may go out serialised again (an alias renamed, `max_tokens` lowered), each invalid byte then a
- * U+FFFD of three: it is held at the size serialised again. (A longer upstream model name is not
- * input the upstream bills.)
+ * Bytes of the body the upstream gets: the body as received. A native body sent serialised again (an
+ * alias renamed; `resent`: its `max_tokens` is being lowered) that is not valid UTF-8 grows, each bad
+ * byte a three-byte U+FFFD: it is held at its size serialised again. (The check runs only then: the
+ * body as received needs none. A longer upstream model name is not input the upstream bills.)
  */
-function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservationFormat): number {
+function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservationFormat, resent: boolean): number {
   const raw = ctx.rawBody;
   const received = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
-  if (format !== 'native' || !raw || isUtf8(raw)) return received;
-  return Math.max(received, Buffer.byteLength(JSON.stringify({ ...(req.body as object), model: ctx.model!.upstreamModel })));
+  const upstreamModel = ctx.model!.upstreamModel;
+  if (format !== 'native' || !raw || (!resent && (req.body as { model?: unknown }).model === upstreamModel) || isUtf8(raw)) return received;
+  return Math.max(received, Buffer.byteLength(JSON.stringify({ ...(req.body as object), model: upstreamModel })));
 }
 
 /**
@@ -91,12 +92,12 @@ function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservat
  * from the context's model, what is sent (the body, the stored conversation, restored thinking) and
  * the files it names; and the smallest reply allowed.
  */
-function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { worst: WorstCase; input: InputBound; minOutputTokens: number } {
+function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response, resent?: boolean) => { worst: WorstCase; input: InputBound; minOutputTokens: number } {
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
-  return (req, res) => {
+  return (req, res, resent = false) => {
     const ctx = getContext(res);
     const model = ctx.model!;
-    const bytes = sentBodyBytes(req, ctx, options.format) + (ctx.previous?.bytes ?? 0) + (ctx.keptThinking?.bytes ?? 0);
+    const bytes = sentBodyBytes(req, ctx, options.format, resent) + (ctx.previous?.bytes ?? 0) + (ctx.keptThinking?.bytes ?? 0);
     const reservation = reservationNow();
     const contextWindow = contextWindowOf(model, options.format === 'native' && asksWideWindow(req.headers?.['anthropic-beta']));
     const input = boundInput(req.body, { bytes, reservation, contextWindow, extra: ctx.previous?.items, files: ctx.files });
@@ -200,8 +201,9 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, worstCaseOf(req, res).input);
       }
       if (result.reservation.credits < wanted.credits) {
-        // Held less than the worst case: all the credit left. Cut the reply to what that pays.
-        const { worst } = worstCaseOf(req, res);
+        // Held less than the worst case: all the credit left. Cut the reply to what that pays (the
+        // body then goes out serialised again).
+        const { worst } = worstCaseOf(req, res, true);
         lowerMaxTokens(req, res, options.format, worst.maxTokens, Math.max(1, fitOutputTokens(worst, result.reservation.credits)));
       }
       if (res.destroyed) {

@@ -51,7 +51,7 @@ export interface InputBound {
   files: string[];
   fetched: number;
   window: number;
-  toolSteps: Map<string, number>;
+  toolSteps: ReadonlyMap<string, number>;
 }
 
 /** Part types that carry an image: chat `image_url`, Responses `input_image`, native `image`. */
@@ -59,9 +59,6 @@ const IMAGE_PART_TYPES = new Set(['image_url', 'input_image', 'image']);
 
 /** Server tool types (prefixes of `tools[].type`) whose results the upstream adds as input. */
 const SERVER_TOOL_PREFIXES = ['web_search', 'web_fetch', 'code_execution', 'bash_code_execution', 'text_editor_code_execution', 'tool_search'];
-
-/** Where a conversation's content blocks are found: these members are walked, every other one is not. */
-const CONTENT_MEMBERS = ['messages', 'system', 'input', 'content', 'output', 'source'] as const;
 
 /** The context window of `model` for this request (`wideWindow`: the request asks for the 1M window). */
 export function contextWindowOf(model: ModelConfig, wideWindow = false): number {
@@ -82,21 +79,6 @@ function fileTokens(facts: FileFacts | undefined, window: number): number {
   return window;
 }
 
-/** The file id a content block names: native `source.file_id`, Responses `input_file.file_id`, chat `file.file_id`. */
-function fileIdOf(block: Record<string, unknown>): string | undefined {
-  const source = block.source as { type?: unknown; file_id?: unknown } | undefined;
-  if (source?.type === 'file' && typeof source.file_id === 'string') return source.file_id;
-  if (block.type === 'input_file' && typeof block.file_id === 'string') return block.file_id;
-  const file = block.file as { file_id?: unknown } | undefined;
-  return block.type === 'file' && typeof file?.file_id === 'string' ? file.file_id : undefined;
-}
-
-/** Whether a content block is a document the upstream fetches from a URL (native `source.type: "url"` on a document, Responses `file_url`). */
-function fetchesDocument(block: Record<string, unknown>): boolean {
-  if (block.type === 'input_file') return typeof block.file_url === 'string';
-  return block.type === 'document' && (block.source as { type?: unknown } | undefined)?.type === 'url';
-}
-
 /** What the content blocks of a conversation add to its bound: image parts, files, fetched documents. */
 interface ContentTally {
   images: number;
@@ -105,52 +87,67 @@ interface ContentTally {
   fetched: number;
 }
 
-/** Tally the content blocks in `roots` (bodies, stored items), walking CONTENT_MEMBERS with an explicit stack. */
+/** Count a file a block names by id (an image file is an image part). */
+function tallyFile(tally: ContentTally, id: string, files: ReadonlyMap<string, FileFacts> | undefined, window: number): void {
+  const facts = files?.get(id);
+  if (facts?.mimeType?.startsWith('image/')) {
+    tally.images += 1;
+    return;
+  }
+  tally.fileTokens += fileTokens(facts, window);
+  tally.files.push(id);
+}
+
+/**
+ * Tally the content blocks under `roots` (messages, system, input items, stored items) with an explicit
+ * stack: image parts (any source), files named by id (native `source.type: "file"`, Responses
+ * `input_file.file_id`, chat `file.file_id`), documents fetched from a URL (native `source.type: "url"`,
+ * Responses `input_file.file_url`); a block's `content`, `output` and a document's `source.content` are
+ * walked, text is not.
+ */
 function tallyContent(roots: unknown[], files: ReadonlyMap<string, FileFacts> | undefined, window: number): ContentTally {
   const tally: ContentTally = { images: 0, fileTokens: 0, files: [], fetched: 0 };
-  const stack = [...roots];
+  const stack = roots;
   while (stack.length > 0) {
     const value = stack.pop();
-    if (value === null || typeof value !== 'object') continue;
+    if (typeof value !== 'object' || value === null) continue;
     if (Array.isArray(value)) {
-      for (const item of value) if (item !== null && typeof item === 'object') stack.push(item);
+      for (let i = 0; i < value.length; i += 1) if (typeof value[i] === 'object') stack.push(value[i]);
       continue;
     }
-    const block = value as Record<string, unknown>;
-    const fileId = fileIdOf(block);
-    if (fileId !== undefined) {
-      const facts = files?.get(fileId);
-      // An image file is counted once, as an image part.
-      if (facts?.mimeType?.startsWith('image/') || block.type === 'image' || block.type === 'input_image') tally.images += 1;
-      else {
-        tally.fileTokens += fileTokens(facts, window);
-        tally.files.push(fileId);
-      }
-      continue;
-    }
-    if (typeof block.type === 'string' && IMAGE_PART_TYPES.has(block.type)) {
+    const block = value as Record<string, any>;
+    const type = block.type;
+    if (type === 'text' || type === 'input_text' || type === 'output_text') continue;
+    if (IMAGE_PART_TYPES.has(type)) {
       tally.images += 1;
-      continue;
-    }
-    if (fetchesDocument(block)) {
-      tally.fetched += 1;
-      continue;
-    }
-    for (const member of CONTENT_MEMBERS) {
-      const inner = block[member];
-      if (inner !== null && typeof inner === 'object') stack.push(inner);
+    } else if (type === 'document') {
+      const source = block.source;
+      if (source?.type === 'file' && typeof source.file_id === 'string') tallyFile(tally, source.file_id, files, window);
+      else if (source?.type === 'url') tally.fetched += 1;
+      else if (source?.type === 'content') stack.push(source.content);
+    } else if (type === 'input_file') {
+      if (typeof block.file_id === 'string') tallyFile(tally, block.file_id, files, window);
+      else if (typeof block.file_url === 'string') tally.fetched += 1;
+    } else if (type === 'file' && typeof block.file?.file_id === 'string') {
+      tallyFile(tally, block.file.file_id, files, window);
+    } else {
+      if (typeof block.content === 'object') stack.push(block.content);
+      if (typeof block.output === 'object') stack.push(block.output);
     }
   }
   return tally;
 }
 
+const NO_STEPS: ReadonlyMap<string, number> = new Map();
+
 /**
  * Sampling steps the server tools a body offers can add (`tools[]` of SERVER_TOOL_PREFIXES: `max_uses`,
  * else `defaultUses`; each MCP server of `mcp_servers`: `defaultUses`), by tool type.
  */
-export function serverToolSteps(body: unknown, defaultUses: number): Map<string, number> {
-  const steps = new Map<string, number>();
+export function serverToolSteps(body: unknown, defaultUses: number): ReadonlyMap<string, number> {
   const { tools, mcp_servers: mcpServers } = (body ?? {}) as { tools?: unknown; mcp_servers?: unknown };
+  if (tools === undefined && mcpServers === undefined) return NO_STEPS;
+  const steps = new Map<string, number>();
   if (Array.isArray(tools)) {
     for (const tool of tools) {
       const type = (tool as { type?: unknown } | null)?.type;
@@ -178,12 +175,15 @@ export function boundInput(body: unknown, options: {
 }): InputBound {
   const { reservation, contextWindow: window } = options;
   const bodyTokens = Math.ceil(options.bytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
-  const tally = tallyContent(options.extra === undefined ? [body] : [body, options.extra], options.files, window);
+  const { messages, system, input } = (body ?? {}) as { messages?: unknown; system?: unknown; input?: unknown };
+  const tally = tallyContent([messages, system, input, options.extra], options.files, window);
   const toolSteps = serverToolSteps(body, reservation.webSearchesPerRequest);
   let steps = 0;
   for (const uses of toolSteps.values()) steps += uses;
   const tokens = bodyTokens + tally.images * IMAGE_INPUT_TOKENS + tally.fileTokens + (tally.fetched + steps) * window;
-  return { tokens, bytes: options.bytes, bodyTokens, ...tally, window, toolSteps };
+  return {
+    tokens, bytes: options.bytes, bodyTokens, images: tally.images, fileTokens: tally.fileTokens, files: tally.files, fetched: tally.fetched, window, toolSteps,
+  };
 }
 
 /** A count with thousands separators, as a 402 shows it. */
