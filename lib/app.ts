@@ -179,6 +179,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     reservationTtlMs: () => source.config.upstream.timeoutMs,
+    // A native body the byte bound refuses is measured by its upstream's count_tokens.
+    measureWith: format === 'native' ? (ctx: RequestContext) => {
+      const group = catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP);
+      return group?.upstream.kind === 'native' ? upstreams.forGroup(group) : undefined;
+    } : undefined,
   });
   /** On a key changed since auth read it: the key group and whitelist checks again (routes with a model). */
   const recheck = (ctx: RequestContext) => (ctx.model ? keyGroupRefusal(catalogue, ctx) ?? whitelistRefusal(ctx) : null);

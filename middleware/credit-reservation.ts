@@ -34,6 +34,8 @@ import {
   boundInputTokens, choicesOf, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from './worst-case';
+import { holdAtMeasuredInput } from './measured-input';
+import type { UpstreamClient } from '../lib/upstream';
 import { asksWideWindow, boundInput, contextWindowOf, describeInputBound, type InputBound } from './input-bound';
 
 export interface CreditReservationOptions {
@@ -47,6 +49,11 @@ export interface CreditReservationOptions {
   format: CreditReservationFormat;
   /** Clock for the month bucket, epoch ms. Default: the real clock. */
   clock?: Clock;
+  /**
+   * The upstream whose count_tokens measures a request the byte bound refuses (middleware/measured-input.ts),
+   * or undefined; absent: never measured (routes whose body is not native).
+   */
+  measureWith?: (ctx: RequestContext) => UpstreamClient | undefined;
 }
 
 export {
@@ -192,30 +199,39 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
       const wanted = ctx.admission?.asked ?? estimate(req, res);
       const result = ctx.admission?.reserved
         ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits);
+      let measured: Awaited<ReturnType<typeof holdAtMeasuredInput>> = null;
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
         // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
         if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
-        throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, worstCaseOf(req, res).input);
+        const { input } = worstCaseOf(req, res);
+        // Only a refused request that is not used up pays the count_tokens round trip (measured-input.ts).
+        const upstream = ctx.capExhaustedMonth === undefined ? options.measureWith?.(ctx) : undefined;
+        measured = upstream ? await holdAtMeasuredInput(req, ctx, {
+          store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
+          maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format),
+        }) : null;
+        if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, input);
       }
-      if (result.reservation.credits < wanted.credits) {
+      const held = measured?.reservation ?? (result as Extract<typeof result, { ok: true }>).reservation;
+      if (held.credits < (measured?.credits ?? wanted.credits)) {
         // Held less than the worst case: all the credit left. Cut the reply to what that pays (the
         // body then goes out serialised again).
-        const { worst } = worstCaseOf(req, res, true);
-        lowerMaxTokens(req, res, options.format, worst.maxTokens, Math.max(1, fitOutputTokens(worst, result.reservation.credits)));
+        const worst = measured?.worst ?? worstCaseOf(req, res, true).worst;
+        lowerMaxTokens(req, res, options.format, worst.maxTokens, Math.max(1, fitOutputTokens(worst, held.credits)));
       }
       if (res.destroyed) {
         // The client went away while the reservation was being made (a store round trip): its
         // after-response steps have run already, so nothing would settle it or stop renewing it. Release it now;
         // nothing was used.
-        await store.settleCredits(result.reservation, {
+        await store.settleCredits(held, {
           model: ctx.model!.id, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
         });
         return;
       }
-      ctx.reservation = { ...result.reservation, requestId: ctx.requestId };
+      ctx.reservation = { ...held, requestId: ctx.requestId };
       renewer.keep(res, ctx.reservation, wanted.ttlMs);
       next();
     } catch (err) {

@@ -18,7 +18,7 @@ import { nativeHeaders, rawRequest } from '../helpers/http-client';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
 
 /** Keys, one per attack, each with its cap (credits). */
-const CAPS = { chat: 0.5, responses: 0.5, files: 0.5, search: 1, batch: 0.3, utf8: 0.5 } as const;
+const CAPS = { chat: 0.5, responses: 0.5, files: 0.5, search: 1, batch: 0.3, utf8: 0.5, measure: 0.1 } as const;
 type Attack = keyof typeof CAPS;
 const secretOf = (attack: Attack) => `sk-cs4-test-hold-added-${attack}-0040`;
 /** 100 KB of thinking the first turn of a tool loop produces, kept by the gateway for its tool call. */
@@ -34,9 +34,13 @@ const SEARCH_RESULT_TOKENS = 150_000;
 function billingHandler(files: () => FakeFiles): FakeHandler {
   return (request) => {
     const body = request.body;
+    // An agent's text runs about 4 bytes a token: count_tokens and the bill agree on it.
+    const agentTokens = Math.ceil(Buffer.byteLength(JSON.stringify(body?.messages ?? [])) / 4);
     const text = request.raw.toString('utf8');
-    let input = request.raw.length;
+    let input = String(body?.messages?.[0]?.content).startsWith('agent:') ? agentTokens : request.raw.length;
     for (const [, id] of text.matchAll(/"file_id":"([^"]+)"/g)) input += files().sizeOf(id) ?? 0;
+    // count_tokens counts what the request holds (files included), not what server tools will add.
+    if (request.url.startsWith('/v1/messages/count_tokens')) return { kind: 'json', body: { input_tokens: input } };
     const search = Array.isArray(body?.tools) ? body.tools.find((tool: any) => String(tool?.type).startsWith('web_search')) : undefined;
     const searches = search ? Number(search.max_uses ?? 5) : 0;
     input += searches * SEARCH_RESULT_TOKENS;
@@ -189,6 +193,21 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(refused.status).to.equal(402);
       expect(refused.message).to.include('64,000 for 40 image(s) at 1600 each');
       expect(gw.upstream.requests.length, 'no batch created upstream').to.equal(before);
+    });
+
+    it('native: a request the byte bound refuses near the cap is measured with count_tokens and held at that figure', async () => {
+      const client = anthropic('measure');
+      const before = gw.upstream.requests.length;
+      // 120 KB: about 0.24 credits by its bytes, past the 0.1 cap; about 30,000 tokens measured.
+      const reply = await client.messages.create({ model: 'haiku', max_tokens: 16, messages: [{ role: 'user', content: `agent: ${'word '.repeat(24_000)}` }] });
+      expect(reply.content[0]).to.include({ type: 'text' });
+      const paths = gw.upstream.requests.slice(before).map((request) => request.url);
+      expect(paths).to.deep.equal(['/v1/messages/count_tokens', '/v1/messages']);
+      // An ordinary request fits its byte bound: no count_tokens call.
+      await client.messages.create({ model: 'haiku', max_tokens: 16, messages: [{ role: 'user', content: 'agent: hi' }] });
+      expect(gw.upstream.requests.at(-1)!.url).to.equal('/v1/messages');
+      expect(gw.upstream.requests.length).to.equal(before + 3);
+      await expectWithinCap('measure');
     });
 
     it('native: a body that is not valid UTF-8, sent serialised again for its alias, is held at the size sent', async () => {
