@@ -16,6 +16,9 @@
  * to what that hold pays; the reply says so in `x-gateway-max-tokens` (the new figure) and
  * `x-gateway-warning`. The cap is never passed: the lowered request's worst case fits the hold.
  *
+ * A native request the byte bound refuses (its key not used up) is measured with the upstream's
+ * count_tokens and held at that figure when it fits (middleware/measured-input.ts).
+ *
  * Refused: 402 `billing_error` (chat: `insufficient_quota`) saying what is left and what the request
  * needs at least, and its input bound part by part (which part refused). Not 429: no retry can succeed before the month ends, and the SDKs retry 429 but not
  * 402. When the request would fit but for the holds of requests still in flight, the 402 says so and

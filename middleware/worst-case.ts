@@ -14,7 +14,9 @@
  * rate = the fast-mode multiplier when the body asks `speed: "fast"` x 1.1 when it pins `inference_geo`
  *        (lib/pricing.ts), and web search bound = for each web search server tool offered
  *        (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest.
- * A Message Batches request (`batchWorstCase`) takes the same input bound, at the batch rate.
+ * A Message Batches request (`batchWorstCase`) takes the same input bound, at the batch rate. Where
+ * the byte bound refuses a native request, its input measured by count_tokens may replace it
+ * (middleware/measured-input.ts).
  * The body's other fields are not read, so any shape the upstream accepts can be reserved for.
  */
 import type { Request } from 'express';
