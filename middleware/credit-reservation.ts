@@ -210,8 +210,10 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
         if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
         const { input } = worstCaseOf(req, res);
-        // Only a refused request that is not used up pays the count_tokens round trip (measured-input.ts).
-        const upstream = ctx.capExhaustedMonth === undefined ? options.measureWith?.(ctx) : undefined;
+        // Only a request its byte bound refuses whatever is in flight, on a key not used up, pays the
+        // count_tokens round trip (measured-input.ts); one refused for holds in flight waits for them.
+        const inFlight = result.reserved > 0 && result.cap - result.spent >= (wanted.minCredits ?? wanted.credits);
+        const upstream = ctx.capExhaustedMonth === undefined && !inFlight ? options.measureWith?.(ctx) : undefined;
         measured = upstream ? await holdAtMeasuredInput(req, ctx, {
           store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
           maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format),

@@ -23,6 +23,9 @@ import { estimateWorstCase, worstCaseCredits, type WorstCase } from './worst-cas
 /** Share of the measured input held on top of it (the count is an estimate, see the module comment). */
 export const MEASURE_MARGIN = 0.05;
 
+/** How long a measurement may take, ms: past it the byte bound's refusal stands (a refusal never waits on the upstream). */
+export const MEASURE_TIMEOUT_MS = 3000;
+
 /** Members of a Messages body that count_tokens takes (Messages API reference, "Count Message tokens"). */
 const COUNTED_MEMBERS = ['messages', 'system', 'tools', 'tool_choice', 'thinking', 'mcp_servers', 'context_management', 'output_config'];
 
@@ -35,7 +38,8 @@ export async function measureInputTokens(upstream: UpstreamClient, req: Request,
   const counted: Record<string, unknown> = { model: ctx.model!.upstreamModel };
   for (const member of COUNTED_MEMBERS) if (body[member] !== undefined) counted[member] = body[member];
   try {
-    const answer = await callUpstream(upstream, req, 'POST', '/v1/messages/count_tokens', { body: Buffer.from(JSON.stringify(counted)), target: ctx.target });
+    const signal = AbortSignal.timeout(MEASURE_TIMEOUT_MS);
+    const answer = await callUpstream(upstream, req, 'POST', '/v1/messages/count_tokens', { body: Buffer.from(JSON.stringify(counted)), target: ctx.target, signal });
     const tokens = answer.status === 200 ? parseJson(answer)?.input_tokens : undefined;
     return typeof tokens === 'number' && Number.isSafeInteger(tokens) && tokens >= 0 ? tokens : null;
   } catch {

@@ -11,6 +11,7 @@ import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { utcMonth } from '../../lib/store/month';
+import { MEASURE_TIMEOUT_MS } from '../../middleware/measured-input';
 import { createFakeFiles, type FakeFiles } from '../helpers/fake-files';
 import { nativeMessage, type FakeHandler } from '../helpers/fake-upstream';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
@@ -40,7 +41,9 @@ function billingHandler(files: () => FakeFiles): FakeHandler {
     let input = String(body?.messages?.[0]?.content).startsWith('agent:') ? agentTokens : request.raw.length;
     for (const [, id] of text.matchAll(/"file_id":"([^"]+)"/g)) input += files().sizeOf(id) ?? 0;
     // count_tokens counts what the request holds (files included), not what server tools will add.
-    if (request.url.startsWith('/v1/messages/count_tokens')) return { kind: 'json', body: { input_tokens: input } };
+    if (request.url.startsWith('/v1/messages/count_tokens')) {
+      return String(body?.messages?.[0]?.content).startsWith('agent: stall') ? { kind: 'hang' } : { kind: 'json', body: { input_tokens: input } };
+    }
     const search = Array.isArray(body?.tools) ? body.tools.find((tool: any) => String(tool?.type).startsWith('web_search')) : undefined;
     const searches = search ? Number(search.max_uses ?? 5) : 0;
     input += searches * SEARCH_RESULT_TOKENS;
@@ -208,6 +211,13 @@ for (const storeKind of ['memory', 'redis'] as const) {
       expect(gw.upstream.requests.at(-1)!.url).to.equal('/v1/messages');
       expect(gw.upstream.requests.length).to.equal(before + 3);
       await expectWithinCap('measure');
+      // A count_tokens that does not answer leaves the byte bound's 402, within MEASURE_TIMEOUT_MS.
+      const started = Date.now();
+      const stalled = await client.messages.create({ model: 'haiku', max_tokens: 16, messages: [{ role: 'user', content: `agent: stall ${'word '.repeat(24_000)}` }] })
+        .catch((err) => err);
+      expect(stalled).to.be.instanceOf(Anthropic.APIError);
+      expect(stalled.status).to.equal(402);
+      expect(Date.now() - started).to.be.below(MEASURE_TIMEOUT_MS + 1500);
     });
 
     it('native: a body that is not valid UTF-8, sent serialised again for its alias, is held at the size sent', async () => {
