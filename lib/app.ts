@@ -3,7 +3,7 @@
  *
  *   request context -> host check -> auth -> JSON body -> [afterAuth hooks] -> version header (native)
  *   -> validation -> alias resolution -> key group check -> model whitelist -> [stored conversation (Responses)]
- *   -> rate limit -> credit reservation
+ *   -> [kept tool-loop thinking (chat, Responses)] -> rate limit -> credit reservation
  *   -> [beforeUpstream hooks] -> by key group: native proxy | chat translator | chat pass-through
  *      | reverse translation | Responses translator
  *   ... response closes -> finish (settle credits, metrics, [onResponse hooks], log)
@@ -49,6 +49,7 @@ import { createKeyGroupCheck, createModelWhitelist, keyGroupRefusal, whitelistRe
 import { createNativeProxy } from '../middleware/native-proxy';
 import { createNotFound } from '../middleware/not-found';
 import { createPreviousResponse } from '../middleware/previous-response';
+import { createKeptThinking } from '../middleware/kept-thinking';
 import { createCreditReservation, createReservationEstimate, type CreditReservationFormat } from '../middleware/credit-reservation';
 import { createRateLimit } from '../middleware/rate-limit';
 import { createRequestContext } from '../middleware/request-context';
@@ -181,6 +182,11 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     reservationTtlMs: () => source.config.upstream.timeoutMs,
+    // A native body the byte bound refuses is measured by its upstream's count_tokens.
+    measureWith: format === 'native' ? (ctx: RequestContext) => {
+      const group = catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP);
+      return group?.upstream.kind === 'native' ? upstreams.forGroup(group) : undefined;
+    } : undefined,
   });
   /** On a key changed since auth read it: the key group and whitelist checks again (routes with a model). */
   const recheck = (ctx: RequestContext) => (ctx.model ? keyGroupRefusal(catalogue, ctx) ?? whitelistRefusal(ctx) : null);
@@ -251,6 +257,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   });
   // Before the admission: the stored conversation goes upstream, so the credit hold counts it.
   const previousResponse = createPreviousResponse({ store, limitBytes: () => source.config.limits.bodyBytes });
+  // Before the admission too: the thinking a tool loop's turn gets back goes upstream with it.
+  const keptThinking = (format: 'chat' | 'responses') => createKeptThinking({ store, catalogue, format });
 
   router.use(requestContext, hostCheck);
   router.get('/healthz', createLiveness());
@@ -263,9 +271,9 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.post('/v1/messages/count_tokens',
     ...upstreamSteps('native', createValidateBody(countTokensSchema), [...versionHeader, fileAccess], notBilled), named('upstreamCountTokens', countTokensHandler));
   router.post('/v1/chat/completions',
-    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], creditReservation('chat')), named('upstreamChat', chatHandler));
+    ...upstreamSteps('chat', createValidateBody(chatCompletionsSchema), [], [keptThinking('chat'), ...creditReservation('chat')]), named('upstreamChat', chatHandler));
   router.post('/v1/responses',
-    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], [previousResponse, ...creditReservation('responses')]), named('upstreamResponses', responsesHandler));
+    ...upstreamSteps('chat', createValidateBody(responsesSchema), [], [previousResponse, keptThinking('responses'), ...creditReservation('responses')]), named('upstreamResponses', responsesHandler));
   router.get('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.read);
   router.delete('/v1/responses/:id', ...auth('chat'), rateLimit, storedResponses.remove);
   router.get('/v1/models', ...auth('either'), rateLimit, createListModels({ catalogue }));

@@ -54,6 +54,17 @@ export interface RequestContext {
    * so the credit hold counts it.
    */
   previous?: { id: string; items: unknown[]; bytes: number; sessionId?: string };
+  /**
+   * The signed thinking the gateway kept for the tool call `toolUseId` (lib/tool-loop-thinking.ts),
+   * loaded before the admission (chat and Responses routes, middleware/kept-thinking.ts) and its size
+   * as JSON, in bytes: the route puts it back into the request, so the credit hold counts it.
+   */
+  keptThinking?: { toolUseId: string; blocks: unknown[]; bytes: number };
+  /**
+   * What the store knows of the files the body names (their pins: `size_bytes`, `mime_type`), set by
+   * the file access step (middleware/files.ts): the credit hold bounds what the upstream bills for them.
+   */
+  files?: Map<string, { sizeBytes?: number; mimeType?: string }>;
   /** Whether the client asked for an SSE reply. */
   stream: boolean;
   /**

@@ -13,15 +13,15 @@ import { continueWithoutThinking, findUnsignedToolTurn, restoreThinking, thinkin
 
 /**
  * A tool loop's assistant turn that came back without its thinking (findUnsignedToolTurn): the blocks
- * kept for its first tool call by this key are put back; without them the turn goes on without
- * thinking. Returns the warning of the latter. A store that fails counts as holding nothing.
+ * kept for its first tool call by this key, loaded before the admission so that the credit hold counts
+ * them (`kept`, middleware/kept-thinking.ts), are put back; without them the turn goes on without
+ * thinking. Returns the warning of the latter.
  */
-export async function restoreToolLoopThinking(store: ResponseStore, keyId: string, request: ToolLoopRequest, caps: ModelCapabilities | undefined): Promise<string | undefined> {
+export function restoreToolLoopThinking(kept: RequestContext['keptThinking'], request: ToolLoopRequest, caps: ModelCapabilities | undefined): string | undefined {
   const turn = findUnsignedToolTurn(request, caps);
   if (!turn) return undefined;
-  const kept = await store.getResponse(thinkingStoreId(turn.toolUseIds[0])).catch(() => null);
-  if (kept && kept.keyId === keyId && Array.isArray(kept.items) && kept.items.length > 0) {
-    restoreThinking(turn, kept.items as ChatThinkingBlock[]);
+  if (kept && kept.toolUseId === turn.toolUseIds[0]) {
+    restoreThinking(turn, kept.blocks as ChatThinkingBlock[]);
     return undefined;
   }
   return continueWithoutThinking(request, caps!);

@@ -63,7 +63,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
         promptCache: { ttl: catalogue.keyGroup(ctx.keyGroup ?? '')?.promptCacheTtl ?? '5m', minCacheableTokens: model.capabilities?.minCacheableTokens },
       });
       ctx.warnings.push(...warnings);
-      const restored = await restoreToolLoopThinking(options.store, ctx.key!.id, request, model.capabilities);
+      const restored = restoreToolLoopThinking(ctx.keptThinking, request, model.capabilities);
       if (restored) ctx.warnings.push(restored);
       setTranslationHeaders(res, ctx.warnings, droppedParams);
       const keep = (blocks: readonly ChatThinkingBlock[], toolCallIds: readonly string[]) => keepThinking(options.store, logger, ctx, blocks, toolCallIds, settings.storeTtlMs, settings.maxStoredBytesPerKey);

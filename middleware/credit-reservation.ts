@@ -5,9 +5,10 @@
  * The settlement step after the response (lib/settlement.ts) replaces the reservation with the real
  * cost when the reply ends, however it ends.
  *
- * What is held is what is sent: the stored conversation a Responses `previous_response_id` puts before
- * the body (`ctx.previous`, loaded before this step), image parts (IMAGE_INPUT_TOKENS each) and the
- * choices a chat request asks for (`n`) count in the worst case.
+ * What is held is what the upstream can bill: the stored conversation a Responses `previous_response_id`
+ * puts before the body (`ctx.previous`) and the signed thinking a tool loop gets back (`ctx.keptThinking`),
+ * both loaded before this step, what the upstream adds (files, fetched documents, server-tool results:
+ * middleware/input-bound.ts) and the choices a chat request asks for (`n`) count in the worst case.
  *
  * A cap usable to its last credit: when the worst case does not fit but the worst case of a minimal
  * reply (`reservation.minOutputTokens` output tokens) does, the store holds all the credit left and
@@ -15,8 +16,11 @@
  * to what that hold pays; the reply says so in `x-gateway-max-tokens` (the new figure) and
  * `x-gateway-warning`. The cap is never passed: the lowered request's worst case fits the hold.
  *
+ * A native request the byte bound refuses (its key not used up) is measured with the upstream's
+ * count_tokens and held at that figure when it fits (middleware/measured-input.ts).
+ *
  * Refused: 402 `billing_error` (chat: `insufficient_quota`) saying what is left and what the request
- * needs at least. Not 429: no retry can succeed before the month ends, and the SDKs retry 429 but not
+ * needs at least, and its input bound part by part (which part refused). Not 429: no retry can succeed before the month ends, and the SDKs retry 429 but not
  * 402. When the request would fit but for the holds of requests still in flight, the 402 says so and
  * carries `retry-after`.
  */
@@ -28,10 +32,14 @@ import { GatewayError } from '../lib/errors';
 import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { LedgerStore, Reservation } from '../lib/store/types';
+import { isUtf8 } from 'node:buffer';
 import {
-  boundInputTokens, choicesOf, countImageParts, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
+  boundInputTokens, choicesOf, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from './worst-case';
+import { holdAtMeasuredInput } from './measured-input';
+import type { UpstreamClient } from '../lib/upstream';
+import { asksWideWindow, boundInput, contextWindowOf, describeInputBound, type InputBound } from './input-bound';
 
 export interface CreditReservationOptions {
   store: LedgerStore;
@@ -44,10 +52,15 @@ export interface CreditReservationOptions {
   format: CreditReservationFormat;
   /** Clock for the month bucket, epoch ms. Default: the real clock. */
   clock?: Clock;
+  /**
+   * The upstream whose count_tokens measures a request the byte bound refuses (middleware/measured-input.ts),
+   * or undefined; absent: never measured (routes whose body is not native).
+   */
+  measureWith?: (ctx: RequestContext) => UpstreamClient | undefined;
 }
 
 export {
-  boundInputTokens, boundWebSearches, countImageParts, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
+  boundInputTokens, boundWebSearches, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
 } from './worst-case';
 
 /**
@@ -70,18 +83,37 @@ export function createReservationEstimate(options: CreditReservationOptions): (r
   };
 }
 
-/** The worst case of a request (middleware/worst-case.ts), from the context's model and the body's size, and the smallest reply allowed. */
-function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { worst: WorstCase; minOutputTokens: number } {
+/**
+ * Bytes of the body the upstream gets: the body as received. A native body sent serialised again (an
+ * alias renamed; `resent`: its `max_tokens` is being lowered) that is not valid UTF-8 grows, each bad
+ * byte a three-byte U+FFFD: it is held at its size serialised again. (The check runs only then: the
+ * body as received needs none. A longer upstream model name is not input the upstream bills.)
+ */
+function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservationFormat, resent: boolean): number {
+  const raw = ctx.rawBody;
+  const received = ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}));
+  const upstreamModel = ctx.model!.upstreamModel;
+  if (format !== 'native' || !raw || (!resent && (req.body as { model?: unknown }).model === upstreamModel) || isUtf8(raw)) return received;
+  return Math.max(received, Buffer.byteLength(JSON.stringify({ ...(req.body as object), model: upstreamModel })));
+}
+
+/**
+ * The worst case of a request (middleware/worst-case.ts) and its input bound (middleware/input-bound.ts),
+ * from the context's model, what is sent (the body, the stored conversation, restored thinking) and
+ * the files it names; and the smallest reply allowed.
+ */
+function createWorstCaseEstimate(options: CreditReservationOptions): (req: Request, res: Response, resent?: boolean) => { worst: WorstCase; input: InputBound; minOutputTokens: number } {
   const reservationNow = typeof options.reservation === 'function' ? options.reservation : () => options.reservation as GatewayConfig['reservation'];
-  return (req, res) => {
+  return (req, res, resent = false) => {
     const ctx = getContext(res);
     const model = ctx.model!;
-    const bodyBytes = (ctx.bodyBytes ?? Buffer.byteLength(JSON.stringify(req.body ?? {}))) + (ctx.previous?.bytes ?? 0);
+    const bytes = sentBodyBytes(req, ctx, options.format, resent) + (ctx.previous?.bytes ?? 0) + (ctx.keptThinking?.bytes ?? 0);
     const reservation = reservationNow();
-    const imageParts = countImageParts(req.body) + countImageParts(ctx.previous?.items);
-    const worst = estimateWorstCase(model, req.body, bodyBytes, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
-      { imageParts, choices: choicesOf(req, options.format) });
-    return { worst, minOutputTokens: reservation.minOutputTokens };
+    const contextWindow = contextWindowOf(model, options.format === 'native' && asksWideWindow(req.headers?.['anthropic-beta']));
+    const input = boundInput(req.body, { bytes, reservation, contextWindow, extra: ctx.previous?.items, files: ctx.files });
+    const worst = estimateWorstCase(model, req.body, input.tokens, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
+      choicesOf(req, options.format));
+    return { worst, input, minOutputTokens: reservation.minOutputTokens };
   };
 }
 
@@ -132,9 +164,9 @@ const IN_FLIGHT_RETRY_AFTER_S = 5;
  * The 402 for a request whose minimal reply does not fit: what is left, what the request needs at
  * least, and how to fit it; when holds of requests in flight are in the way, says so with `retry-after`.
  */
-function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string): GatewayError {
+function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string, input: InputBound): GatewayError {
   const left = Math.max(0, result.cap - result.spent - result.reserved);
-  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound)`;
+  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${describeInputBound(input)}`;
   const state = `${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)`;
   if (result.reserved > 0 && result.cap - result.spent >= minCredits) {
     return new GatewayError(402, 'billing_error',
@@ -145,7 +177,7 @@ function capRefusal(result: { spent: number; reserved: number; cap: number }, mo
   const reached = result.spent >= result.cap ? 'monthly credit cap reached for this key' : 'monthly credit cap of this key';
   return new GatewayError(402, 'billing_error',
     `${reached}: ${state}, ${formatCredits(left)} left; ${needs}. ` +
-    `To fit, send a shorter request (its input is bounded by its body's size) or use a cheaper model. The cap resets at ${resetsAt}.`,
+    `To fit, send a shorter request (or fewer files, images or server-tool uses) or use a cheaper model. The cap resets at ${resetsAt}.`,
     { chatCode: 'insufficient_quota' });
 }
 
@@ -170,29 +202,41 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
       const wanted = ctx.admission?.asked ?? estimate(req, res);
       const result = ctx.admission?.reserved
         ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits);
+      let measured: Awaited<ReturnType<typeof holdAtMeasuredInput>> = null;
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
         // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
         if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
-        throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt);
+        const { input } = worstCaseOf(req, res);
+        // Only a request its byte bound refuses whatever is in flight, on a key not used up, pays the
+        // count_tokens round trip (measured-input.ts); one refused for holds in flight waits for them.
+        const inFlight = result.reserved > 0 && result.cap - result.spent >= (wanted.minCredits ?? wanted.credits);
+        const upstream = ctx.capExhaustedMonth === undefined && !inFlight ? options.measureWith?.(ctx) : undefined;
+        measured = upstream ? await holdAtMeasuredInput(req, ctx, {
+          store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
+          maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format),
+        }) : null;
+        if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, input);
       }
-      if (result.reservation.credits < wanted.credits) {
-        // Held less than the worst case: all the credit left. Cut the reply to what that pays.
-        const { worst } = worstCaseOf(req, res);
-        lowerMaxTokens(req, res, options.format, worst.maxTokens, Math.max(1, fitOutputTokens(worst, result.reservation.credits)));
+      const held = measured?.reservation ?? (result as Extract<typeof result, { ok: true }>).reservation;
+      if (held.credits < (measured?.credits ?? wanted.credits)) {
+        // Held less than the worst case: all the credit left. Cut the reply to what that pays (the
+        // body then goes out serialised again).
+        const worst = measured?.worst ?? worstCaseOf(req, res, true).worst;
+        lowerMaxTokens(req, res, options.format, worst.maxTokens, Math.max(1, fitOutputTokens(worst, held.credits)));
       }
       if (res.destroyed) {
         // The client went away while the reservation was being made (a store round trip): its
         // after-response steps have run already, so nothing would settle it or stop renewing it. Release it now;
         // nothing was used.
-        await store.settleCredits(result.reservation, {
+        await store.settleCredits(held, {
           model: ctx.model!.id, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0,
         });
         return;
       }
-      ctx.reservation = { ...result.reservation, requestId: ctx.requestId };
+      ctx.reservation = { ...held, requestId: ctx.requestId };
       renewer.keep(res, ctx.reservation, wanted.ttlMs);
       next();
     } catch (err) {

@@ -14,8 +14,9 @@ import type { Request, RequestHandler, Response } from 'express';
 import { getContext, type RequestContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import { readUpload, type UploadLimits } from '../lib/read-upload';
-import type { ResponseStore } from '../lib/store/types';
+import type { PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
+import type { FileFacts } from './input-bound';
 import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay } from './pinned-upstream';
 
 /** How long a file stays pinned: files are kept upstream until deleted. */
@@ -49,7 +50,9 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
       const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', { body, contentType: type });
       const file = answer.status === 200 ? parseJson(answer) : null;
       if (typeof file?.id === 'string') {
-        await store.savePin({ kind: 'file', id: file.id, keyId: getContext(res).key!.id, data: { target: answer.target } }, FILE_PIN_TTL_MS);
+        // Its size and type bound what the upstream bills a request naming it (middleware/input-bound.ts).
+        const data = { target: answer.target, sizeBytes: file.size_bytes, mimeType: file.mime_type };
+        await store.savePin({ kind: 'file', id: file.id, keyId: getContext(res).key!.id, data }, FILE_PIN_TTL_MS);
       }
       relay(res, answer);
     }),
@@ -121,18 +124,27 @@ export function referencedFileIds(body: unknown): string[] {
   return [...ids];
 }
 
+/** What a file's pin says of its size and type (pins made before they were kept: nothing). */
+export function fileFactsOf(pin: PinnedObject): FileFacts {
+  const { sizeBytes, mimeType } = pin.data as { sizeBytes?: unknown; mimeType?: unknown };
+  return { sizeBytes: typeof sizeBytes === 'number' ? sizeBytes : undefined, mimeType: typeof mimeType === 'string' ? mimeType : undefined };
+}
+
 /**
  * Check that every file a body names is the key's own, and find the upstream target (account) holding
  * them: a request naming files goes to that target only.
  * @param held the target already required (the other requests of a batch), if any
+ * @param facts where to put what the pins know of each file (size, type), when given
  * @returns the holding target; `held` when the body names no file of a recorded target
  * @throws GatewayError 404 for a file the key did not upload; 400 when the files are held by different targets
  */
-export async function checkFileAccess(store: ResponseStore, keyId: string, body: unknown, where = 'file_id', held?: string): Promise<string | undefined> {
+export async function checkFileAccess(store: ResponseStore, keyId: string, body: unknown, where = 'file_id', held?: string,
+  facts?: Map<string, FileFacts>): Promise<string | undefined> {
   let target = held;
   for (const id of referencedFileIds(body)) {
     const pin = await store.getPin('file', id);
     if (!pin || pin.keyId !== keyId) throw errors.notFound(`${where}: no file "${id.slice(0, 100)}" for this key`);
+    facts?.set(id, fileFactsOf(pin));
     const holder = pinnedTarget(pin);
     if (holder !== undefined && target !== undefined && holder !== target) {
       throw errors.invalidRequest(`${where}: file "${id.slice(0, 100)}" is held by upstream target "${holder}", another file of this request by "${target}"; one request can use the files of one upstream account only`);
@@ -151,7 +163,8 @@ export function createFileAccessCheck(store: ResponseStore): RequestHandler {
     // Most requests name no file: no store call, no promise.
     if (referencedFileIds(req.body).length === 0) return next();
     const ctx = getContext(res);
-    checkFileAccess(store, ctx.key!.id, req.body).then((target) => {
+    ctx.files = new Map();
+    checkFileAccess(store, ctx.key!.id, req.body, undefined, undefined, ctx.files).then((target) => {
       ctx.target = target;
       next();
     }, next);

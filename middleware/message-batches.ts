@@ -24,6 +24,7 @@ import type { LedgerStore, PinnedObject, ResponseStore } from '../lib/store/type
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from './model-access';
 import { checkFileAccess } from './files';
+import { asksWideWindow, describeInputBound, type FileFacts } from './input-bound';
 import { callUpstream, cursorTarget, ownEntries, ownPin, parseJson, pinnedTarget, relay, type UpstreamAnswer } from './pinned-upstream';
 import { batchWorstCase } from './worst-case';
 
@@ -74,8 +75,12 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     return answer;
   }
 
-  /** Check and rewrite each request of a create body; the holds each model needs (credits). */
-  function admitRequests(ctx: RequestContext, body: any): { models: Record<string, string>; needs: Map<string, number> } {
+  /**
+   * Check and rewrite each request of a create body; the holds each model needs (credits), and the
+   * input bound of the request that needs the most (what a 402 names). `files`: what is known of the
+   * files the requests name; `wideWindow`: the create request asks for the 1M context window.
+   */
+  function admitRequests(ctx: RequestContext, body: any, files: Map<string, FileFacts>, wideWindow: boolean): { models: Record<string, string>; needs: Map<string, number>; largest: string } {
     const requests = body?.requests;
     if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_REQUESTS) {
       throw errors.invalidRequest(`requests: must be an array of 1 to ${MAX_BATCH_REQUESTS} requests`, 'requests');
@@ -83,6 +88,8 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     // No prototype: a `custom_id` such as `__proto__` is an entry like any other.
     const models: Record<string, string> = Object.create(null);
     const needs = new Map<string, number>();
+    let most = -1;
+    let largest = '';
     requests.forEach((entry: any, i: number) => {
       const params = entry?.params;
       if (typeof entry?.custom_id !== 'string' || !params || typeof params !== 'object' || typeof params.model !== 'string') {
@@ -96,11 +103,13 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       if (!model) throw errors.modelNotFound(`requests.${i}.params.model: model "${String(params.model).slice(0, 100)}" not found`);
       const refusal = keyGroupRefusal(catalogue, { ...ctx, model }) ?? whitelistRefusal({ ...ctx, model });
       if (refusal) throw new GatewayError(refusal.status, refusal.nativeType, `requests.${i}: ${refusal.message}`, { chatCode: 'model_not_allowed' });
-      needs.set(model.id, (needs.get(model.id) ?? 0) + batchWorstCase(model, params, catalogue.defaultMaxTokens(model), options.reservation()));
+      const worst = batchWorstCase(model, params, catalogue.defaultMaxTokens(model), options.reservation(), files, wideWindow);
+      needs.set(model.id, (needs.get(model.id) ?? 0) + worst.credits);
+      if (worst.credits > most) [most, largest] = [worst.credits, `requests.${i}: ${describeInputBound(worst.input)}`];
       models[entry.custom_id] = model.id;
       params.model = model.upstreamModel;
     });
-    return { models, needs };
+    return { models, needs, largest };
   }
 
   /** Relay a reply whose body is one batch object, its results_url rewritten. */
@@ -118,12 +127,17 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     create: wrap(async (req, res) => {
       const ctx = getContext(res);
       const key = ctx.key!;
-      const { models, needs } = admitRequests(ctx, req.body);
-      // A batch naming files is created on the target holding them (each request can read only its account's).
+      // A batch naming files is created on the target holding them (each request can read only its account's);
+      // checked first: the files' sizes bound the batch's holds.
       let target: string | undefined;
-      for (const [i, entry] of (req.body.requests as Array<{ params: unknown }>).entries()) {
-        target = await checkFileAccess(store, key.id, entry.params, `requests.${i}: file_id`, target);
+      const files = new Map<string, FileFacts>();
+      const requests: unknown = req.body?.requests;
+      if (Array.isArray(requests)) {
+        for (const [i, entry] of requests.entries()) {
+          target = await checkFileAccess(store, key.id, (entry as { params?: unknown } | null)?.params, `requests.${i}: file_id`, target, files);
+        }
       }
+      const { models, needs, largest } = admitRequests(ctx, req.body, files, asksWideWindow(req.headers['anthropic-beta']));
       const month = utcMonth(clock());
       const holds: BatchPinData['holds'] = [];
       for (const [model, credits] of needs) {
@@ -134,7 +148,8 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
           const left = Math.max(0, result.cap - result.spent - result.reserved);
           throw new GatewayError(402, 'billing_error',
             `monthly credit cap of this key: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
-            `this batch may cost up to ${round(total)} at the batch rate. To fit, send fewer requests or lower their max_tokens.`,
+            `this batch may cost up to ${round(total)} at the batch rate (its largest request ${largest}). ` +
+            'To fit, send fewer requests, lower their max_tokens or name fewer files, images or server-tool uses.',
             { chatCode: 'insufficient_quota' });
         }
         holds.push({ model, reservation: result.reservation });

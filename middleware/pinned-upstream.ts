@@ -12,6 +12,7 @@ import { getContext } from '../lib/context';
 import { errors } from '../lib/errors';
 import type { PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
+import type { CancelSignal } from '../lib/upstream/attempt';
 
 /** An upstream reply read whole. */
 export interface UpstreamAnswer {
@@ -40,6 +41,8 @@ export interface UpstreamCall {
   contentType?: string;
   /** The only target the call may go to (the pin's `target`); absent: the pool's usual choice. */
   target?: string;
+  /** Cancels the call (an AbortSignal); absent: bounded by the upstream timeout only. */
+  signal?: CancelSignal;
 }
 
 /**
@@ -49,7 +52,7 @@ export interface UpstreamCall {
  */
 export async function callUpstream(upstream: UpstreamClient, req: Request, method: string, path: string, call: UpstreamCall = {}): Promise<UpstreamAnswer> {
   const { body, contentType, target } = call;
-  const reply = await upstream.send({ method, path, headers: forwardedHeaders(req), body, contentType }, undefined, target === undefined ? undefined : { target });
+  const reply = await upstream.send({ method, path, headers: forwardedHeaders(req), body, contentType }, call.signal, target === undefined ? undefined : { target });
   const chunks: Buffer[] = [];
   for await (const chunk of reply.response) chunks.push(chunk as Buffer);
   return {

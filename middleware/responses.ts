@@ -134,7 +134,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         previousItems,
       });
       ctx.warnings.push(...converted.warnings);
-      const restored = await restoreToolLoopThinking(store, ctx.key!.id, converted.request, model.capabilities);
+      const restored = restoreToolLoopThinking(ctx.keptThinking, converted.request, model.capabilities);
       if (restored) ctx.warnings.push(restored);
       if (converted.droppedTools.length > 0) ctx.droppedTools = converted.droppedTools;
       setTranslationHeaders(res, ctx.warnings, converted.droppedParams);

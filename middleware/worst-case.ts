@@ -6,19 +6,26 @@
  *            + web search bound x the price of a web search
  *            (+ the same token bound again when the request asks for server-side compaction: the
  *              compaction step reads the conversation and writes its summary before the reply), where
- * input bound = ceil(bytes sent / reservation.bytesPerInputToken) + reservation.overheadInputTokens
- *             + IMAGE_INPUT_TOKENS per image part (bytes sent: the body as received plus a stored
- *             conversation it continues),
+ * input bound = middleware/input-bound.ts: what the gateway sends (the body as received, a stored
+ *             conversation it continues, signed thinking it restores, image parts) and what the
+ *             upstream adds (files by their stored size, documents fetched from URLs and server-tool
+ *             results by the model's context window per sampling step they can cause),
  * max_tokens counts once per choice a chat request asks for (`n`),
  * rate = the fast-mode multiplier when the body asks `speed: "fast"` x 1.1 when it pins `inference_geo`
  *        (lib/pricing.ts), and web search bound = for each web search server tool offered
  *        (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest.
+ * A Message Batches request (`batchWorstCase`) takes the same input bound, at the batch rate. Where
+ * the byte bound refuses a native request, its input measured by count_tokens may replace it
+ * (middleware/measured-input.ts).
  * The body's other fields are not read, so any shape the upstream accepts can be reserved for.
  */
 import type { Request } from 'express';
 import type { Catalogue } from '../lib/catalogue';
 import type { GatewayConfig, ModelConfig } from '../lib/config';
 import { PUBLISHED_RATIOS, rateMultiplier, resolvePricing } from '../lib/pricing';
+import { boundInput, contextWindowOf, type FileFacts, type InputBound } from './input-bound';
+
+export { IMAGE_INPUT_TOKENS } from './input-bound';
 
 /** The body formats whose output bound the credit step reads. */
 export type CreditReservationFormat = 'native' | 'chat' | 'responses';
@@ -26,33 +33,6 @@ export type CreditReservationFormat = 'native' | 'chat' | 'responses';
 /** Input tokens a request can be billed for, at most (see the module comment). */
 export function boundInputTokens(bodyBytes: number, reservation: GatewayConfig['reservation']): number {
   return Math.ceil(bodyBytes / reservation.bytesPerInputToken) + reservation.overheadInputTokens;
-}
-
-/**
- * Input tokens held per image part: an image whose URL is a few bytes of JSON is billed for its pixels.
- * The native API resizes images past about 1.15 megapixels, so one costs at most about 1600 tokens
- * (tokens = width x height / 750; https://docs.anthropic.com/en/docs/build-with-claude/vision#calculate-image-costs).
- */
-export const IMAGE_INPUT_TOKENS = 1600;
-
-/** Part types that carry an image: chat `image_url`, Responses `input_image`, native `image`. */
-const IMAGE_PART_TYPES = new Set(['image_url', 'input_image', 'image']);
-
-/**
- * Image parts in a request's conversation (messages or input items, their content, and the content of
- * tool results inside them), looked for at most `depth` levels down.
- */
-export function countImageParts(value: unknown, depth = 7): number {
-  if (depth < 0 || value === null || typeof value !== 'object') return 0;
-  if (Array.isArray(value)) {
-    let count = 0;
-    for (const item of value) count += countImageParts(item, depth - 1);
-    return count;
-  }
-  const record = value as { type?: unknown; content?: unknown; messages?: unknown; input?: unknown; output?: unknown };
-  if (typeof record.type === 'string' && IMAGE_PART_TYPES.has(record.type)) return 1;
-  return countImageParts(record.messages, depth - 1) + countImageParts(record.input, depth - 1)
-    + countImageParts(record.content, depth - 1) + countImageParts(record.output, depth - 1);
 }
 
 /** The choices a request asks for: chat `n` (validated as an integer of at most MAX_CHOICES), else 1. */
@@ -129,19 +109,17 @@ export interface WorstCase {
 }
 
 /**
- * The worst case of a request whose body is `body` (`bodyBytes` sent) asking for `maxTokens` output
- * tokens per choice; `extra.imageParts` image parts (IMAGE_INPUT_TOKENS each) and `extra.choices`
- * choices (each may reach `maxTokens`). Default: none, one.
+ * The worst case of a request whose body is `body`, `inputTokens` its input bound (boundInput),
+ * asking for `maxTokens` output tokens per choice and `choices` choices (each may reach `maxTokens`).
  */
-export function estimateWorstCase(model: ModelConfig, body: unknown, bodyBytes: number, maxTokens: number, reservation: GatewayConfig['reservation'],
-  extra: { imageParts?: number; choices?: number } = {}): WorstCase {
+export function estimateWorstCase(model: ModelConfig, body: unknown, inputTokens: number, maxTokens: number, reservation: GatewayConfig['reservation'],
+  choices = 1): WorstCase {
   const rate = requestedRate(body, model);
   const passes = asksCompaction(body) ? 2 : 1;
-  const input = boundInputTokens(bodyBytes, reservation) + (extra.imageParts ?? 0) * IMAGE_INPUT_TOKENS;
   // An output token of the request's bound is one of each choice's.
-  const perToken = priceWorstCase(model, 0, 1, 0, rate) * (extra.choices ?? 1);
+  const perToken = priceWorstCase(model, 0, 1, 0, rate) * choices;
   // The compaction step's summary is bounded like a reply (max_tokens); it is not cut with it.
-  const fixed = priceWorstCase(model, input * passes, maxTokens * (passes - 1), boundWebSearches(body, reservation), rate);
+  const fixed = priceWorstCase(model, inputTokens * passes, maxTokens * (passes - 1), boundWebSearches(body, reservation), rate);
   return { fixedCredits: fixed, creditsPerOutputToken: perToken, maxTokens };
 }
 
@@ -164,12 +142,17 @@ export function fitOutputTokens(worst: WorstCase, credits: number): number {
 
 /**
  * The worst case of one Message Batches request (`params`: a Messages body) at the batch rate (0.5x
- * on tokens, lib/pricing.ts); its input bound from the size of `params` serialised.
+ * on tokens, lib/pricing.ts) and its input bound (boundInput, the bytes of `params` serialised; `files`:
+ * what is known of the files it names; `wideWindow`: the create request asks for the 1M context window),
+ * so a batch's 402 can say which part refused.
  */
-export function batchWorstCase(model: ModelConfig, params: Record<string, unknown>, defaultMaxTokens: number, reservation: GatewayConfig['reservation']): number {
+export function batchWorstCase(model: ModelConfig, params: Record<string, unknown>, defaultMaxTokens: number, reservation: GatewayConfig['reservation'],
+  files?: ReadonlyMap<string, FileFacts>, wideWindow = false): { credits: number; input: InputBound } {
   const given = params.max_tokens;
   const maxTokens = typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : defaultMaxTokens;
   const passes = asksCompaction(params) ? 2 : 1;
-  const input = boundInputTokens(Buffer.byteLength(JSON.stringify(params)), reservation);
-  return priceWorstCase(model, input * passes, maxTokens * passes, boundWebSearches(params, reservation), requestedRate(params, model) * PUBLISHED_RATIOS.batch);
+  const contextWindow = contextWindowOf(model, wideWindow);
+  const input = boundInput(params, { bytes: Buffer.byteLength(JSON.stringify(params)), reservation, contextWindow, files });
+  const credits = priceWorstCase(model, input.tokens * passes, maxTokens * passes, boundWebSearches(params, reservation), requestedRate(params, model) * PUBLISHED_RATIOS.batch);
+  return { credits, input };
 }

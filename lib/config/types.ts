@@ -151,7 +151,11 @@ export interface GatewayConfig {
     bytesPerInputToken: number;
     /** Input tokens the upstream adds that are not in the body (tool-use system prompt, turn markers). Default 1024. */
     overheadInputTokens: number;
-    /** Web searches held for a request offering the web search tool without `max_uses`. Default 10. */
+    /**
+     * Uses held for a server tool offered without `max_uses`: web searches priced, and for every server tool
+     * (web search, web fetch, code execution, tool search, each MCP server) sampling steps of input
+     * (middleware/input-bound.ts). Default 10.
+     */
     webSearchesPerRequest: number;
     /**
      * The smallest reply a request is let through with when its worst case does not fit the credit

@@ -13,6 +13,8 @@ export interface FakeFiles {
   handler: FakeHandler;
   /** How many files are held. */
   count(): number;
+  /** The size of a file held, in bytes (a fake upstream bills a text file at a token a byte); undefined for none. */
+  sizeOf(id: string): number | undefined;
 }
 
 /**
@@ -57,5 +59,5 @@ export function createFakeFiles(fallback: FakeHandler, idPrefix = 'file_fake_'):
     }
     return json(200, file.object);
   };
-  return { handler, count: () => files.size };
+  return { handler, count: () => files.size, sizeOf: (id) => files.get(id)?.size };
 }

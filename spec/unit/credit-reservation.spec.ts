@@ -55,7 +55,7 @@ describe('credit reservation: the worst case', () => {
     expect(worstCaseCredits(estimateWorstCase(opus, compacting, 1000, 100, reservation))).to.be.closeTo(2 * worstCaseCredits(plain), 1e-12);
     // A batch request: the batch rate (0.5x) on its tokens.
     const params = { model: 'opus', max_tokens: 100, messages: [] };
-    expect(batchWorstCase(opus, params, 4096, reservation)).to.be.closeTo(priceWorstCase(opus, Buffer.byteLength(JSON.stringify(params)), 100) / 2, 1e-12);
+    expect(batchWorstCase(opus, params, 4096, reservation).credits).to.be.closeTo(priceWorstCase(opus, Buffer.byteLength(JSON.stringify(params)), 100) / 2, 1e-12);
   });
 
   it('cuts the output to what a hold pays, never past it', () => {
