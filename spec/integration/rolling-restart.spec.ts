@@ -53,9 +53,12 @@ describe('rolling restart of two instances behind a load balancer', function () 
     await sleep(300);
     for (const [index, port] of ports.entries()) {
       expect(await instances[index].stop(), `instance ${index} exit code`).to.equal(0);
+      const checksBefore = proxy.health.length;
       instances[index] = await startGatewayProcess(env(port));
-      // Back in rotation (the balancer's next check) before the other one goes.
-      await sleep(400);
+      // Back in rotation (a health check of the balancer has seen it serve) before the other one goes, as an
+      // operator's rolling restart waits for it; bounded.
+      const url = instances[index].url;
+      for (let waited = 0; waited < 20_000 && !proxy.health.slice(checksBefore).some((seen) => seen.backend === url && seen.status === 200); waited += 50) await sleep(50);
     }
     loading = false;
     await load;
