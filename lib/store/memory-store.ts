@@ -20,7 +20,7 @@ import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { bookingTime, utcDay } from './usage-days';
-import { atEndOfTurn } from '../turn';
+import { atEndOfTurn } from '../http/turn';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,

@@ -9,7 +9,7 @@
  * request-headers.ts: nothing a client sent leaves unless the upstream API defines it.
  */
 import type http from 'node:http';
-import { errors, mapUpstreamSocketError } from '../errors';
+import { errors, mapUpstreamSocketError } from '../http/errors';
 import { discardReply, noteAttempt } from './attempt-chain';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
 import type { UpstreamCredential } from './credentials';
