@@ -11,20 +11,20 @@
  */
 import type http from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { ModelConfig } from '../lib/config';
 import { getContext, recordReply, type RequestContext } from '../lib/pipeline/context';
 import { errors, fromTranslationError, GatewayError } from '../lib/http/errors';
-import { readBody, tryParseJson } from '../lib/http/read-body';
-import { createSseDecoder, createStreamWriter, type SseEvent } from '../lib/http/sse';
+import { readBody } from '../lib/http/read-body';
+import { createStreamWriter } from '../lib/http/sse';
 import { endOfTurn } from '../lib/http/turn';
 import { boundReason, noteLastReason, readErrorReason } from '../lib/upstream/attempt-chain';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from '../lib/upstream/client';
 import { sendForClient } from './exchange';
-import type { NativeUsage } from '../translators/native-types';
+import { followUpstreamStream } from './reply-reading';
 import type { WholeReply, StreamTransform } from '../translators/stream-transform';
-import { emptyUsage, estimateTokens, mergeNativeUsage } from '../translators/usage';
+import { estimateTokens } from '../translators/usage';
 
 export type { WholeReply };
+export { followUpstreamStream, modelRenameOf, parseNativeMessage, type ModelRename, type UpstreamStreamHandlers } from './reply-reading';
 
 /** A stream as a route relays it: its transform, and how one record is written (SSE text, or relayed bytes). */
 export interface ConvertedStream<R> {
@@ -162,70 +162,6 @@ function sendJsonReply(res: Response, status: number, body: unknown): void {
 function openSseReply(res: Response): void {
   if (res.headersSent) return;
   writeReplyHead(res, 200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', connection: 'keep-alive' });
-}
-
-/**
- * Parse a whole native message reply (the translating routes' non-streaming upstream reply) and record
- * its usage and stop reason.
- * @throws GatewayError 502 when the body is not a native message
- */
-export function parseNativeMessage<T extends { content: unknown; usage?: unknown; stop_reason?: string | null }>(body: Buffer, ctx: RequestContext): T {
-  const message = tryParseJson(body.toString('utf8')) as T | undefined;
-  if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
-    throw errors.upstreamUnreachable('the upstream sent a reply that is not a message');
-  }
-  recordReply(ctx, { usage: mergeNativeUsage(emptyUsage(), message.usage as NativeUsage), stopReason: message.stop_reason ?? null });
-  return message;
-}
-
-/** How a reply's `model` is renamed from the upstream's name to the canonical ID; null when they match. */
-export interface ModelRename {
-  from: string;
-  to: string;
-}
-
-/** The rename replies of `model` need (catalogue `upstreamModel` -> canonical `id`). */
-export function modelRenameOf(model: Pick<ModelConfig, 'id' | 'upstreamModel'>): ModelRename | null {
-  return model.id === model.upstreamModel ? null : { from: model.upstreamModel, to: model.id };
-}
-
-export interface UpstreamStreamHandlers {
-  /** The bytes of one upstream chunk, before its events are parsed (the native proxy passes them on). */
-  onChunk?(chunk: Buffer): void;
-  /** One parsed SSE event, in the tick it was parsed. */
-  onEvent(event: SseEvent): void;
-  /** The events of one upstream chunk have all been reported, in the same tick (StreamWriter's `flush`). */
-  onChunkParsed?(): void;
-  /** The upstream ended its reply normally. */
-  onEnd(): void;
-  /** The connection was lost, or the stream went idle (`idle` true). Called at most once. */
-  onLost(message: string, idle: boolean): void;
-}
-
-/** Parse an upstream SSE reply as it arrives (eventsource-parser, lib/sse.ts) and report its end, loss or idle timeout once. */
-export function followUpstreamStream(response: http.IncomingMessage, handlers: UpstreamStreamHandlers): void {
-  let settled = false;
-  const decoder = createSseDecoder(handlers.onEvent);
-  response.on('data', (chunk: Buffer) => {
-    handlers.onChunk?.(chunk);
-    decoder.write(chunk);
-    handlers.onChunkParsed?.();
-  });
-  response.once('end', () => {
-    decoder.end();
-    if (settled) return;
-    settled = true;
-    handlers.onEnd();
-  });
-  const lost = (message: string, idle = false) => {
-    if (settled) return;
-    settled = true;
-    handlers.onLost(message, idle);
-  };
-  // A reset socket emits `error` then `close` without `end`; an idle stream is destroyed with UPSTREAM_IDLE.
-  response.once('error', (err: NodeJS.ErrnoException) =>
-    err.code === 'UPSTREAM_IDLE' ? lost(err.message, true) : lost('the upstream connection was lost mid-stream'));
-  response.once('close', () => lost('the upstream connection was lost mid-stream'));
 }
 
 /**
