@@ -13,6 +13,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.app.json ./
 COPY lib ./lib
 COPY middleware ./middleware
+COPY routes ./routes
 COPY translators ./translators
 COPY examples ./examples
 RUN npm run build:app && npm prune --omit=dev --no-audit --no-fund

@@ -12,7 +12,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { createHttpServer } from '../lib/http-server';
+import { createHttpServer } from '../lib/http/http-server';
 import { serveChild } from './ipc';
 
 function main(): void {

@@ -35,7 +35,7 @@ export function describeMachine(repoRoot: string): Machine {
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
-    if (execFileSync('git', ['status', '--porcelain', '--', 'lib', 'middleware', 'translators'], { cwd: repoRoot, encoding: 'utf8' }).trim()) commit += ' (+ local changes)';
+    if (execFileSync('git', ['status', '--porcelain', '--', 'lib', 'middleware', 'routes', 'translators'], { cwd: repoRoot, encoding: 'utf8' }).trim()) commit += ' (+ local changes)';
   } catch {
     // not a git checkout
   }

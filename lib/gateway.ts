@@ -6,25 +6,25 @@
 import express, { type Express, type Router } from 'express';
 import { createGatewayRouter } from './app';
 import { ConfigError, defaultConfigFile, parseConfig, readConfigFile, type ConfigEnv, type GatewayConfig } from './config';
-import { createConfigSource, describeConfigChange } from './config-source';
-import type { AfterResponseStep } from './after-response';
-import { mergeHooks, type GatewayHooks } from './hooks';
-import { DEVELOPMENT_KEY_RETIRED, issueDevelopmentKey, retireDevelopmentKey } from './development-key';
+import { createConfigSource, describeConfigChange } from './config/config-source';
+import type { AfterResponseStep } from './pipeline/after-response';
+import { mergeHooks, type GatewayHooks } from './pipeline/hooks';
+import { DEVELOPMENT_KEY_RETIRED, issueDevelopmentKey, retireDevelopmentKey } from './keys/development-key';
 import { createAlertDispatcher, type AlertDispatcher } from './alerts/alert-dispatcher';
-import { createLogger, withRequestIds, type Logger } from './logger';
-import { createMetrics, type GatewayMetrics } from './metrics';
-import { startSimulatedUpstream, type SimulatedUpstream } from './simulated-upstream';
+import { createLogger, withRequestIds, type Logger } from './observability/logger';
+import { createMetrics, type GatewayMetrics } from './observability/metrics';
+import { startSimulatedUpstream, type SimulatedUpstream } from './upstream/simulated-upstream';
 import { createStore, MemoryStore, seedConfigKeys } from './store';
-import { openKeyChannel } from './cli/key-control';
+import { openKeyChannel } from './keys/key-control';
 import { logDeclaredKeyChanges } from './store/declared-keys';
 import { createStoreGuard } from './store/guard';
 import { keepMemoryState, loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
-import { createTracing, tracesEndpointOf, type TracingEnv } from './tracing';
+import { createTracing, tracesEndpointOf, type TracingEnv } from './observability/tracing';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream';
-import { checkTargetCredentials } from './upstream-targets';
+import { checkTargetCredentials } from './config/upstream-targets';
 
 /** Options of `createGateway`. Every field is optional. */
 export interface GatewayOptions {

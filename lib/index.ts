@@ -14,25 +14,25 @@ export type { Gateway, GatewayOptions, ReloadResult } from './gateway';
 export { createGatewayRouter } from './app';
 export type { AppDependencies } from './app';
 export { startGateway } from './server';
-export { createHttpServer } from './http-server';
+export { createHttpServer } from './http/http-server';
 export type { RunningGateway, StartOptions } from './server';
 
 // Hooks: the read-only request view, the usage record, and the hook types.
-export type { GatewayHooks, GatewayHookContext, RequestHook, ResponseHook, UsageRecord } from './hooks';
-export type { Usage } from './context';
+export type { GatewayHooks, GatewayHookContext, RequestHook, ResponseHook, UsageRecord } from './pipeline/hooks';
+export type { Usage } from './pipeline/context';
 
 // Errors a hook throws to refuse a request (rendered in the route's own shape).
-export { GatewayError, errors } from './errors';
-export type { NativeErrorType, RouteFormat, GatewayErrorOptions } from './errors';
+export { GatewayError, errors } from './http/errors';
+export type { NativeErrorType, RouteFormat, GatewayErrorOptions } from './http/errors';
 
 // Configuration.
 export { parseConfig, loadConfig, ConfigError } from './config';
 export type { GatewayConfig, ModelConfig, ModelPricing, KeyConfig, UpstreamConfig } from './config';
-export type { KeyGroupConfig } from './key-groups';
+export type { KeyGroupConfig } from './config/key-groups';
 
 // Stores: the built-in ones, and the interface a store of your own implements.
 export { createStore, MemoryStore } from './store';
 export type {
   AlertQueueStore, GatewayStore, KeyRecord, KeyStore, LedgerStore, NewKey, RequestLogStore, Reservation, ResponseStore, StoreConnection, UsageEntry, UsageTotals,
 } from './store/types';
-export type { Logger } from './logger';
+export type { Logger } from './observability/logger';

@@ -10,10 +10,10 @@ import type { AddressInfo } from 'node:net';
 import { waitForAfterResponseSteps } from './app';
 import { ConfigError, loadConfig, type GatewayConfig } from './config';
 import { buildGateway, type Gateway } from './gateway';
-import type { TracingEnv } from './tracing';
-import { createHttpServer } from './http-server';
-import { InFlight } from './in-flight';
-import { createLogger, type Logger } from './logger';
+import type { TracingEnv } from './observability/tracing';
+import { createHttpServer } from './http/http-server';
+import { InFlight } from './http/in-flight';
+import { createLogger, type Logger } from './observability/logger';
 import type { Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 

@@ -12,10 +12,10 @@
  * Missing, unknown, expired or revoked keys get 401. Error messages never echo the secret.
  */
 import type { RequestHandler } from 'express';
-import { getContext } from '../lib/context';
-import { errors } from '../lib/errors';
-import { DEFAULT_KEY_PREFIX } from '../lib/key-groups';
-import { hashSecret } from '../lib/keys';
+import { getContext } from '../lib/pipeline/context';
+import { errors } from '../lib/http/errors';
+import { DEFAULT_KEY_PREFIX } from '../lib/config/key-groups';
+import { hashSecret } from '../lib/keys/secrets';
 import type { KeyStore } from '../lib/store/types';
 
 export type AuthHeaders = 'native' | 'chat' | 'either';

@@ -25,10 +25,10 @@
  * carries `retry-after`.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import type { Catalogue } from '../lib/catalogue';
+import type { Catalogue } from '../lib/config/catalogue';
 import type { GatewayConfig } from '../lib/config';
-import { getContext, type RequestContext } from '../lib/context';
-import { GatewayError } from '../lib/errors';
+import { getContext, type RequestContext } from '../lib/pipeline/context';
+import { GatewayError } from '../lib/http/errors';
 import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { LedgerStore, Reservation } from '../lib/store/types';
@@ -36,10 +36,10 @@ import { isUtf8 } from 'node:buffer';
 import {
   boundInputTokens, choicesOf, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
-} from './worst-case';
+} from '../lib/billing/worst-case';
 import { holdAtMeasuredInput } from './measured-input';
 import type { UpstreamClient } from '../lib/upstream';
-import { asksWideWindow, boundInput, contextWindowOf, describeInputBound, type InputBound } from './input-bound';
+import { asksWideWindow, boundInput, contextWindowOf, describeInputBound, type InputBound } from '../lib/billing/input-bound';
 
 export interface CreditReservationOptions {
   store: LedgerStore;
@@ -61,7 +61,7 @@ export interface CreditReservationOptions {
 
 export {
   boundInputTokens, boundWebSearches, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
-} from './worst-case';
+} from '../lib/billing/worst-case';
 
 /**
  * The credit hold a request asks for (see the module comment): its worst case in credits, the current

@@ -5,10 +5,10 @@
  * cannot change status: its connection is closed instead.
  */
 import type { ErrorRequestHandler } from 'express';
-import { getContext } from '../lib/context';
-import { errors, formatChatError, formatNativeError, fromTranslationError, GatewayError } from '../lib/errors';
-import { sendJson } from '../lib/json-reply';
-import type { Logger } from '../lib/logger';
+import { getContext } from '../lib/pipeline/context';
+import { errors, formatChatError, formatNativeError, fromTranslationError, GatewayError } from '../lib/http/errors';
+import { sendJson } from '../lib/http/json-reply';
+import type { Logger } from '../lib/observability/logger';
 import { boundReason } from '../lib/upstream/attempt-chain';
 import { mapBodyParserError } from './json-body';
 

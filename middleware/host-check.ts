@@ -1,6 +1,6 @@
 /** Host check: with `baseUrl` configured, a request whose Host differs is refused with 421. */
 import type { RequestHandler } from 'express';
-import { errors } from '../lib/errors';
+import { errors } from '../lib/http/errors';
 
 export interface HostCheckOptions {
   /** Public base URL (e.g. `https://gateway.example.com`); null disables the check. */

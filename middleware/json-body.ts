@@ -4,10 +4,10 @@
  * context (`bodyBytes`).
  */
 import express, { type RequestHandler, type Response } from 'express';
-import { bodyTooSlow, watchBodyRate } from '../lib/body-rate';
-import { sendDeferredContinue } from '../lib/http-server';
-import type { RequestContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { bodyTooSlow, watchBodyRate } from '../lib/http/body-rate';
+import { sendDeferredContinue } from '../lib/http/http-server';
+import type { RequestContext } from '../lib/pipeline/context';
+import { errors, GatewayError } from '../lib/http/errors';
 
 export interface JsonBodyOptions {
   /** Largest accepted body, in bytes. */

@@ -11,9 +11,9 @@
  * for) whenever there is one; the route restores it only into a request that thinks.
  */
 import type { RequestHandler } from 'express';
-import type { Catalogue } from '../lib/catalogue';
-import { getContext } from '../lib/context';
-import { DEFAULT_KEY_GROUP } from '../lib/key-groups';
+import type { Catalogue } from '../lib/config/catalogue';
+import { getContext } from '../lib/pipeline/context';
+import { DEFAULT_KEY_GROUP } from '../lib/config/key-groups';
 import type { ResponseStore } from '../lib/store/types';
 import { sanitizeToolId } from '../translators/chat-to-native-messages';
 import { thinkingStoreId } from '../translators/tool-loop-thinking';

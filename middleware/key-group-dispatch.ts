@@ -6,11 +6,11 @@
  * in front of the upstream (createUpstreamMark).
  */
 import type { RequestHandler } from 'express';
-import type { Catalogue } from '../lib/catalogue';
-import { getContext } from '../lib/context';
-import { errors } from '../lib/errors';
-import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../lib/key-groups';
-import { readAgentId, readSessionId } from '../lib/session-id';
+import type { Catalogue } from '../lib/config/catalogue';
+import { getContext } from '../lib/pipeline/context';
+import { errors } from '../lib/http/errors';
+import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../lib/config/key-groups';
+import { readAgentId, readSessionId } from '../lib/observability/session-id';
 
 export interface KeyGroupDispatchOptions {
   catalogue: Catalogue;

@@ -13,12 +13,12 @@
  */
 import type { Request } from 'express';
 import type { GatewayConfig } from '../lib/config';
-import type { RequestContext } from '../lib/context';
+import type { RequestContext } from '../lib/pipeline/context';
 import type { LedgerStore, Reservation } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
-import type { InputBound } from './input-bound';
-import { callUpstream, parseJson } from './pinned-upstream';
-import { estimateWorstCase, worstCaseCredits, type WorstCase } from './worst-case';
+import type { InputBound } from '../lib/billing/input-bound';
+import { callUpstream, parseJson } from '../lib/upstream/pinned-call';
+import { estimateWorstCase, worstCaseCredits, type WorstCase } from '../lib/billing/worst-case';
 
 /** Share of the measured input held on top of it (the count is an estimate, see the module comment). */
 export const MEASURE_MARGIN = 0.05;

@@ -7,10 +7,10 @@
  * Both run after alias resolution; a refusal made on a key snapshot is confirmed first (createKeySettingsCheck).
  */
 import type { RequestHandler } from 'express';
-import type { Catalogue } from '../lib/catalogue';
-import { createKeySettingsCheck, type RequestContext } from '../lib/context';
-import { errors, type GatewayError } from '../lib/errors';
-import { DEFAULT_KEY_GROUP } from '../lib/key-groups';
+import type { Catalogue } from '../lib/config/catalogue';
+import { createKeySettingsCheck, type RequestContext } from '../lib/pipeline/context';
+import { errors, type GatewayError } from '../lib/http/errors';
+import { DEFAULT_KEY_GROUP } from '../lib/config/key-groups';
 import type { KeyRecord } from '../lib/store/types';
 
 /** The 403 a request gets when its key's group does not serve its model, or null when it does. */

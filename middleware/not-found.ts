@@ -4,7 +4,7 @@
  * the prefix out (a base URL configured without or with a doubled `/v1`), else the public routes listed.
  */
 import type { RequestHandler } from 'express';
-import { errors } from '../lib/errors';
+import { errors } from '../lib/http/errors';
 
 export interface NotFoundOptions {
   /** Known routes as `METHOD /path`, e.g. `POST /v1/messages`; `{param}` matches one path segment. */

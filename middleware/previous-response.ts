@@ -5,8 +5,8 @@
  * stored items) is held to the same size limit as a body (413 past it).
  */
 import type { RequestHandler } from 'express';
-import { getContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { getContext } from '../lib/pipeline/context';
+import { errors, GatewayError } from '../lib/http/errors';
 import type { ResponseStore } from '../lib/store/types';
 
 export interface PreviousResponseOptions {

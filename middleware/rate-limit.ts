@@ -17,8 +17,8 @@
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, type IncrementResponse, type RateLimitInfo, type Store } from 'express-rate-limit';
-import { getContext, type RequestContext } from '../lib/context';
-import { errors, GatewayError } from '../lib/errors';
+import { getContext, type RequestContext } from '../lib/pipeline/context';
+import { errors, GatewayError } from '../lib/http/errors';
 import type { AdmissionRequest, LedgerStore, StoreConnection } from '../lib/store/types';
 
 /** Length of a rate-limit window: one minute. */

@@ -3,11 +3,11 @@
  * runs the finish step (settle, log) once when the response closes, whatever ended it.
  */
 import type { RequestHandler, Request, Response } from 'express';
-import { randomId } from '../lib/keys';
-import type { RequestContext } from '../lib/context';
-import { requestScope } from '../lib/logger';
-import { routeLabel } from '../lib/routes';
-import type { Tracing } from '../lib/tracing';
+import { randomId } from '../lib/keys/secrets';
+import type { RequestContext } from '../lib/pipeline/context';
+import { requestScope } from '../lib/observability/logger';
+import { routeLabel } from '../lib/pipeline/route-table';
+import type { Tracing } from '../lib/observability/tracing';
 
 export interface RequestContextOptions {
   /** Called once per request when the response has closed (finished or aborted). */

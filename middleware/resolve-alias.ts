@@ -3,9 +3,9 @@
  * context, before whitelisting and billing. A model outside the catalogue gets 404.
  */
 import type { RequestHandler } from 'express';
-import type { Catalogue } from '../lib/catalogue';
-import { getContext } from '../lib/context';
-import { errors } from '../lib/errors';
+import type { Catalogue } from '../lib/config/catalogue';
+import { getContext } from '../lib/pipeline/context';
+import { errors } from '../lib/http/errors';
 
 export function createResolveAlias(options: { catalogue: Catalogue }): RequestHandler {
   return (req, res, next) => {

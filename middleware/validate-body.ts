@@ -4,7 +4,7 @@
  */
 import type { RequestHandler } from 'express';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { errors } from '../lib/errors';
+import { errors } from '../lib/http/errors';
 
 const ajv = new Ajv({ allErrors: false, strict: false });
 

@@ -4,7 +4,7 @@
  * The value is forwarded upstream unchanged, as `anthropic-version`.
  */
 import type { RequestHandler } from 'express';
-import { errors } from '../lib/errors';
+import { errors } from '../lib/http/errors';
 
 /** Earliest accepted version. */
 export const MIN_API_VERSION = '2023-06-01';

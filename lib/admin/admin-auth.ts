@@ -4,8 +4,8 @@
  */
 import type { RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
-import { errors, GatewayError } from '../errors';
-import { digestsEqual, hashSecret } from '../keys';
+import { errors, GatewayError } from '../http/errors';
+import { digestsEqual, hashSecret } from '../keys/secrets';
 
 export interface AdminAuthOptions {
   /** The configured ADMIN_TOKEN (never empty: an unset token leaves the admin router unmounted). */

@@ -8,14 +8,14 @@
  * `{"type":"error","error":{"type","message"},"request_id"}`.
  */
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { Catalogue } from '../catalogue';
-import { getContext } from '../context';
-import { errors, GatewayError } from '../errors';
-import type { Logger } from '../logger';
-import { DEFAULT_KEY_PREFIX } from '../key-groups';
-import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../development-key';
-import { randomBase62 } from '../keys';
-import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../key-groups';
+import type { Catalogue } from '../config/catalogue';
+import { getContext } from '../pipeline/context';
+import { errors, GatewayError } from '../http/errors';
+import type { Logger } from '../observability/logger';
+import { DEFAULT_KEY_PREFIX } from '../config/key-groups';
+import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../keys/development-key';
+import { randomBase62 } from '../keys/secrets';
+import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../config/key-groups';
 import { DeclaredKeyError } from '../store/declared-keys';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';

@@ -3,7 +3,7 @@
  * message names the field and says what is allowed.
  */
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { errors } from '../errors';
+import { errors } from '../http/errors';
 import { describeValidationError } from '../../middleware/validate-body';
 
 /** Longest grace period a rotation may give the old secret: 30 days, in seconds. */

@@ -10,7 +10,7 @@
  *   export of any size holds one page in memory.
  */
 import type { Response, Router } from 'express';
-import { errors } from '../errors';
+import { errors } from '../http/errors';
 import { dayEnd, dayStart, daysBetween, monthsBetween } from '../store/usage-days';
 import type { DailyUsageTotals, KeyStore, LedgerStore, RequestLogRecord, RequestLogStore } from '../store/types';
 import type { Clock } from '../store/month';

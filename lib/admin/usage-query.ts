@@ -4,7 +4,7 @@
  * starts with its name. Sums of credits are made in integer credit units (lib/store/credits.ts), so
  * the totals of a range are exactly the sums of its days.
  */
-import { errors } from '../errors';
+import { errors } from '../http/errors';
 import { fromCreditUnits, toCreditUnits } from '../store/credits';
 import { dayStart, daysBetween, isUtcDay, utcDay } from '../store/usage-days';
 import type { DailyUsageTotals } from '../store/types';

@@ -7,7 +7,7 @@
  * Delivery is at least once (an instance that dies after the receiver answered but before it could
  * forget the alert leaves it to be sent again): receivers drop repeats by the body's `id`.
  */
-import type { Logger } from '../logger';
+import type { Logger } from '../observability/logger';
 import type { Clock } from '../store/month';
 import type { AlertQueueStore, PendingBudgetAlert } from '../store/types';
 import { sendAlertWebhook, type WebhookOutcome } from './webhook';

@@ -9,8 +9,8 @@
  * request ever passes it, so the 100 % alert fires then.
  */
 import type { Response } from 'express';
-import type { RequestContext } from '../context';
-import type { AfterResponseStep } from '../after-response';
+import type { RequestContext } from '../pipeline/context';
+import type { AfterResponseStep } from '../pipeline/after-response';
 import { toCreditUnits } from '../store/credits';
 import type { Clock } from '../store/month';
 import type { AlertQueueStore, LedgerStore } from '../store/types';

@@ -4,7 +4,7 @@
  *
  *   npx model-gateway              start the gateway (as `npm start`: config.json of the package, or GATEWAY_CONFIG)
  *   npx model-gateway start        the same
- *   npx model-gateway keys ...     the key command line (lib/cli/keys.ts; `keys --help` lists its commands)
+ *   npx model-gateway keys ...     the key command line (lib/keys/cli.ts; `keys --help` lists its commands)
  *
  * Exit status: that of the command run; 2 for an unknown command.
  */
@@ -17,7 +17,7 @@ if (command === undefined || command === 'start') {
   // Loaded only for the command that runs: `keys` does not load the HTTP server's modules.
   void import('../server').then((server) => server.runServerOrExit());
 } else if (command === 'keys') {
-  void import('./keys').then((keys) => keys.runKeysCliProcess(rest));
+  void import('../keys/cli').then((keys) => keys.runKeysCliProcess(rest));
 } else if (command === '--help' || command === '-h' || command === 'help') {
   process.stdout.write(USAGE);
 } else {

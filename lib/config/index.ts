@@ -7,11 +7,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject } from 'ajv';
-import { ConfigError } from '../config-error';
+import { ConfigError } from './config-error';
 import { UPSTREAM_DEFAULTS } from '../upstream/client';
-import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from '../key-groups';
+import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
-import { resolveTopLevelTargets } from '../upstream-targets';
+import { resolveTopLevelTargets } from './upstream-targets';
 import { configSchema } from './schema';
 import { mergeModels, readShippedCatalogue } from './shipped-catalogue';
 import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';

@@ -1,6 +1,6 @@
 /** JSON schema of config.json (draft-07, as ajv's default), validated once at start-up. */
-import { keyGroupSchema } from '../key-groups';
-import { upstreamTargetsSchema } from '../upstream-targets';
+import { keyGroupSchema } from './key-groups';
+import { upstreamTargetsSchema } from './upstream-targets';
 
 const pricingSchema = {
   type: 'object',

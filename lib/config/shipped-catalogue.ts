@@ -5,7 +5,7 @@
  * one, a new id added.
  */
 import path from 'node:path';
-import { ConfigError } from '../config-error';
+import { ConfigError } from './config-error';
 import type { ModelConfig } from './types';
 
 /** The package's config.json (from dist/lib/config/ up to the package's root). */

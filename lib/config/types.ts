@@ -2,8 +2,8 @@
  * The types of a resolved gateway configuration (what `parseConfig` returns, frozen). The names of
  * every field are fixed (outside tools rely on them); see docs/operations.md "Configuration".
  */
-import type { KeyGroupConfig } from '../key-groups';
-import type { UpstreamTargetConfig } from '../upstream-targets';
+import type { KeyGroupConfig } from './key-groups';
+import type { UpstreamTargetConfig } from './upstream-targets';
 import type { ModelCapabilities } from '../../translators/model-capabilities';
 
 export type { ModelCapabilities } from '../../translators/model-capabilities';

@@ -7,8 +7,8 @@
  * change what the file sets (DeclaredKeyError).
  */
 import type { GatewayConfig, KeyConfig } from '../config';
-import { hashSecret, lastFour } from '../keys';
-import type { Logger } from '../logger';
+import { hashSecret, lastFour } from '../keys/secrets';
+import type { Logger } from '../observability/logger';
 import type { KeyPatch, KeyRecord, KeyStore } from './types';
 
 /** The name the records, the admin API and the errors give the file that declares keys. */

@@ -18,8 +18,8 @@
  * - `/health` reports the store unreachable (its ping fails), and the guard recovers by itself: the
  *   next call that succeeds is served normally.
  */
-import { GatewayError } from '../errors';
-import type { Logger } from '../logger';
+import { GatewayError } from '../http/errors';
+import type { Logger } from '../observability/logger';
 import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, UsageEntry } from './types';
 
 export interface StoreGuardOptions {

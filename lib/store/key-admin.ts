@@ -3,7 +3,7 @@
  * them (and so can an admin API). Secrets are generated here, returned once, and stored only as
  * SHA-256 hashes.
  */
-import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys';
+import { generateSecret, hashSecret, lastFour, randomBase62 } from '../keys/secrets';
 import { checkDeclaredKeyChange } from './declared-keys';
 import type { KeyPatch, KeyRecord, KeyStore } from './types';
 

@@ -14,47 +14,21 @@
  */
 import crypto from 'node:crypto';
 import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
-import { addToTotals, MemorySpendStore, type MemorySpendSnapshot } from './memory-spend';
+import { addToTotals, MemorySpendStore } from './memory-spend';
 import { systemClock, type Clock } from './month';
 import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { bookingTime, utcDay } from './usage-days';
-import { atEndOfTurn } from '../turn';
+import { atEndOfTurn } from '../http/turn';
+import { copyRecord, emptyTotals, snapshotOf, type MemorySnapshot, type StoredKey } from './memory-key-records';
 import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeySnapshot, type KeyRecord, type KeySecret, type NewKey, type Reservation, type ReserveResult,
   type PinnedObject, type StoredResponse, type UsageEntry, type UsageTotals,
 } from './types';
 
-interface StoredKey {
-  record: KeyRecord;
-  secrets: KeySecret[];
-  /**
-   * A frozen copy of `record` handed to the auth step, made once and shared by every request until
-   * the record changes (every write to `record` clears it), instead of a copy per request.
-   */
-  view?: Readonly<KeyRecord>;
-  /** Changes to `record` so far (the admission step checks a snapshot against it). */
-  version?: number;
-}
-
-/** What `snapshot()` returns and `restore()` takes: plain JSON. Holds of requests in flight are not kept (those of batches are). */
-export interface MemorySnapshot {
-  version: 1;
-  keys: StoredKey[];
-  /** `${keyId}|${month}` -> settled credit units */
-  spend: Record<string, number>;
-  /** `${keyId}|${month}|${model}` -> totals, credits in credit units */
-  ledger: Record<string, UsageTotals>;
-  /** Spend state (days, request log, alerts); absent in files written before it existed. */
-  spendState?: Partial<MemorySpendSnapshot>;
-  /**
-   * Pins (message batches, files) with their expiry: a batch not yet billed keeps its holds across a
-   * restart, so it is billed once its results are read. Absent in files written before it existed.
-   */
-  pins?: Array<{ pin: PinnedObject; expiresAt: number }>;
-}
+export type { MemorySnapshot } from './memory-key-records';
 
 export class MemoryStore extends MemorySpendStore implements GatewayStore {
   readonly kind = 'memory';
@@ -344,25 +318,4 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     if (!stored) throw new Error(`key "${id}" does not exist`);
     return stored;
   }
-}
-
-/** The record handed to requests (one frozen copy until the record changes) and its version. */
-function snapshotOf(stored: StoredKey): KeySnapshot {
-  return { key: (stored.view ??= freezeRecord(copyRecord(stored.record))), version: stored.version ?? 0 };
-}
-
-function freezeRecord(record: KeyRecord): Readonly<KeyRecord> {
-  if (record.allowedModels) Object.freeze(record.allowedModels);
-  if (record.alertThresholds) Object.freeze(record.alertThresholds);
-  return Object.freeze(record);
-}
-
-function copyRecord(record: KeyRecord): KeyRecord {
-  const copy = { ...record, allowedModels: record.allowedModels ? [...record.allowedModels] : null };
-  if (record.alertThresholds) copy.alertThresholds = [...record.alertThresholds];
-  return copy;
-}
-
-function emptyTotals(model: string): UsageTotals {
-  return { model, inputTokens: 0, outputTokens: 0, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0, requests: 0 };
 }

@@ -20,7 +20,7 @@ import {
 } from './redis-scripts';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
-import { InFlight } from '../in-flight';
+import { InFlight } from '../http/in-flight';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord,

@@ -9,8 +9,8 @@
  * a client of its own, and no group ever sends another's credential.
  */
 import type { Agent } from 'node:http';
-import type { KeyGroupConfig } from '../key-groups';
-import type { UpstreamTargetConfig } from '../upstream-targets';
+import type { KeyGroupConfig } from '../config/key-groups';
+import type { UpstreamTargetConfig } from '../config/upstream-targets';
 import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './client';
 import type { TargetStatus } from './target';
 

@@ -9,7 +9,7 @@
  * they end the request (the client's SDK may send it again: that is the client's choice).
  */
 import type http from 'node:http';
-import { mapUpstreamSocketError, type GatewayError } from '../errors';
+import { mapUpstreamSocketError, type GatewayError } from '../http/errors';
 import type { AttemptFailure, AttemptOutcome } from './attempt';
 import type { CredentialRotation, UpstreamCredential } from './credentials';
 

@@ -10,7 +10,7 @@
  *
  * Sessions (lib/session-id.ts) are remembered per instance, the most recent `MAX_SESSIONS` of them.
  */
-import { errors } from '../errors';
+import { errors } from '../http/errors';
 import type { AttemptChainHolder } from './attempt-chain';
 import type { HeldTarget } from './target';
 

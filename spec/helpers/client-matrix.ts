@@ -7,7 +7,7 @@ import http from 'node:http';
 import type net from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 import { ADMIN_TOKEN, admin } from './admin';
 import { createAgentUpstream, type AgentUpstream, type ReportedUsage } from './agent-upstream';
 import { startTestGateway, type TestGateway } from './gateway';

@@ -4,7 +4,7 @@
  * count what the gateway asked of Redis between a request's arrival and its upstream call.
  */
 import http from 'node:http';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 import { nativeMessage } from './fake-upstream';
 import { KEYS, startTestGateway, type TestGateway } from './gateway';
 

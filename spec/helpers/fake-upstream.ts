@@ -4,7 +4,7 @@
  * the real API would refuse the request (api-rules.ts: then the API's 400).
  */
 import http from 'node:http';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 import { billingFieldRefusal, createApiJudge } from './api-rules';
 
 export interface RecordedRequest {

@@ -5,7 +5,7 @@
  * number of tokens to generate before stopping", platform.claude.com/docs/en/api/messages).
  */
 import http from 'node:http';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 import { nativeMessage } from './fake-upstream';
 
 export interface GatedUpstream {

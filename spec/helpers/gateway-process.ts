@@ -9,7 +9,7 @@ import path from 'node:path';
 import { tempDir } from './temp-dir';
 
 const SERVER = path.resolve(__dirname, '..', '..', 'lib', 'server.js');
-const KEYS_CLI = path.resolve(__dirname, '..', '..', 'lib', 'cli', 'keys.js');
+const KEYS_CLI = path.resolve(__dirname, '..', '..', 'lib', 'keys', 'cli.js');
 
 export interface GatewayProcess {
   url: string;
@@ -73,7 +73,7 @@ export function startGatewayProcess(env: Record<string, string>, nodeOptions: st
   });
 }
 
-/** Run the key CLI (`dist/lib/cli/keys.js`) with `args`; resolves with its exit status and output. */
+/** Run the key CLI (`dist/lib/keys/cli.js`) with `args`; resolves with its exit status and output. */
 export function runKeysProcess(args: string[], env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [KEYS_CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -4,7 +4,7 @@
 import winston from 'winston';
 import { Writable } from 'node:stream';
 import { parseConfig, type GatewayConfig } from '../../lib/config';
-import type { Logger } from '../../lib/logger';
+import type { Logger } from '../../lib/observability/logger';
 import { startGateway, type RunningGateway } from '../../lib/server';
 import type { Clock } from '../../lib/store/month';
 import type { GatewayStore } from '../../lib/store/types';

@@ -1,6 +1,6 @@
 /** Running one middleware as a function: fake req/res, resolves with what it passed to next(). */
 import type { RequestHandler } from 'express';
-import type { RequestContext } from '../../lib/context';
+import type { RequestContext } from '../../lib/pipeline/context';
 
 export interface FakeRequest {
   method?: string;

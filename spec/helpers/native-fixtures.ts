@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createSseDecoder } from '../../lib/sse';
+import { createSseDecoder } from '../../lib/http/sse';
 import { createChatStreamTransform, type ChatStreamOptions, type ChatStreamRecord } from '../../translators/native-to-chat-stream';
 
 /** Source folder of the fixtures (tests run from dist/spec, the files stay in spec/fixtures). */

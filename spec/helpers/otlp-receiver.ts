@@ -5,7 +5,7 @@
  * trace and span ids as hex strings, attributes as `{key, value: {stringValue | intValue | ...}}`.
  */
 import http from 'node:http';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 
 /** A span as the tests read it: ids, names, kind and its attributes as plain values. */
 export interface ReceivedSpan {

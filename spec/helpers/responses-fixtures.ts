@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { createSseDecoder } from '../../lib/sse';
+import { createSseDecoder } from '../../lib/http/sse';
 import { createResponsesStreamTransform, type ResponsesStreamOptions } from '../../translators/responses-stream';
 import type { ResponsesStreamEvent, ResponsesStreamRecord } from '../../translators/responses-types';
 import { FIXTURES_DIR } from './native-fixtures';

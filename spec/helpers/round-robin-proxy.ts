@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import httpProxy from 'http-proxy';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 
 export interface HealthSeen {
   backend: string;

@@ -3,7 +3,7 @@
  * signature is valid) and answers with what the test scripts (`answer`, per call).
  */
 import http from 'node:http';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 import { signAlertBody } from '../../lib/alerts/webhook';
 
 export interface ReceivedAlert {

@@ -3,7 +3,7 @@
  * an eleventh with its max_tokens lowered to what the credit left pays.
  */
 import { expect } from 'chai';
-import { createCatalogue } from '../../lib/catalogue';
+import { createCatalogue } from '../../lib/config/catalogue';
 import { parseConfig } from '../../lib/config';
 import { utcMonth } from '../../lib/store/month';
 import type { RedisStore } from '../../lib/store/redis-store';

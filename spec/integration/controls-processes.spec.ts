@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { createCatalogue } from '../../lib/catalogue';
+import { createCatalogue } from '../../lib/config/catalogue';
 import { parseConfig } from '../../lib/config';
 import { boundInputTokens, priceWorstCase } from '../../middleware/credit-reservation';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { keyChannelPaths } from '../../lib/cli/key-control';
+import { keyChannelPaths } from '../../lib/keys/key-control';
 import { admin, ADMIN_TOKEN, sendMessage } from '../helpers/admin';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { testConfigObject, UPSTREAM_SECRET, type TestGateway } from '../helpers/gateway';

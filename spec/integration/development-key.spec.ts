@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { parseConfig } from '../../lib/config';
-import { DEVELOPMENT_KEY_RETIRED } from '../../lib/development-key';
+import { DEVELOPMENT_KEY_RETIRED } from '../../lib/keys/development-key';
 import { startGateway } from '../../lib/server';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { createCapturingLogger, KEYS } from '../helpers/gateway';

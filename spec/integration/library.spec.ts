@@ -6,7 +6,7 @@ import { ConfigError, createGateway, GatewayError, type Gateway, type GatewayHoo
 import { createCapturingLogger, KEYS, UPSTREAM_SECRET } from '../helpers/gateway';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { TEST_KEYS } from '../helpers/library';
-import { listenOnLoopback, type LoopbackServer } from '../../lib/loopback';
+import { listenOnLoopback, type LoopbackServer } from '../../lib/http/loopback';
 
 function listen(handler: http.RequestListener): Promise<LoopbackServer> {
   return listenOnLoopback(http.createServer(handler));

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import { createClient } from 'redis';
 import { toCreditUnits } from '../../lib/store/credits';
-import { hashSecret } from '../../lib/keys';
+import { hashSecret } from '../../lib/keys/secrets';
 import { RedisStore, type RedisStoreOptions } from '../../lib/store/redis-store';
 import { createGatedUpstreamTest } from '../helpers/cluster-gateway';
 import { startRedisCluster } from '../helpers/redis-cluster';

@@ -16,8 +16,8 @@ import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { nativeTextEvents, type FakeHandler, type FakeReply } from '../helpers/fake-upstream';
 import { KEYS, startTestGateway } from '../helpers/gateway';
-import { listenOnLoopback } from '../../lib/loopback';
-import { formatSse } from '../../lib/sse';
+import { listenOnLoopback } from '../../lib/http/loopback';
+import { formatSse } from '../../lib/http/sse';
 
 const SOAK_LIMITED_KEY = 'sk-cs4-soak-rate-limited-0009';
 /** Key of the fault traffic (aborts, resets, injected 503s, bad bodies), so the ledger of KEYS.all holds only requests meant to complete. */

@@ -3,7 +3,7 @@ import { adminTokenMatches } from '../../lib/admin/admin-auth';
 import { checkAllowedModels, createAdminValidators, MAX_GRACE_PERIOD_SECONDS } from '../../lib/admin/admin-schemas';
 import { formatKeyView, monthResetsAt, summariseUsage } from '../../lib/admin/key-view';
 import { ConfigError, parseConfig } from '../../lib/config';
-import { GatewayError } from '../../lib/errors';
+import { GatewayError } from '../../lib/http/errors';
 import { testConfigObject } from '../helpers/gateway';
 
 const MODELS = ['model-sonnet-4.6', 'model-haiku-4.5'];

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createAuth, extractApiKey, refuseRepeatedCredentials, type AuthHeaders } from '../../middleware/auth';
-import { GatewayError } from '../../lib/errors';
-import { hashSecret } from '../../lib/keys';
+import { GatewayError } from '../../lib/http/errors';
+import { hashSecret } from '../../lib/keys/secrets';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { runMiddleware } from '../helpers/middleware';
 

@@ -1,7 +1,7 @@
 /** A batch's results summed for billing (lib/batch-billing.ts): succeeded lines only, per model, from the bytes as received. */
 import { expect } from 'chai';
-import { sumBatchResults, type BatchPinData } from '../../lib/batch-billing';
-import { createCatalogue } from '../../lib/catalogue';
+import { sumBatchResults, type BatchPinData } from '../../lib/billing/batch-billing';
+import { createCatalogue } from '../../lib/config/catalogue';
 import { parseConfig } from '../../lib/config';
 import { testConfigObject } from '../helpers/gateway';
 

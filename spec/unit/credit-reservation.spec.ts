@@ -1,13 +1,13 @@
 import { install as installFakeTimers, type Clock as FakeClock } from '@sinonjs/fake-timers';
 import { expect } from 'chai';
-import { createCatalogue } from '../../lib/catalogue';
+import { createCatalogue } from '../../lib/config/catalogue';
 import { parseConfig } from '../../lib/config';
 import { utcMonth } from '../../lib/store/month';
 import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
 import { EventEmitter } from 'node:events';
 import { boundInputTokens, boundWebSearches, createReservationRenewer, createCreditReservation, maxOutputTokens, priceWorstCase } from '../../middleware/credit-reservation';
-import { batchWorstCase, estimateWorstCase, fitOutputTokens, worstCaseCredits } from '../../middleware/worst-case';
+import { batchWorstCase, estimateWorstCase, fitOutputTokens, worstCaseCredits } from '../../lib/billing/worst-case';
 import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 

@@ -71,7 +71,7 @@ describe('install', () => {
 
   it('runs the keys CLI from the built code, building only when there is none (never removing dist/)', () => {
     expect(rootPackage.scripts.prekeys).to.not.match(/npm run build(?!:app)/);
-    expect(rootPackage.scripts.prekeys).to.contain("existsSync('dist/lib/cli/keys.js')");
+    expect(rootPackage.scripts.prekeys).to.contain("existsSync('dist/lib/keys/cli.js')");
     expect(rootPackage.scripts['prebuild:app']).to.equal(undefined);
   });
 

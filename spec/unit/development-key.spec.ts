@@ -3,8 +3,8 @@
  * per start for this process's own store, and retired when a real key exists.
  */
 import { expect } from 'chai';
-import { DEVELOPMENT_KEY_ID, issueDevelopmentKey, retireDevelopmentKey } from '../../lib/development-key';
-import { hashSecret } from '../../lib/keys';
+import { DEVELOPMENT_KEY_ID, issueDevelopmentKey, retireDevelopmentKey } from '../../lib/keys/development-key';
+import { hashSecret } from '../../lib/keys/secrets';
 import { createApiKey } from '../../lib/store/key-admin';
 import { MemoryStore } from '../../lib/store/memory-store';
 

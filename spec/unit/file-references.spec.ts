@@ -4,7 +4,7 @@
  * of the Messages API reference), at any depth, without recursion.
  */
 import { expect } from 'chai';
-import { referencedFileIds } from '../../middleware/files';
+import { referencedFileIds } from '../../middleware/file-access';
 
 const fileImage = (id: string) => ({ type: 'image', source: { type: 'file', file_id: id } });
 

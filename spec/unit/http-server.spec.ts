@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import express from 'express';
-import { createHttpServer } from '../../lib/http-server';
+import { createHttpServer } from '../../lib/http/http-server';
 
 describe('createHttpServer', () => {
   it('serves an Express app with request and response objects born with the app prototypes', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { InFlight } from '../../lib/in-flight';
+import { InFlight } from '../../lib/http/in-flight';
 
 describe('InFlight: operations under way', () => {
   it('is idle at once when nothing is under way', async () => {

@@ -4,11 +4,11 @@
  * loaded before the admission (middleware/kept-thinking.ts).
  */
 import { expect } from 'chai';
-import { createCatalogue } from '../../lib/catalogue';
+import { createCatalogue } from '../../lib/config/catalogue';
 import { parseConfig } from '../../lib/config';
-import { boundInput, contextWindowOf, describeInputBound, IMAGE_INPUT_TOKENS, type FileFacts } from '../../middleware/input-bound';
+import { boundInput, contextWindowOf, describeInputBound, IMAGE_INPUT_TOKENS, type FileFacts } from '../../lib/billing/input-bound';
 import { chatToolTurnId, responsesToolTurnId } from '../../middleware/kept-thinking';
-import { batchWorstCase, priceWorstCase } from '../../middleware/worst-case';
+import { batchWorstCase, priceWorstCase } from '../../lib/billing/worst-case';
 import { testConfigObject } from '../helpers/gateway';
 
 const reservation = { bytesPerInputToken: 1, overheadInputTokens: 1000, webSearchesPerRequest: 10, minOutputTokens: 16 };

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { hasDuplicateKeys } from '../../lib/json-duplicates';
+import { hasDuplicateKeys } from '../../lib/http/json-duplicates';
 
 describe('duplicate JSON member names', () => {
   const cases: Array<[string, string, boolean]> = [

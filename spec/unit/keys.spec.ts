@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashSecret, randomBase62, randomId } from '../../lib/keys';
+import { hashSecret, randomBase62, randomId } from '../../lib/keys/secrets';
 
 for (const [name, random] of [['randomBase62 (secrets)', randomBase62], ['randomId (request and response ids, from a byte pool)', randomId]] as const) {
   describe(name, () => {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'chai';
 
-const loggerModule = path.resolve(__dirname, '..', '..', 'lib', 'logger.js');
+const loggerModule = path.resolve(__dirname, '..', '..', 'lib', 'observability', 'logger.js');
 
 /** Run `body` in a child process with `createLogger` and `requestScope` in scope; its stdout lines, parsed. */
 function logLines(body: string): Array<Record<string, unknown>> {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createCatalogue } from '../../lib/catalogue';
+import { createCatalogue } from '../../lib/config/catalogue';
 import { parseConfig } from '../../lib/config';
 import { createHostCheck } from '../../middleware/host-check';
 import { mapBodyParserError } from '../../middleware/json-body';

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import type { ModelConfig } from '../../lib/config';
-import { PUBLISHED_RATIOS, priceUsage, unpricedUsage } from '../../lib/pricing';
+import { PUBLISHED_RATIOS, priceUsage, unpricedUsage } from '../../lib/billing/pricing';
 import { emptyUsage, mergeNativeUsage, type Usage } from '../../translators/usage';
 
 /** Priced by input and output alone: every other price follows the published ratios. */

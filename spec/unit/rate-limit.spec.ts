@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashSecret } from '../../lib/keys';
+import { hashSecret } from '../../lib/keys/secrets';
 import { createApiKey, rotateApiKey, setKeyLimits } from '../../lib/store/key-admin';
 import type { GatewayStore } from '../../lib/store/types';
 import { formatGoDuration, formatRfc3339, secondsUntil } from '../../middleware/rate-limit';

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { parseConfig } from '../../lib/config';
-import { describeConfigChange } from '../../lib/config-source';
+import { describeConfigChange } from '../../lib/config/config-source';
 
 const KEY = { id: 'team', key: 'sk-cs4-reload-change-0001' };
 const base = { upstream: { url: 'https://up.example', maxRetries: 2 }, keys: [KEY] };

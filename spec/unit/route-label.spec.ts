@@ -1,6 +1,6 @@
 /** The metrics' route label (lib/routes.ts): the route table's names, never what a client sent. */
 import { expect } from 'chai';
-import { routeLabel } from '../../lib/routes';
+import { routeLabel } from '../../lib/pipeline/route-table';
 
 describe('route label of the metrics (routeLabel)', () => {
   it('names a public path as the router matches it: any case, one trailing slash, the method as sent', () => {

@@ -1,6 +1,6 @@
 /** The session and agent ids of a request (lib/session-id.ts), as Claude Code and Codex send them. */
 import { expect } from 'chai';
-import { readAgentId, readSessionId } from '../../lib/session-id';
+import { readAgentId, readSessionId } from '../../lib/observability/session-id';
 
 const UUID = '0b7c5a5e-2f4e-4b57-9d6f-2a8a0f6c1e11';
 

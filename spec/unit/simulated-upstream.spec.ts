@@ -4,7 +4,7 @@
  * models list and get, the reachability probe, and 404 / 405 in the native error envelope.
  */
 import { expect } from 'chai';
-import { startSimulatedUpstream, type SimulatedUpstream } from '../../lib/simulated-upstream';
+import { startSimulatedUpstream, type SimulatedUpstream } from '../../lib/upstream/simulated-upstream';
 
 describe('simulated upstream (the embedded default)', () => {
   let sim: SimulatedUpstream;

@@ -4,7 +4,7 @@
  * the request id), and lines about a reservation take the id from the reservation.
  */
 import { expect } from 'chai';
-import { GatewayError } from '../../lib/errors';
+import { GatewayError } from '../../lib/http/errors';
 import { MemoryStore } from '../../lib/store';
 import { createStoreGuard } from '../../lib/store/guard';
 import type { Reservation, UsageEntry } from '../../lib/store/types';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { hashSecret } from '../../lib/keys';
+import { hashSecret } from '../../lib/keys/secrets';
 import { createApiKey, revokeApiKey } from '../../lib/store/key-admin';
 import { keepMemoryState, loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
 import { MAX_STORED_RESPONSES } from '../../lib/store/memory-responses';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { hashSecret } from '../../lib/keys';
+import { hashSecret } from '../../lib/keys/secrets';
 import { createApiKey, revokeApiKey, rotateApiKey } from '../../lib/store/key-admin';
 import { utcMonth } from '../../lib/store/month';
 import type { RedisConnection } from '../../lib/store/redis-connection';

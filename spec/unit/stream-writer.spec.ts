@@ -2,7 +2,7 @@
 import { expect } from 'chai';
 import { EventEmitter } from 'node:events';
 import type { Response } from 'express';
-import { createStreamWriter } from '../../lib/sse';
+import { createStreamWriter } from '../../lib/http/sse';
 
 /** A response that records its writes and its end, as far as the writer uses one. */
 function recordingResponse() {

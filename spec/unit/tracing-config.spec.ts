@@ -1,9 +1,9 @@
 /** Which environment turns tracing on (lib/tracing.ts), and the span attributes of a request (lib/trace-attributes.ts). */
 import { expect } from 'chai';
-import { ConfigError } from '../../lib/config-error';
-import { emptyUsage, type RequestContext } from '../../lib/context';
-import { formatServerSpanAttributes, operationNameOf } from '../../lib/trace-attributes';
-import { createTracing, parseResourceAttributes, tracesEndpointOf } from '../../lib/tracing';
+import { ConfigError } from '../../lib/config/config-error';
+import { emptyUsage, type RequestContext } from '../../lib/pipeline/context';
+import { formatServerSpanAttributes, operationNameOf } from '../../lib/observability/trace-attributes';
+import { createTracing, parseResourceAttributes, tracesEndpointOf } from '../../lib/observability/tracing';
 
 describe('tracing configuration (OTEL_* variables)', () => {
   const cases: Array<[string, Record<string, string>, string | undefined]> = [

@@ -1,6 +1,6 @@
 /** The end of the event loop's turn (lib/turn.ts), which the in-memory store's answers and whole replies wait for. */
 import { expect } from 'chai';
-import { endOfTurn } from '../../lib/turn';
+import { endOfTurn } from '../../lib/http/turn';
 
 describe('endOfTurn', () => {
   it('is one promise for every caller of a turn, resolved after the microtasks and ticks of the turn', async () => {

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import nock from 'nock';
 import { createUpstreamClient, isOutcomeUnknown } from '../../lib/upstream';
 import { freePort } from '../helpers/ports';
-import { readBody } from '../../lib/read-body';
+import { readBody } from '../../lib/http/read-body';
 
 // Requiring nock turns interception on for every test file; keep it on only while this suite runs.
 nock.restore();

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import { awaitReplyHead } from '../../lib/upstream/attempt';
-import { listenOnLoopback } from '../../lib/loopback';
+import { listenOnLoopback } from '../../lib/http/loopback';
 
 const IDLE_MS = 150;
 

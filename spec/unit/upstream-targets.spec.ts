@@ -1,7 +1,7 @@
 /** Upstream targets: their health (cooldown, breaker, one trial) and the choice (weights, models, sessions). */
 import { expect } from 'chai';
 import { parseConfig } from '../../lib/config';
-import { readSessionId } from '../../lib/session-id';
+import { readSessionId } from '../../lib/observability/session-id';
 import { createUpstreamClient, createUpstreamPool } from '../../lib/upstream';
 import { createHeldTarget, type HeldTarget, type UpstreamTargetOptions } from '../../lib/upstream/target';
 import { createTargetChoice, MAX_SESSIONS } from '../../lib/upstream/target-choice';

@@ -4,7 +4,7 @@
  */
 import { expect } from 'chai';
 import { parseConfig } from '../../../lib/config';
-import { hashSecret } from '../../../lib/keys';
+import { hashSecret } from '../../../lib/keys/secrets';
 import { syncDeclaredKeys } from '../../../lib/store/declared-keys';
 import { restoreApiKey, revokeApiKey, rotateApiKey } from '../../../lib/store/key-admin';
 import type { GatewayStore } from '../../../lib/store/types';

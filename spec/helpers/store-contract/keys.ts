@@ -1,6 +1,6 @@
 /** The store contract's keys: lookup by the secret's hash, admin changes, rotation. */
 import { expect } from 'chai';
-import { hashSecret } from '../../../lib/keys';
+import { hashSecret } from '../../../lib/keys/secrets';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../../../lib/store/key-admin';
 import type { KeyStore, LedgerStore } from '../../../lib/store/types';
 import { type ContractFixture, T0, HOUR, newKey, usage, expectRejection } from './shared';

@@ -1,6 +1,6 @@
 /** The store contract's admission and ledger: one-step admission, credit holds, settlement, months and UTC days. */
 import { expect } from 'chai';
-import { hashSecret } from '../../../lib/keys';
+import { hashSecret } from '../../../lib/keys/secrets';
 import { rotateApiKey, setKeyLimits } from '../../../lib/store/key-admin';
 import type { KeySnapshot, KeyStore, LedgerStore } from '../../../lib/store/types';
 import { type ContractFixture, T0, HOUR, DAY, expectRejection, newKey, usage, units, settleAt } from './shared';

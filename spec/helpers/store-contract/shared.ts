@@ -1,6 +1,6 @@
 /** What the role suites of the store contract share: the fixture, the clock's start, sample keys and usage. */
 import { expect } from 'chai';
-import { hashSecret } from '../../../lib/keys';
+import { hashSecret } from '../../../lib/keys/secrets';
 import type { LedgerStore, NewKey, RequestLogPage, RequestLogRecord, RequestLogStore, UsageEntry } from '../../../lib/store/types';
 
 /** A fresh, empty store of one implementation, typed with the roles a suite uses. */

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { fromTranslationError } from '../../../lib/errors';
+import { fromTranslationError } from '../../../lib/http/errors';
 import { TranslationError } from '../../../translators/translation-error';
 import { clampTemperature, convertChatRequest, convertStop, formatResponseFormatInstruction } from '../../../translators/chat-to-native-request';
 import {

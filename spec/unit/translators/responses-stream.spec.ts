@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createSseDecoder } from '../../../lib/sse';
+import { createSseDecoder } from '../../../lib/http/sse';
 import { createResponsesStreamTransform, serializeResponsesStreamRecord } from '../../../translators/responses-stream';
 import { ResponsesDeltaEvent, type ResponsesDeltaType } from '../../../translators/responses-delta-events';
 import { decodeReasoning } from '../../../translators/responses-reasoning';

@@ -1,0 +1,111 @@
+/**
+ * Server-sent events: the one place outgoing records are formatted and written (one write per
+ * upstream chunk), and the parser of incoming streams (eventsource-parser, which holds for any split
+ * of the byte stream).
+ */
+import { StringDecoder } from 'node:string_decoder';
+import type { Response } from 'express';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+
+import type { SseEvent } from '../../translators/native-types';
+
+export type { SseEvent };
+
+/**
+ * Format one outgoing SSE record. With `event`, an `event:` line precedes the data (native streams);
+ * without, a bare `data:` record (chat-completions streams). `data` is JSON-encoded unless a string.
+ */
+export function formatSse(data: unknown, event?: string): string {
+  const text = typeof data === 'string' ? data : JSON.stringify(data);
+  return event === undefined ? `data: ${text}\n\n` : `event: ${event}\ndata: ${text}\n\n`;
+}
+
+/**
+ * A byte-stream SSE parser: `write(chunk)` as bytes arrive (any split, including inside a multi-byte
+ * UTF-8 character); `onEvent` is called synchronously for each complete event.
+ */
+export function createSseDecoder(onEvent: (event: SseEvent) => void): { write(chunk: Buffer): void; end(): void } {
+  const decoder = new StringDecoder('utf8');
+  const parser = createParser({
+    onEvent(message: EventSourceMessage) {
+      onEvent({ event: message.event, data: message.data });
+    },
+  });
+  return {
+    write(chunk) {
+      parser.feed(decoder.write(chunk));
+    },
+    end() {
+      const rest = decoder.end();
+      if (rest) parser.feed(rest);
+    },
+  };
+}
+
+/**
+ * A streamed reply's output, written once per upstream chunk: what the events of one chunk produce is
+ * gathered, then written in one `res.write` when the chunk has been parsed (in the same tick: pass
+ * `flush` as `onChunkParsed` of followUpstreamStream, lib/upstream/reply.ts), so one upstream chunk is one HTTP chunk
+ * to the client. Nothing is written once the response has ended or was destroyed.
+ */
+export interface StreamWriter {
+  /** Gather `data` (SSE records, or the upstream's own bytes) with the rest of the current upstream chunk's output. */
+  add(data: string | Buffer): void;
+  /** Write what was gathered, in one write; when the client's socket is full, hold the source until it drains. */
+  flush(): void;
+  /** Write what was gathered and end the reply. */
+  end(): void;
+}
+
+/**
+ * Where a stream's output comes from (the upstream's reply), paused while the client's socket is full
+ * so that it is read no faster than the client takes the output.
+ */
+export interface StreamSource {
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/**
+ * The writer of one streamed reply. With `source`, backpressure: a write the client's socket cannot
+ * take at once (`res.write` returns false: Node's buffer is past its 16 KiB high-water mark) pauses
+ * `source` until `res` emits `drain`, so a slow reader holds at most one upstream chunk's output in the
+ * gateway; a client that does not drain within `stallMs` ms is disconnected (`res.destroy()`, which
+ * cancels the upstream request as any client leaving does).
+ */
+export function createStreamWriter(res: Response, source?: StreamSource, stallMs = Infinity): StreamWriter {
+  // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.
+  let pending: string | Buffer = '';
+  let held = false;
+  const writable = () => !res.writableEnded && !res.destroyed;
+  const holdUntilDrained = (from: StreamSource) => {
+    held = true;
+    from.pause();
+    const timer = Number.isFinite(stallMs) ? setTimeout(() => res.destroy(), stallMs) : undefined;
+    const release = () => {
+      held = false;
+      clearTimeout(timer);
+      res.off('drain', release);
+      res.off('close', release);
+      if (!res.destroyed) from.resume();
+    };
+    res.on('drain', release);
+    res.on('close', release);
+  };
+  return {
+    add(data) {
+      if (pending.length === 0) pending = data;
+      else if (typeof pending === 'string' && typeof data === 'string') pending += data;
+      else pending = Buffer.concat([Buffer.from(pending), Buffer.from(data)]);
+    },
+    flush() {
+      // The write's own answer says whether the socket took it: free on the fast path.
+      if (pending.length > 0 && writable() && !res.write(pending) && source && !held) holdUntilDrained(source);
+      pending = '';
+    },
+    end() {
+      if (writable()) res.end(pending);
+      pending = '';
+    },
+  };
+}

@@ -1,0 +1,217 @@
+/**
+ * Message Batches on the native route (platform.claude.com/docs/en/build-with-claude/batch-processing):
+ *   POST   /v1/messages/batches              create: each request's model passes the key's aliases,
+ *                                            key group and whitelist; the batch's worst case is held
+ *   GET    /v1/messages/batches              list: only this key's batches
+ *   GET    /v1/messages/batches/:id          retrieve (an ended batch is billed here if not yet)
+ *   POST   /v1/messages/batches/:id/cancel   cancel
+ *   GET    /v1/messages/batches/:id/results  results (JSONL), billed on the first read
+ *   DELETE /v1/messages/batches/:id          delete (billed first if not yet)
+ * A batch is pinned to the key that created it: for another key it does not exist (404). The upstream's
+ * replies are relayed as they come (status, content type, body), but for each batch's `results_url`,
+ * which names the gateway (`baseUrl` + path, else the path alone, which the SDKs resolve against their
+ * base URL), never the upstream. Billing is lib/batch-billing.ts.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import { releaseHolds, settleBatch, type BatchPinData } from '../lib/billing/batch-billing';
+import type { Catalogue } from '../lib/config/catalogue';
+import type { GatewayConfig } from '../lib/config';
+import { getContext, type RequestContext } from '../lib/pipeline/context';
+import { errors, GatewayError } from '../lib/http/errors';
+import type { Logger } from '../lib/observability/logger';
+import { systemClock, utcMonth, type Clock } from '../lib/store/month';
+import type { LedgerStore, PinnedObject, ResponseStore } from '../lib/store/types';
+import type { UpstreamClient } from '../lib/upstream';
+import { keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
+import { checkFileAccess } from '../middleware/file-access';
+import { asksWideWindow, describeInputBound, type FileFacts } from '../lib/billing/input-bound';
+import { callUpstream, parseJson, pinnedTarget, type UpstreamAnswer } from '../lib/upstream/pinned-call';
+import { cursorTarget, ownEntries, ownPin, relay } from './pinned-upstream';
+import { batchWorstCase } from '../lib/billing/worst-case';
+
+/** How long a batch is pinned and its holds last: results are kept 29 days after creation upstream. */
+export const BATCH_PIN_TTL_MS = 30 * 24 * 3600_000;
+/** Most requests in one batch (the upstream's limit). */
+const MAX_BATCH_REQUESTS = 100_000;
+
+/** What a `custom_id` may be (the Message Batches API's pattern). */
+const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
+
+export interface MessageBatchesOptions {
+  store: LedgerStore & ResponseStore;
+  catalogue: Catalogue;
+  /** The upstream of the request's key group, or a refusal when that group has no native upstream. */
+  upstreamFor: (ctx: RequestContext) => UpstreamClient;
+  reservation: () => GatewayConfig['reservation'];
+  logger?: Logger;
+  clock?: Clock;
+  /** The gateway's public base URL (config `baseUrl`), or null. */
+  baseUrl?: () => string | null;
+}
+
+/** A batch object with its `results_url` pointing at the gateway (see the module comment). */
+function withOwnResultsUrl(batch: any, baseUrl: string | null): any {
+  if (!batch || typeof batch !== 'object' || typeof batch.results_url !== 'string' || typeof batch.id !== 'string') return batch;
+  return { ...batch, results_url: `${baseUrl?.replace(/\/$/, '') ?? ''}/v1/messages/batches/${encodeURIComponent(batch.id)}/results` };
+}
+
+/** Build the six handlers. */
+export function createMessageBatches(options: MessageBatchesOptions): Record<'create' | 'list' | 'retrieve' | 'cancel' | 'results' | 'remove', RequestHandler> {
+  const { store, catalogue } = options;
+  const clock = options.clock ?? systemClock;
+
+  /** A call about a batch goes to the target that created it (`pinnedTarget`, pinned-upstream.ts). */
+  const call = (req: Request, res: Response, method: string, path: string, target?: string, body?: unknown) =>
+    callUpstream(options.upstreamFor(getContext(res)), req, method, path, { body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)), target });
+  const ownBatch = (res: Response, id: string) => ownPin(store, res, 'batch', id, 'message batch');
+
+  /** Read the results upstream and settle the batch's holds when not done yet; the results as read. */
+  async function bill(req: Request, res: Response, pin: PinnedObject): Promise<UpstreamAnswer> {
+    const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}/results`, pinnedTarget(pin));
+    if (answer.status === 200 && !(pin.data as BatchPinData).billed) {
+      const ctx = getContext(res);
+      await settleBatch(store, catalogue, pin, answer.body,
+        { requestId: ctx.requestId, keyGroup: ctx.keyGroup ?? null, at: clock(), ttlMs: BATCH_PIN_TTL_MS, logger: options.logger });
+    }
+    return answer;
+  }
+
+  /**
+   * Check and rewrite each request of a create body; the holds each model needs (credits), and the
+   * input bound of the request that needs the most (what a 402 names). `files`: what is known of the
+   * files the requests name; `wideWindow`: the create request asks for the 1M context window.
+   */
+  function admitRequests(ctx: RequestContext, body: any, files: Map<string, FileFacts>, wideWindow: boolean): { models: Record<string, string>; needs: Map<string, number>; largest: string } {
+    const requests = body?.requests;
+    if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_REQUESTS) {
+      throw errors.invalidRequest(`requests: must be an array of 1 to ${MAX_BATCH_REQUESTS} requests`, 'requests');
+    }
+    // No prototype: a `custom_id` such as `__proto__` is an entry like any other.
+    const models: Record<string, string> = Object.create(null);
+    const needs = new Map<string, number>();
+    let most = -1;
+    let largest = '';
+    requests.forEach((entry: any, i: number) => {
+      const params = entry?.params;
+      if (typeof entry?.custom_id !== 'string' || !params || typeof params !== 'object' || typeof params.model !== 'string') {
+        throw errors.invalidRequest(`requests.${i}: must be {custom_id: string, params: {model: string, ...}}`, `requests.${i}`);
+      }
+      // The API's own rule for a custom_id (Message Batches API reference); one id once per batch.
+      if (!CUSTOM_ID.test(entry.custom_id) || entry.custom_id in models) {
+        throw errors.invalidRequest(`requests.${i}.custom_id: must be 1 to 64 of A-Z a-z 0-9 _ -, unique in the batch`, `requests.${i}.custom_id`);
+      }
+      const model = catalogue.resolve(params.model);
+      if (!model) throw errors.modelNotFound(`requests.${i}.params.model: model "${String(params.model).slice(0, 100)}" not found`);
+      const refusal = keyGroupRefusal(catalogue, { ...ctx, model }) ?? whitelistRefusal({ ...ctx, model });
+      if (refusal) throw new GatewayError(refusal.status, refusal.nativeType, `requests.${i}: ${refusal.message}`, { chatCode: 'model_not_allowed' });
+      const worst = batchWorstCase(model, params, catalogue.defaultMaxTokens(model), options.reservation(), files, wideWindow);
+      needs.set(model.id, (needs.get(model.id) ?? 0) + worst.credits);
+      if (worst.credits > most) [most, largest] = [worst.credits, `requests.${i}: ${describeInputBound(worst.input)}`];
+      models[entry.custom_id] = model.id;
+      params.model = model.upstreamModel;
+    });
+    return { models, needs, largest };
+  }
+
+  /** Relay a reply whose body is one batch object, its results_url rewritten. */
+  function relayBatch(res: Response, answer: UpstreamAnswer): void {
+    const batch = answer.status === 200 ? parseJson(answer) : null;
+    if (!batch) return relay(res, answer);
+    relay(res, { ...answer, body: Buffer.from(JSON.stringify(withOwnResultsUrl(batch, options.baseUrl?.() ?? null))) });
+  }
+
+  const wrap = (handler: (req: Request, res: Response) => Promise<void>): RequestHandler => (req, res, next) => {
+    handler(req, res).catch(next);
+  };
+
+  return {
+    create: wrap(async (req, res) => {
+      const ctx = getContext(res);
+      const key = ctx.key!;
+      // A batch naming files is created on the target holding them (each request can read only its account's);
+      // checked first: the files' sizes bound the batch's holds.
+      let target: string | undefined;
+      const files = new Map<string, FileFacts>();
+      const requests: unknown = req.body?.requests;
+      if (Array.isArray(requests)) {
+        for (const [i, entry] of requests.entries()) {
+          target = await checkFileAccess(store, key.id, (entry as { params?: unknown } | null)?.params, `requests.${i}: file_id`, target, files);
+        }
+      }
+      const { models, needs, largest } = admitRequests(ctx, req.body, files, asksWideWindow(req.headers['anthropic-beta']));
+      const month = utcMonth(clock());
+      const holds: BatchPinData['holds'] = [];
+      for (const [model, credits] of needs) {
+        const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, BATCH_PIN_TTL_MS);
+        if (!result.ok) {
+          await releaseHolds(store, holds);
+          const total = [...needs.values()].reduce((sum, c) => sum + c, 0);
+          const left = Math.max(0, result.cap - result.spent - result.reserved);
+          throw new GatewayError(402, 'billing_error',
+            `monthly credit cap of this key: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
+            `this batch may cost up to ${round(total)} at the batch rate (its largest request ${largest}). ` +
+            'To fit, send fewer requests, lower their max_tokens or name fewer files, images or server-tool uses.',
+            { chatCode: 'insufficient_quota' });
+        }
+        holds.push({ model, reservation: result.reservation });
+      }
+      let answer: UpstreamAnswer;
+      try {
+        answer = await call(req, res, 'POST', '/v1/messages/batches', target, req.body);
+      } catch (err) {
+        await releaseHolds(store, holds);
+        throw err;
+      }
+      const created = answer.status === 200 ? parseJson(answer) : null;
+      if (typeof created?.id !== 'string') {
+        await releaseHolds(store, holds);
+        return relay(res, answer);
+      }
+      const data: BatchPinData = { holds, models, billed: false, target: answer.target };
+      await store.savePin({ kind: 'batch', id: created.id, keyId: key.id, data }, BATCH_PIN_TTL_MS);
+      relayBatch(res, answer);
+    }),
+
+    list: wrap(async (req, res) => {
+      const query = new URLSearchParams(req.query as Record<string, string>).toString();
+      const answer = await call(req, res, 'GET', `/v1/messages/batches${query ? `?${query}` : ''}`, await cursorTarget(store, res, 'batch', req.query));
+      const page = answer.status === 200 ? parseJson(answer) : null;
+      if (!page || !Array.isArray(page.data)) return relay(res, answer);
+      const own = await ownEntries(store, res, 'batch', page.data);
+      // A page holds this key's batches among those the upstream listed: it may be shorter than `limit`.
+      const base = options.baseUrl?.() ?? null;
+      const body = { ...page, data: own.map((batch) => withOwnResultsUrl(batch, base)), first_id: own[0]?.id ?? null, last_id: own.at(-1)?.id ?? null };
+      relay(res, { ...answer, body: Buffer.from(JSON.stringify(body)) });
+    }),
+
+    retrieve: wrap(async (req, res) => {
+      const pin = await ownBatch(res, String(req.params.id));
+      const answer = await call(req, res, 'GET', `/v1/messages/batches/${encodeURIComponent(pin.id)}`, pinnedTarget(pin));
+      if (answer.status === 200 && parseJson(answer)?.processing_status === 'ended' && !(pin.data as BatchPinData).billed) await bill(req, res, pin);
+      relayBatch(res, answer);
+    }),
+
+    cancel: wrap(async (req, res) => {
+      const pin = await ownBatch(res, String(req.params.id));
+      relayBatch(res, await call(req, res, 'POST', `/v1/messages/batches/${encodeURIComponent(pin.id)}/cancel`, pinnedTarget(pin)));
+    }),
+
+    results: wrap(async (req, res) => {
+      const pin = await ownBatch(res, String(req.params.id));
+      relay(res, await bill(req, res, pin));
+    }),
+
+    remove: wrap(async (req, res) => {
+      const pin = await ownBatch(res, String(req.params.id));
+      if (!(pin.data as BatchPinData).billed) await bill(req, res, pin);
+      const answer = await call(req, res, 'DELETE', `/v1/messages/batches/${encodeURIComponent(pin.id)}`, pinnedTarget(pin));
+      if (answer.status === 200) await store.deletePin('batch', pin.id);
+      relay(res, answer);
+    }),
+  };
+}
+
+/** Credits for a message: at most 6 decimals. */
+function round(credits: number): string {
+  return String(Math.round(credits * 1e6) / 1e6);
+}
