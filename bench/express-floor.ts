@@ -1,6 +1,6 @@
 /**
  * Bench child: the least the gateway's fixed design costs. An Express app (request objects born with
- * its prototypes, as the gateway's: lib/http-server.ts) with one route, `POST /v1/messages`, that reads
+ * its prototypes, as the gateway's: lib/http/http-server.ts) with one route, `POST /v1/messages`, that reads
  * the body with express.json (kept as received, as the gateway keeps it), sends those bytes upstream
  * with `http.request` on a keep-alive agent, and relays the reply: a whole reply read and parsed for
  * its usage (which billing needs), a stream piped as it comes. No auth, limits, credit hold,

@@ -80,7 +80,7 @@ export interface AppDependencies {
   draining?: () => boolean;
   /** Extra finish steps (after settlement, before the log line). */
   afterResponseSteps?: AfterResponseStep[];
-  /** Integrator hooks (see lib/hooks.ts). */
+  /** Integrator hooks (see lib/pipeline/hooks.ts). */
   hooks?: GatewayHooks | GatewayHooks[];
   /** The metrics registry. Default: a new one. */
   metrics?: GatewayMetrics;
@@ -93,7 +93,7 @@ export interface AppDependencies {
    * `logger` during it carry its `request_id` (see `needsRequestScope` in lib/gateway.ts). Default true.
    */
   requestScope?: boolean;
-  /** Tracing (lib/tracing.ts; null or absent: off). */
+  /** Tracing (lib/observability/tracing.ts; null or absent: off). */
   tracing?: Tracing | null;
 }
 

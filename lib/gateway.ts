@@ -45,7 +45,7 @@ export interface GatewayOptions {
   store?: GatewayStore;
   /** The logger. Default: JSON lines on stdout at the config's log level. */
   logger?: Logger;
-  /** Integrator hooks (`afterAuth`, `beforeUpstream`, `onResponse`); see lib/hooks.ts and README "Extending". */
+  /** Integrator hooks (`afterAuth`, `beforeUpstream`, `onResponse`); see lib/pipeline/hooks.ts and README "Extending". */
   hooks?: GatewayHooks | GatewayHooks[];
   /** Create a development key when no key exists (shown once by the server). Default false. */
   developmentKey?: boolean;
@@ -56,7 +56,7 @@ export type ReloadResult = { ok: true; reloaded: string[]; needsRestart: string[
 
 /** A built gateway. */
 export interface Gateway {
-  /** The Express app (the router mounted at `/`): `createHttpServer(gateway.app).listen(port)` (lib/http-server.ts) or `gateway.app.listen(port)`. */
+  /** The Express app (the router mounted at `/`): `createHttpServer(gateway.app).listen(port)` (lib/http/http-server.ts) or `gateway.app.listen(port)`. */
   readonly app: Express;
   /** The same routes as a Router, to mount under a path of another app: `parent.use('/llm', gateway.router)`. */
   readonly router: Router;
@@ -111,13 +111,13 @@ export interface BuildOptions {
   requestScope?: boolean;
   /**
    * The environment whose OpenTelemetry variables turn tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`, ...;
-   * lib/tracing.ts). Default: `process.env`.
+   * lib/observability/tracing.ts). Default: `process.env`.
    */
   tracingEnv?: TracingEnv;
 }
 
 /**
- * Whether requests must run in the logger's request scope (an AsyncLocalStorage, lib/logger.ts), for
+ * Whether requests must run in the logger's request scope (an AsyncLocalStorage, lib/observability/logger.ts), for
  * lines that code other than the gateway's own steps writes during a request to carry its `request_id`:
  * the caller's middleware (`callerCode`), integrator or finish hooks, and the store guard's warnings
  * when it serves requests unmetered through an outage (`failOpenStore`). The gateway's own lines name

@@ -1,14 +1,14 @@
 /**
  * Credit reservation against the key's hard monthly credit cap. Before the request is forwarded, its
- * worst case (middleware/worst-case.ts) is reserved in the key's bucket for the current UTC month,
+ * worst case (lib/billing/worst-case.ts) is reserved in the key's bucket for the current UTC month,
  * atomically with the check that it fits (spent + reserved by requests in flight + this one <= cap).
- * The settlement step after the response (lib/settlement.ts) replaces the reservation with the real
+ * The settlement step after the response (lib/billing/settlement.ts) replaces the reservation with the real
  * cost when the reply ends, however it ends.
  *
  * What is held is what the upstream can bill: the stored conversation a Responses `previous_response_id`
  * puts before the body (`ctx.previous`) and the signed thinking a tool loop gets back (`ctx.keptThinking`),
  * both loaded before this step, what the upstream adds (files, fetched documents, server-tool results:
- * middleware/input-bound.ts) and the choices a chat request asks for (`n`) count in the worst case.
+ * lib/billing/input-bound.ts) and the choices a chat request asks for (`n`) count in the worst case.
  *
  * A cap usable to its last credit: when the worst case does not fit but the worst case of a minimal
  * reply (`reservation.minOutputTokens` output tokens) does, the store holds all the credit left and
@@ -98,7 +98,7 @@ function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservat
 }
 
 /**
- * The worst case of a request (middleware/worst-case.ts) and its input bound (middleware/input-bound.ts),
+ * The worst case of a request (lib/billing/worst-case.ts) and its input bound (lib/billing/input-bound.ts),
  * from the context's model, what is sent (the body, the stored conversation, restored thinking) and
  * the files it names; and the smallest reply allowed.
  */

@@ -1,6 +1,6 @@
 /**
  * Chat and Responses routes (key groups with a native upstream): the signed thinking the gateway kept
- * for a tool loop's assistant turn (lib/tool-loop-thinking.ts) is loaded before the admission, because
+ * for a tool loop's assistant turn (lib/store/kept-thinking.ts) is loaded before the admission, because
  * the route puts it back into the request: the credit hold (middleware/credit-reservation.ts) counts
  * its bytes as input, and the route restores nothing else (`ctx.keptThinking`).
  *

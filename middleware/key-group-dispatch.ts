@@ -43,9 +43,9 @@ export function createRouteRefusal(message: string): RequestHandler {
 
 /**
  * The last step before a route's upstream step: marks the request as having reached the upstream,
- * so its after-response steps write a request log record (lib/request-log.ts). Requests refused
+ * so its after-response steps write a request log record (lib/observability/request-log.ts). Requests refused
  * earlier get one only once auth identified their key (0 credits, with the error). It also reads the client's session and agent ids
- * (lib/session-id.ts) for that record: only once every check has passed.
+ * (lib/observability/session-id.ts) for that record: only once every check has passed.
  */
 export function createUpstreamMark(): RequestHandler {
   return (req, res, next) => {

@@ -1,7 +1,7 @@
 /**
  * The input of a native request measured by the upstream's free count_tokens
  * (`POST /v1/messages/count_tokens`, to the same upstream and target), used only where the byte bound
- * (middleware/input-bound.ts) would refuse a request near its key's cap: an agent's 120 KB request is
+ * (lib/billing/input-bound.ts) would refuse a request near its key's cap: an agent's 120 KB request is
  * held at about 120,000 tokens by its bytes, at what it really counts when measured.
  *
  * The provider documents the count as an estimate: "The token count should be considered an estimate.

@@ -13,14 +13,14 @@ export interface RequestContextOptions {
   /** Called once per request when the response has closed (finished or aborted). */
   onFinish(ctx: RequestContext, req: Request, res: Response): void;
   /**
-   * Handle the request inside the logger's request scope (lib/logger.ts `requestScope`), so that lines
+   * Handle the request inside the logger's request scope (lib/observability/logger.ts `requestScope`), so that lines
    * other code writes through the gateway's logger while it runs (integrator hooks and middleware, the
    * warnings of a store failing open) carry its `request_id`. Default true. On Node 20 an AsyncLocalStorage
    * in use costs every promise an async hook, so a gateway in which no such code runs leaves it out
    * (see `needsRequestScope` in lib/gateway.ts); the gateway's own lines name the request themselves.
    */
   scope?: boolean;
-  /** Tracing (lib/tracing.ts): each request gets its server span here. Default: none (off). */
+  /** Tracing (lib/observability/tracing.ts): each request gets its server span here. Default: none (off). */
   tracing?: Tracing | null;
 }
 
@@ -47,13 +47,13 @@ export function createRequestContext(options: RequestContextOptions): RequestHan
       warnings: [],
       tags: {},
     };
-    // Named by the route table's label (lib/routes.ts), so a span name never carries what a client made up.
+    // Named by the route table's label (lib/pipeline/route-table.ts), so a span name never carries what a client made up.
     if (tracing) ctx.trace = tracing.startRequest(req, routeLabel(ctx.route));
     res.locals.gateway = ctx;
     res.setHeader('request-id', ctx.requestId);
     res.setHeader('x-request-id', ctx.requestId);
     res.once('close', onClose);
-    // Every log line written while this request is handled carries its id (lib/logger.ts).
+    // Every log line written while this request is handled carries its id (lib/observability/logger.ts).
     if (scope) requestScope.run({ requestId: ctx.requestId }, next);
     else next();
   };

@@ -1,7 +1,7 @@
 /**
  * Files on the native route (platform.claude.com/docs/en/build-with-claude/files):
  *   POST   /v1/files              upload (multipart/form-data, passed through), at most `limits.fileBytes`,
- *                                  at the slow-client guard's rate (lib/read-upload.ts)
+ *                                  at the slow-client guard's rate (lib/http/read-upload.ts)
  *   GET    /v1/files              list: only this key's files
  *   GET    /v1/files/:id          metadata
  *   GET    /v1/files/:id/content  download
@@ -50,7 +50,7 @@ export function createFiles(options: FilesOptions): Record<'upload' | 'list' | '
       const answer = await callUpstream(upstreamOf(res), req, 'POST', '/v1/files', { body, contentType: type });
       const file = answer.status === 200 ? parseJson(answer) : null;
       if (typeof file?.id === 'string') {
-        // Its size and type bound what the upstream bills a request naming it (middleware/input-bound.ts).
+        // Its size and type bound what the upstream bills a request naming it (lib/billing/input-bound.ts).
         const data = { target: answer.target, sizeBytes: file.size_bytes, mimeType: file.mime_type };
         await store.savePin({ kind: 'file', id: file.id, keyId: getContext(res).key!.id, data }, FILE_PIN_TTL_MS);
       }

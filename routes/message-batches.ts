@@ -10,7 +10,7 @@
  * A batch is pinned to the key that created it: for another key it does not exist (404). The upstream's
  * replies are relayed as they come (status, content type, body), but for each batch's `results_url`,
  * which names the gateway (`baseUrl` + path, else the path alone, which the SDKs resolve against their
- * base URL), never the upstream. Billing is lib/batch-billing.ts.
+ * base URL), never the upstream. Billing is lib/billing/batch-billing.ts.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { releaseHolds, settleBatch, type BatchPinData } from '../lib/billing/batch-billing';

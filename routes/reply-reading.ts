@@ -50,7 +50,7 @@ export interface UpstreamStreamHandlers {
   onLost(message: string, idle: boolean): void;
 }
 
-/** Parse an upstream SSE reply as it arrives (eventsource-parser, lib/sse.ts) and report its end, loss or idle timeout once. */
+/** Parse an upstream SSE reply as it arrives (eventsource-parser, lib/http/sse.ts) and report its end, loss or idle timeout once. */
 export function followUpstreamStream(response: http.IncomingMessage, handlers: UpstreamStreamHandlers): void {
   let settled = false;
   const decoder = createSseDecoder(handlers.onEvent);

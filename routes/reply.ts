@@ -4,7 +4,7 @@
  * (its one retry loop and error mapping, exchange.ts), then relay or convert the reply: a whole reply
  * through the route's `whole`, a stream through the route's StreamTransform
  * (translators/stream-transform.ts), which converts its records or relays its bytes (native); a whole
- * 200 reply is written at the end of the event loop's turn (lib/turn.ts), with the others of that turn. Every
+ * 200 reply is written at the end of the event loop's turn (lib/http/turn.ts), with the others of that turn. Every
  * reply written before a stream's first byte (the upstream's error in the route's format, a stream's
  * error, a whole reply) is written by one function, {@link sendWholeReply}; the gateway's own errors
  * go to the error handler (middleware/error-handler.ts), which renders them in the route's shape.
@@ -173,7 +173,7 @@ function openSseReply(res: Response): void {
  * write of the records that end the stream (once `beforeClose` has resolved), or when the upstream's
  * does: the native relay closes at message_stop, so its reply ends with that chunk's bytes, even if
  * the upstream is slow to end its own. The upstream is read no faster than the client takes the reply
- * (lib/sse.ts): `response` is paused while the client's socket is full; a client that takes nothing
+ * (lib/http/sse.ts): `response` is paused while the client's socket is full; a client that takes nothing
  * for `stallMs` ms (the upstream's stream idle limit) is disconnected.
  */
 export function relayStream<R>(response: http.IncomingMessage, res: Response, stream: ConvertedStream<R>, stallMs: number): void {

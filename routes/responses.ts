@@ -74,7 +74,7 @@ type Keeper = (response: ResponsesResponse, clientView: ResponsesResponse) => Pr
  * Keep the conversation (called before the client hears the response is done), unless `store: false`:
  * every input item so far, then the full output (reasoning with its encrypted_content). Whatever
  * `store` says, the thinking of a reply with tool calls is kept for its first call id
- * (lib/tool-loop-thinking.ts), for a client that sends the reasoning back without encrypted_content. A store that
+ * (lib/store/kept-thinking.ts), for a client that sends the reasoning back without encrypted_content. A store that
  * fails does not cost the client its paid-for reply: the reply still goes out and the failure is
  * logged (a later `previous_response_id` naming it gets 404). Never rejects.
  */

@@ -2,7 +2,7 @@
  * The shape every transform of an upstream stream has (native-to-chat-stream.ts, responses-stream.ts,
  * chat-to-native-stream.ts, chat-passthrough-stream.ts): SSE events in, records of the client's format
  * out, and what it has learnt of the reply so far. The gateway relays any of them the same way
- * (lib/upstream/reply.ts).
+ * (routes/reply.ts).
  */
 import type { SseEvent } from './native-types';
 import type { Usage } from './usage';

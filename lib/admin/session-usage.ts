@@ -1,6 +1,6 @@
 /**
  * Usage by agent session (`GET /admin/v1/usage?groupBy=session`): the request log records of a range
- * summed per key and session id (lib/session-id.ts). Session ids are client-supplied labels, so two
+ * summed per key and session id (lib/observability/session-id.ts). Session ids are client-supplied labels, so two
  * keys sending the same id are two rows: a session never mixes keys. The log is written in the same
  * store step as the day totals, so a session's credits are exactly the sum of its requests' credits.
  * Records older than the request log's retention are gone, and with them their sessions.

@@ -1,12 +1,12 @@
 /**
- * Billing of a Message Batch (middleware/message-batches.ts): the credit holds taken when it was
+ * Billing of a Message Batch (routes/message-batches.ts): the credit holds taken when it was
  * created (one per catalogue model in it, each the worst case of that model's requests at the batch
  * rate), and their settlement from the batch's results. Each hold settles once in the store (one Redis
  * script), so a batch is billed once whichever instance reads its results first, and however often.
  *
  * Results: JSON Lines, one `{custom_id, result: {type, message?}}` per request; only `succeeded`
  * results are billed (errored, canceled and expired requests are not), each at its model's prices with
- * `service_tier: "batch"` (0.5x, lib/pricing.ts). Source: platform.claude.com/docs/en/build-with-claude/batch-processing.
+ * `service_tier: "batch"` (0.5x, lib/billing/pricing.ts). Source: platform.claude.com/docs/en/build-with-claude/batch-processing.
  */
 import type { Catalogue } from '../config/catalogue';
 import type { Logger } from '../observability/logger';

@@ -1,7 +1,7 @@
 /**
  * The input bound: the most input tokens the upstream can bill a request for, counting what the
  * gateway sends and what the upstream adds on its own. One function (`boundInput`) serves every
- * billed route (native, chat, Responses) and each request of a Message Batch (middleware/worst-case.ts).
+ * billed route (native, chat, Responses) and each request of a Message Batch (lib/billing/worst-case.ts).
  *
  * input bound = ceil(bytes sent / reservation.bytesPerInputToken) + reservation.overheadInputTokens
  *   (bytes sent: the body, a stored conversation it continues, signed thinking the gateway restores)
@@ -32,7 +32,7 @@ export const IMAGE_INPUT_TOKENS = 1600;
  */
 export const LARGEST_CONTEXT_WINDOW = 1_000_000;
 
-/** What the gateway knows of an uploaded file (its pin, middleware/files.ts): the upstream's `size_bytes` and `mime_type`. */
+/** What the gateway knows of an uploaded file (its pin, routes/files.ts): the upstream's `size_bytes` and `mime_type`. */
 export interface FileFacts {
   sizeBytes?: number;
   mimeType?: string;

@@ -11,13 +11,13 @@
  * The store records each reservation once.
  *
  * The same store step books the usage on its UTC day and, for a request that reached the upstream
- * step, writes its request log record (lib/request-log.ts); a request that reached the upstream
+ * step, writes its request log record (lib/observability/request-log.ts); a request that reached the upstream
  * without a reservation (count_tokens, not billed), or whose identified key was refused before it
  * (402, 403, 429, ...), gets its record on its own, with 0 credits.
  *
  * What the catalogue cannot price (an unknown usage field, a fast-mode reply on a model without a
  * fast-mode multiplier) is logged as a warning once per name and process: never silently free.
- * Usage no reply can carry (lib/usage-sanity.ts) is logged as an error and billed at the hold, with
+ * Usage no reply can carry (lib/billing/usage-sanity.ts) is logged as an error and billed at the hold, with
  * no tokens: the store never sees the figures.
  */
 import type { Response } from 'express';
@@ -45,7 +45,7 @@ export function createSettlement(store: LedgerStore & RequestLogStore & Pick<Sto
     }
     // Taken at once: a second run of this hook (there should be none) finds nothing to settle.
     ctx.reservation = undefined;
-    // A whole reply whose client left goes on being read (lib/upstream/exchange.ts): its usage is billed.
+    // A whole reply whose client left goes on being read (routes/exchange.ts): its usage is billed.
     await ctx.upstreamDone;
     ctx.settledMonth = reservation.month;
     const reported = ctx.usage ?? emptyUsage();

@@ -6,13 +6,13 @@
  *            + web search bound x the price of a web search
  *            (+ the same token bound again when the request asks for server-side compaction: the
  *              compaction step reads the conversation and writes its summary before the reply), where
- * input bound = middleware/input-bound.ts: what the gateway sends (the body as received, a stored
+ * input bound = lib/billing/input-bound.ts: what the gateway sends (the body as received, a stored
  *             conversation it continues, signed thinking it restores, image parts) and what the
  *             upstream adds (files by their stored size, documents fetched from URLs and server-tool
  *             results by the model's context window per sampling step they can cause),
  * max_tokens counts once per choice a chat request asks for (`n`),
  * rate = the fast-mode multiplier when the body asks `speed: "fast"` x 1.1 when it pins `inference_geo`
- *        (lib/pricing.ts), and web search bound = for each web search server tool offered
+ *        (lib/billing/pricing.ts), and web search bound = for each web search server tool offered
  *        (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest.
  * A Message Batches request (`batchWorstCase`) takes the same input bound, at the batch rate. Where
  * the byte bound refuses a native request, its input measured by count_tokens may replace it
@@ -81,7 +81,7 @@ export function maxOutputTokens(req: Request, format: CreditReservationFormat, m
   return typeof given === 'number' && Number.isFinite(given) && given > 0 ? Math.ceil(given) : catalogue.defaultMaxTokens(model);
 }
 
-/** The rate a request's body asks for: fast mode (`speed: "fast"`) and a pinned `inference_geo` (lib/pricing.ts). */
+/** The rate a request's body asks for: fast mode (`speed: "fast"`) and a pinned `inference_geo` (lib/billing/pricing.ts). */
 export function requestedRate(body: unknown, model: ModelConfig): number {
   const asked = body as { speed?: unknown; inference_geo?: unknown } | null;
   return rateMultiplier(model, {
@@ -142,7 +142,7 @@ export function fitOutputTokens(worst: WorstCase, credits: number): number {
 
 /**
  * The worst case of one Message Batches request (`params`: a Messages body) at the batch rate (0.5x
- * on tokens, lib/pricing.ts) and its input bound (boundInput, the bytes of `params` serialised; `files`:
+ * on tokens, lib/billing/pricing.ts) and its input bound (boundInput, the bytes of `params` serialised; `files`:
  * what is known of the files it names; `wideWindow`: the create request asks for the 1M context window),
  * so a batch's 402 can say which part refused.
  */

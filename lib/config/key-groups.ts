@@ -25,7 +25,7 @@ export interface KeyGroupUpstream {
   /** Name of the env variable that holds the upstream credential (the first target's). */
   apiKeyEnv: string;
   /**
-   * Where the group's requests go (lib/upstream-targets.ts): its own `targets`, the one target of its
+   * Where the group's requests go (lib/config/upstream-targets.ts): its own `targets`, the one target of its
    * `url` / `apiKeyEnv`, or the top-level upstream's targets. Empty: the embedded simulated upstream.
    */
   targets: UpstreamTargetConfig[];

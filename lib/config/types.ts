@@ -10,7 +10,7 @@ export type { ModelCapabilities } from '../../translators/model-capabilities';
 
 /**
  * Prices of one model, in credits per million tokens (server tools: per request). A price left out
- * follows the provider's published ratio to the input price (lib/pricing.ts PUBLISHED_RATIOS).
+ * follows the provider's published ratio to the input price (lib/billing/pricing.ts PUBLISHED_RATIOS).
  */
 export interface ModelPricing {
   inputPerMillion: number;
@@ -87,7 +87,7 @@ export interface UpstreamConfig {
    */
   apiKeyEnvs: string[];
   /**
-   * Where requests go (lib/upstream-targets.ts): config.json's `targets` (each with its own `url`,
+   * Where requests go (lib/config/upstream-targets.ts): config.json's `targets` (each with its own `url`,
    * `apiKeyEnv`, `weight`, `models`), or the one target `default` of `url` / `apiKeyEnv`. Empty for
    * the simulated upstream. `url` and `apiKeyEnvs` above are the first target's.
    */
@@ -118,7 +118,7 @@ export interface GatewayConfig {
   /** Alias -> canonical catalogue ID. */
   aliases: Record<string, string>;
   keys: KeyConfig[];
-  /** The key groups, the basic group `default` first (see lib/key-groups.ts). */
+  /** The key groups, the basic group `default` first (see lib/config/key-groups.ts). */
   keyGroups: KeyGroupConfig[];
   defaults: {
     /** Default `max_tokens` of translated requests that give none, for models without `capabilities`. Default 4096. */
@@ -154,7 +154,7 @@ export interface GatewayConfig {
     /**
      * Uses held for a server tool offered without `max_uses`: web searches priced, and for every server tool
      * (web search, web fetch, code execution, tool search, each MCP server) sampling steps of input
-     * (middleware/input-bound.ts). Default 10.
+     * (lib/billing/input-bound.ts). Default 10.
      */
     webSearchesPerRequest: number;
     /**
@@ -197,7 +197,7 @@ export interface GatewayConfig {
     /** Longest wait for one store call, in ms. Default 2000. */
     timeoutMs: number;
   };
-  /** The request log (lib/request-log.ts): one record per request that reached the upstream or whose key was refused, no content. */
+  /** The request log (lib/observability/request-log.ts): one record per request that reached the upstream or whose key was refused, no content. */
   requestLog: {
     /** How long records are kept, in days. Default 30. */
     retentionDays: number;

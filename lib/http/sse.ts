@@ -45,7 +45,7 @@ export function createSseDecoder(onEvent: (event: SseEvent) => void): { write(ch
 /**
  * A streamed reply's output, written once per upstream chunk: what the events of one chunk produce is
  * gathered, then written in one `res.write` when the chunk has been parsed (in the same tick: pass
- * `flush` as `onChunkParsed` of followUpstreamStream, lib/upstream/reply.ts), so one upstream chunk is one HTTP chunk
+ * `flush` as `onChunkParsed` of followUpstreamStream, routes/reply.ts), so one upstream chunk is one HTTP chunk
  * to the client. Nothing is written once the response has ended or was destroyed.
  */
 export interface StreamWriter {

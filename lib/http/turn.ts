@@ -7,7 +7,7 @@
  *   store's replies arrive: after the turn in which the question was asked. The requests whose
  *   sockets were read in one turn pass the rest of the pipeline together, in the turn's check phase,
  *   and their upstream requests leave in one burst, instead of each between the reads of the next;
- * - the whole (non-streamed) replies of the upstream routes (lib/upstream/reply.ts): the replies whose
+ * - the whole (non-streamed) replies of the upstream routes (routes/reply.ts): the replies whose
  *   upstream answers arrived in one turn reach their clients in one burst. Streamed events are never
  *   held: each is written in the tick it is parsed.
  * The work is the same (the same system calls per request); what it costs falls, because one step

@@ -18,7 +18,7 @@
  *   upstream_target_failovers_total{upstream,target}       requests moved away from the target after a failure
  *   upstream_target_up{upstream,target}                    1 when the target takes requests, 0 cooling down or breaker open
  * plus prom-client's default process metrics. `route` is the route as the route table names it
- * (`routeLabel` in lib/routes.ts: `POST /v1/messages`, `GET /admin/v1`, `unmatched`), never the path a
+ * (`routeLabel` in lib/pipeline/route-table.ts: `POST /v1/messages`, `GET /admin/v1`, `unmatched`), never the path a
  * client sent, so what clients send cannot add series.
  */
 import crypto from 'node:crypto';

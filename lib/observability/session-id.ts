@@ -11,7 +11,7 @@
  * - Codex and other Responses / chat-completions clients: `prompt_cache_key` in the body (Codex sets it
  *   to its session id; the OpenAI API documents it as a stable id for requests sharing a prefix).
  * The Responses chain root (`previous_response_id` chains) is the Responses route's own fallback: it
- * needs the store (middleware/responses.ts).
+ * needs the store (routes/responses.ts).
  *
  * Session ids are client-supplied labels: they group usage and never authorise anything. A value that
  * is not 1 to 128 characters of `A-Z a-z 0-9 . _ : -` is ignored (a header sent twice, which Node joins

@@ -1,5 +1,5 @@
 /**
- * The attributes of a request's spans (lib/tracing.ts), from its context: the OpenTelemetry GenAI
+ * The attributes of a request's spans (lib/observability/tracing.ts), from its context: the OpenTelemetry GenAI
  * semantic conventions (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/) and the
  * HTTP server ones, plus the gateway's own (`gateway.*`). Counts and labels only: never a prompt, a
  * completion, a header value or a secret.

@@ -1,5 +1,5 @@
 /**
- * The spans of a request as the pipeline sees them (lib/tracing.ts makes them): what a step may do
+ * The spans of a request as the pipeline sees them (lib/observability/tracing.ts makes them): what a step may do
  * with its own span, without knowing OpenTelemetry.
  */
 
@@ -23,7 +23,7 @@ export interface RequestTrace {
   /** Add attributes to the server span. */
   set(attributes: SpanAttributes): void;
   /**
-   * End the server span with `attributes` (lib/trace-attributes.ts `formatServerSpanAttributes`);
+   * End the server span with `attributes` (lib/observability/trace-attributes.ts `formatServerSpanAttributes`);
    * `status` is the HTTP status the client got (a 5xx marks the span as an error). Later calls do nothing.
    */
   end(attributes: SpanAttributes, status: number): void;

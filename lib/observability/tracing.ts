@@ -8,7 +8,7 @@
  * Each request is a server span (`POST /v1/messages`), parented to the client's W3C `traceparent`
  * when it sends one, with child spans for the admission (the store round trip before the upstream),
  * the upstream call (an event at its first byte, ended at its last) and the settlement. Attributes:
- * lib/trace-attributes.ts. The provider is this gateway's own, not registered globally, so a library
+ * lib/observability/trace-attributes.ts. The provider is this gateway's own, not registered globally, so a library
  * user's own OpenTelemetry set-up is left as it is.
  *
  * The standard variables apply: `OTEL_SERVICE_NAME` (default `model-gateway`), `OTEL_RESOURCE_ATTRIBUTES`,

@@ -28,7 +28,7 @@ export interface AfterResponse {
 export function createAfterResponse(options: AfterResponseOptions): AfterResponse {
   const { logger } = options;
   const hooks = options.hooks ?? [];
-  // Finish steps under way (a count, not a Set of their promises: see lib/in-flight.ts).
+  // Finish steps under way (a count, not a Set of their promises: see lib/http/in-flight.ts).
   const running = new InFlight();
   const finish = (ctx: RequestContext, _req: Request, res: Response) => {
     running.begin();

@@ -20,7 +20,7 @@ export interface RequestContext {
   format: RouteFormat;
   /**
    * `METHOD /path` with the path as the client sent it, e.g. `POST /v1/messages`: the log line's route.
-   * The metrics label it through `routeLabel` (lib/routes.ts), so unknown paths add no series.
+   * The metrics label it through `routeLabel` (lib/pipeline/route-table.ts), so unknown paths add no series.
    */
   route: string;
   /** `process.hrtime.bigint()` when the request arrived. */
@@ -55,14 +55,14 @@ export interface RequestContext {
    */
   previous?: { id: string; items: unknown[]; bytes: number; sessionId?: string };
   /**
-   * The signed thinking the gateway kept for the tool call `toolUseId` (lib/tool-loop-thinking.ts),
+   * The signed thinking the gateway kept for the tool call `toolUseId` (lib/store/kept-thinking.ts),
    * loaded before the admission (chat and Responses routes, middleware/kept-thinking.ts) and its size
    * as JSON, in bytes: the route puts it back into the request, so the credit hold counts it.
    */
   keptThinking?: { toolUseId: string; blocks: unknown[]; bytes: number };
   /**
    * What the store knows of the files the body names (their pins: `size_bytes`, `mime_type`), set by
-   * the file access step (middleware/files.ts): the credit hold bounds what the upstream bills for them.
+   * the file access step (routes/files.ts): the credit hold bounds what the upstream bills for them.
    */
   files?: Map<string, { sizeBytes?: number; mimeType?: string }>;
   /** Whether the client asked for an SSE reply. */
@@ -92,7 +92,7 @@ export interface RequestContext {
   upstreamStatus?: number;
   /**
    * The only upstream target this request may go to: the one holding the files it names
-   * (middleware/files.ts; UpstreamRoute.target). Absent: any target serving the model.
+   * (routes/files.ts; UpstreamRoute.target). Absent: any target serving the model.
    */
   target?: string;
   /** Id of the upstream target that sent the reply head (lib/upstream/target.ts), when one did. */
@@ -117,21 +117,21 @@ export interface RequestContext {
    * lib/upstream/attempt-chain.ts); undefined while the first attempt succeeds.
    */
   attempts?: UpstreamAttempt[];
-  /** Set by the last step before the upstream: the request gets a request log record (lib/request-log.ts). */
+  /** Set by the last step before the upstream: the request gets a request log record (lib/observability/request-log.ts). */
   upstreamReached?: boolean;
   /** UTC month (`YYYY-MM`) the settlement booked this request's usage in (budget alerts read it). */
   settledMonth?: string;
   /** Credits the settlement charged (the ledger's figure), once it has run. */
   credits?: number;
   /**
-   * The client's agent session (lib/session-id.ts; the Responses route falls back to its chain root),
+   * The client's agent session (lib/observability/session-id.ts; the Responses route falls back to its chain root),
    * set by the upstream mark: a label for the usage by session and the upstream target's session
    * affinity, never trusted for anything else.
    */
   sessionId?: string;
-  /** The agent or subagent the request comes from, where the client says (lib/session-id.ts). */
+  /** The agent or subagent the request comes from, where the client says (lib/observability/session-id.ts). */
   agentId?: string;
-  /** This request's trace, when tracing is on (lib/tracing.ts); undefined otherwise. */
+  /** This request's trace, when tracing is on (lib/observability/tracing.ts); undefined otherwise. */
   trace?: RequestTrace;
   /**
    * UTC month whose credit cap this request found used up (refused 402 with no hold in flight and less

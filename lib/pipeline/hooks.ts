@@ -79,7 +79,7 @@ export interface UsageRecord {
   /** Id of the upstream target that served the request (`upstream.targets[].id`); null when none answered. */
   upstreamTarget: string | null;
   /**
-   * The client's agent session (lib/session-id.ts: Claude Code's or Codex's session header, the body's
+   * The client's agent session (lib/observability/session-id.ts: Claude Code's or Codex's session header, the body's
    * `prompt_cache_key`, a Responses chain's root); null when none was sent or the request stopped before
    * the upstream. A client-supplied label: 1-128 characters of `A-Z a-z 0-9 . _ : -`.
    */

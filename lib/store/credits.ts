@@ -35,7 +35,7 @@ interface SettledFigures {
 /**
  * Check a settlement's figures before a store changes anything: token counts are non-negative safe
  * integers and the credits a non-negative amount whose units are exact (at most 2^53 units). The
- * settlement bills impossible usage at the hold (lib/usage-sanity.ts), so this only fails on a bug;
+ * settlement bills impossible usage at the hold (lib/billing/usage-sanity.ts), so this only fails on a bug;
  * a store that ran on would leave a request unbilled (Redis: the hold gone, then HINCRBY refusing a
  * float) or a key blocked for the month (memory).
  * @throws RangeError naming the first field out of range

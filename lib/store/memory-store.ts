@@ -6,7 +6,7 @@
  *
  * Each call a request makes (key lookup, admission, credit reservation, renewal, settlement) does its
  * work at once, in one synchronous step no other request interleaves with (as a Redis script is), and
- * answers at the end of the event loop's turn (`atEndOfTurn`, lib/turn.ts), as a network store's
+ * answers at the end of the event loop's turn (`atEndOfTurn`, lib/http/turn.ts), as a network store's
  * replies arrive: the requests of one turn then go on together (bench/RESULTS.md, "Mechanisms kept
  * for speed").
  *

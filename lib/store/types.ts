@@ -74,7 +74,7 @@ export interface RequestLogRecord {
   streamed: boolean;
   /** The client closed the connection before the reply was complete. */
   clientAborted: boolean;
-  /** The client's agent session (lib/session-id.ts: bounded, client-supplied); null when none was sent. */
+  /** The client's agent session (lib/observability/session-id.ts: bounded, client-supplied); null when none was sent. */
   sessionId: string | null;
   /** The agent or subagent that sent it, where the client says; null otherwise. */
   agentId: string | null;
@@ -137,7 +137,7 @@ export interface StoredResponse {
   /** The conversation: every input item so far, then this response's output items (with encrypted_content). */
   items: unknown[];
   /**
-   * The session the chain belongs to (lib/session-id.ts, else the chain root's response id): a
+   * The session the chain belongs to (lib/observability/session-id.ts, else the chain root's response id): a
    * response continuing this one without a session id of its own is counted in it. Absent on older records.
    */
   sessionId?: string;

@@ -115,7 +115,7 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
       clearTimeout(timer);
       // The socket's idle timer, not a 'data' listener: the reply stays paused until its reader attaches.
       const onIdle = () => {
-        // A body its reader paused (a client slow to take the reply, lib/sse.ts) is not idle: the reader
+        // A body its reader paused (a client slow to take the reply, lib/http/sse.ts) is not idle: the reader
         // bounds that wait, and the limit starts again when it resumes.
         if (response.isPaused()) return void response.once('resume', watchAgain);
         response.destroy(createIdleError(idleMs));

@@ -8,7 +8,7 @@
  * A route naming a `target` (an object the upstream keeps in one account: a message batch, a file)
  * goes to that target only, whatever its health, and never fails over to another account.
  *
- * Sessions (lib/session-id.ts) are remembered per instance, the most recent `MAX_SESSIONS` of them.
+ * Sessions (lib/observability/session-id.ts) are remembered per instance, the most recent `MAX_SESSIONS` of them.
  */
 import { errors } from '../http/errors';
 import type { AttemptChainHolder } from './attempt-chain';
@@ -21,7 +21,7 @@ export const MAX_SESSIONS = 10_000;
 export interface UpstreamRoute extends AttemptChainHolder {
   /** Catalogue entry, by its canonical `id`: only targets serving it are chosen. Absent: any target. */
   readonly model?: { readonly id: string };
-  /** The request's session (lib/session-id.ts): it stays on one target while that target is healthy. */
+  /** The request's session (lib/observability/session-id.ts): it stays on one target while that target is healthy. */
   sessionId?: string;
   /**
    * The id of the only target the attempt may go to (the account holding the object it is about); no
@@ -30,7 +30,7 @@ export interface UpstreamRoute extends AttemptChainHolder {
   readonly target?: string;
 }
 
-/** A bit per target index (at most 16 targets, lib/upstream-targets.ts). */
+/** A bit per target index (at most 16 targets, lib/config/upstream-targets.ts). */
 const bit = (target: HeldTarget) => 1 << target.index;
 
 export interface TargetChoice {

@@ -10,7 +10,7 @@ import { createCredentialRotation, type CredentialRotation } from './credentials
 import { createRetryPolicy, type RetryPolicyOptions } from './retry-policy';
 import { TargetHealth, type TargetHealthOptions, type TargetHealthView } from './target-health';
 
-/** What a target is configured with (see lib/upstream-targets.ts for the config form). */
+/** What a target is configured with (see lib/config/upstream-targets.ts for the config form). */
 export interface UpstreamTargetOptions {
   /** Names the target in logs and metrics. Default `default`. */
   id?: string;

@@ -80,7 +80,7 @@ export interface TestGatewayOptions {
   upstreamTimeoutMs?: number;
   /** Clock for key expiry and the credit cap's month. */
   clock?: Clock;
-  /** OpenTelemetry variables (lib/tracing.ts). Default: none, tracing off whatever the test runner's environment says. */
+  /** OpenTelemetry variables (lib/observability/tracing.ts). Default: none, tracing off whatever the test runner's environment says. */
   tracingEnv?: Record<string, string>;
 }
 

@@ -1,7 +1,7 @@
 /**
  * Preload for a gateway process under test (`node --require dist/spec/helpers/scope-probe.js ...`):
  * writes {@link SCOPE_ENTERED} on stderr, once, when a request enters the logger's request scope (an
- * AsyncLocalStorage run with a `{ requestId }` store, lib/logger.ts), so a test can tell whether the
+ * AsyncLocalStorage run with a `{ requestId }` store, lib/observability/logger.ts), so a test can tell whether the
  * process handles its requests inside it. Imported for its constants (the test process), it patches
  * nothing: only a process that preloads it is probed.
  */

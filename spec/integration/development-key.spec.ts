@@ -1,5 +1,5 @@
 /**
- * The development key across instances and once real keys exist (lib/development-key.ts): gateways
+ * The development key across instances and once real keys exist (lib/keys/development-key.ts): gateways
  * started by `node dist/lib/server.js` with no key on one Redis share the first one's key; a key made
  * with the CLI, or configured, retires it with a log line.
  */

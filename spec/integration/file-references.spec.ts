@@ -169,7 +169,7 @@ for (const storeKind of ['memory', 'redis'] as const) {
       }
       const batch = `{"requests":[{"custom_id":"deep","params":${deepToolResults(20_000, bottom)}}]}`;
       const reply = await rawRequest(gw.url, { path: '/v1/messages/batches', headers: nativeHeaders(KEYS.haikuOnly), body: batch });
-      // The batch's worst case is judged before its files (middleware/worst-case.ts): a 400 there when
+      // The batch's worst case is judged before its files (lib/billing/worst-case.ts): a 400 there when
       // the estimate cannot take the nesting, else the file check's 404.
       if (reply.status === 400) expect(reply.json.error.message).to.equal('request body is nested too deeply');
       else expect(reply.status, reply.text.slice(0, 200)).to.equal(404);

@@ -1,5 +1,5 @@
 /**
- * Every JSON reply of the public API (lib/json-reply.ts): `content-type: application/json;
+ * Every JSON reply of the public API (lib/http/json-reply.ts): `content-type: application/json;
  * charset=utf-8`, the body's byte length as `content-length`, and the headers earlier steps set
  * (request id, rate-limit headers) kept.
  */

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry traces (lib/tracing.ts) exported to an OTLP/HTTP receiver on loopback: a streamed chat
+ * OpenTelemetry traces (lib/observability/tracing.ts) exported to an OTLP/HTTP receiver on loopback: a streamed chat
  * request from the real `openai` client, carrying a W3C `traceparent`, gives a server span parented to
  * it with child spans for the admission, the upstream call and the settlement, the GenAI attributes,
  * and never the prompt or the completion. Without an endpoint no OpenTelemetry package is loaded.

@@ -1,4 +1,4 @@
-/** A batch's results summed for billing (lib/batch-billing.ts): succeeded lines only, per model, from the bytes as received. */
+/** A batch's results summed for billing (lib/billing/batch-billing.ts): succeeded lines only, per model, from the bytes as received. */
 import { expect } from 'chai';
 import { sumBatchResults, type BatchPinData } from '../../lib/billing/batch-billing';
 import { createCatalogue } from '../../lib/config/catalogue';

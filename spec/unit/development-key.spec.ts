@@ -1,5 +1,5 @@
 /**
- * The development key (lib/development-key.ts): issued once per store that may be shared, a fresh secret
+ * The development key (lib/keys/development-key.ts): issued once per store that may be shared, a fresh secret
  * per start for this process's own store, and retired when a real key exists.
  */
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * `referencedFileIds` (middleware/files.ts): every `file_id` a Messages body names, wherever the API
+ * `referencedFileIds` (routes/files.ts): every `file_id` a Messages body names, wherever the API
  * lets a block hold one (platform.claude.com/docs/en/build-with-claude/files; the content block params
  * of the Messages API reference), at any depth, without recursion.
  */

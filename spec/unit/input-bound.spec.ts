@@ -1,5 +1,5 @@
 /**
- * The input bound (middleware/input-bound.ts): what the gateway sends and what the upstream adds, one
+ * The input bound (lib/billing/input-bound.ts): what the gateway sends and what the upstream adds, one
  * function for every route and each batch request; and the tool-loop turn whose kept thinking is
  * loaded before the admission (middleware/kept-thinking.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * Every usage field changes a reply's credits by exactly its published price (lib/pricing.ts), on a
+ * Every usage field changes a reply's credits by exactly its published price (lib/billing/pricing.ts), on a
  * model with every price set and on a model priced by input and output alone.
  */
 import { expect } from 'chai';

@@ -1,4 +1,4 @@
-/** The metrics' route label (lib/routes.ts): the route table's names, never what a client sent. */
+/** The metrics' route label (lib/pipeline/route-table.ts): the route table's names, never what a client sent. */
 import { expect } from 'chai';
 import { routeLabel } from '../../lib/pipeline/route-table';
 

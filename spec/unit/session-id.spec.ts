@@ -1,4 +1,4 @@
-/** The session and agent ids of a request (lib/session-id.ts), as Claude Code and Codex send them. */
+/** The session and agent ids of a request (lib/observability/session-id.ts), as Claude Code and Codex send them. */
 import { expect } from 'chai';
 import { readAgentId, readSessionId } from '../../lib/observability/session-id';
 

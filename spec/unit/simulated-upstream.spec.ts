@@ -1,5 +1,5 @@
 /**
- * The embedded simulated upstream (lib/simulated-upstream.ts) answers what the real API answers for the
+ * The embedded simulated upstream (lib/upstream/simulated-upstream.ts) answers what the real API answers for the
  * paths the listed clients send: routed by path without the query (Claude Code's `?beta=true`), the
  * models list and get, the reachability probe, and 404 / 405 in the native error envelope.
  */

@@ -1,4 +1,4 @@
-/** The streamed reply's writer (lib/sse.ts): every event reaches the client once, nothing after the end. */
+/** The streamed reply's writer (lib/http/sse.ts): every event reaches the client once, nothing after the end. */
 import { expect } from 'chai';
 import { EventEmitter } from 'node:events';
 import type { Response } from 'express';

@@ -1,4 +1,4 @@
-/** Which environment turns tracing on (lib/tracing.ts), and the span attributes of a request (lib/trace-attributes.ts). */
+/** Which environment turns tracing on (lib/observability/tracing.ts), and the span attributes of a request (lib/observability/trace-attributes.ts). */
 import { expect } from 'chai';
 import { ConfigError } from '../../lib/config/config-error';
 import { emptyUsage, type RequestContext } from '../../lib/pipeline/context';

@@ -1,4 +1,4 @@
-/** The end of the event loop's turn (lib/turn.ts), which the in-memory store's answers and whole replies wait for. */
+/** The end of the event loop's turn (lib/http/turn.ts), which the in-memory store's answers and whole replies wait for. */
 import { expect } from 'chai';
 import { endOfTurn } from '../../lib/http/turn';
 
