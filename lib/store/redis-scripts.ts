@@ -179,13 +179,23 @@ export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARG
  * A request's admission (GatewayStore.admit), the one round trip before its upstream call: check the
  * secret and the record's version and revocation, count the request in the rate-limit window, and
  * when it is within the limit and a hold is asked for, reserve its credits (RESERVE_LUA).
+ * First its deadline: past it (by the server's clock, \`TIME\`) the gateway has answered the request
+ * already (503), so the script does nothing: a stalled server that runs it late holds and counts
+ * nothing. (\`TIME\` before writes is allowed since scripts replicate their effects, not their text:
+ * the default from Redis 5, the only mode from Redis 7.)
  * KEYS: key, secrets, rl, credits:<month>. ARGV: sha, expected version, now, window (ms), limit,
- * then (or nothing, for no hold) reservation id, credit units, cap units (-1: none), hold expiry
- * (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: none).
- * Returns {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits, window ms
- * left[, 1|0, spent, reserved, held units]}.
+ * deadline (server epoch ms; -1: none), then (or nothing, for no hold) reservation id, credit units,
+ * cap units (-1: none), hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit
+ * units (-1: none).
+ * Returns {'late'} | {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits,
+ * window ms left[, 1|0, spent, reserved, held units]}.
  */
 export const ADMIT = `
+local deadline = tonumber(ARGV[6])
+if deadline >= 0 then
+  local time = redis.call('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return {'late'} end
+end
 local state = redis.call('HGET', KEYS[2], ARGV[1])
 if not state or (state ~= 'current' and tonumber(state) <= tonumber(ARGV[3])) then return {'unknown'} end
 local record = redis.call('HMGET', KEYS[1], 'version', 'revoked')
@@ -200,9 +210,9 @@ if left <= 0 then
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
   left = tonumber(ARGV[4])
 end
-if #ARGV < 6 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end
+if #ARGV < 7 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end
 local function reserve()
-${RESERVE_LUA('KEYS[4]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]', 'ARGV[3]', 'ARGV[9]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]')}
+${RESERVE_LUA('KEYS[4]', 'ARGV[7]', 'ARGV[8]', 'ARGV[9]', 'ARGV[3]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]', 'ARGV[13]')}
 end
 local held = reserve()
 return {'admitted', hits, left, held[1], held[2], held[3], held[4]}
