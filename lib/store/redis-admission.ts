@@ -57,7 +57,7 @@ export class RedisAdmission {
       ADMIT,
       [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
       [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
-        request.deadline === undefined ? '-1' : String(this.connection.serverTime(scriptDeadline(request.deadline, Date.now()))),
+        deadlineArg(this.connection, request.deadline),
         ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
           String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(reservation!.minCredits)] : [])],
     )) as [string, ...unknown[]];
@@ -92,6 +92,11 @@ export class RedisAdmission {
 /** The last moment (epoch ms, this process's clock) the script may admit for a caller giving up at `deadline`, from `now`. */
 export function scriptDeadline(deadline: number, now: number): number {
   return deadline - Math.min(REPLY_MARGIN_MS, Math.max(0, (deadline - now) / 4));
+}
+
+/** The deadline argument of a script (ADMIT, RESERVE_CREDITS): `deadline` as server epoch ms (scriptDeadline), or -1 for none. */
+export function deadlineArg(connection: RedisConnection, deadline: number | undefined): string {
+  return deadline === undefined ? '-1' : String(connection.serverTime(scriptDeadline(deadline, Date.now())));
 }
 
 /** Whether a secret in state `state` (`current`, or the epoch ms it expires at) works at `now`. */

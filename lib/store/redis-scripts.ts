@@ -169,20 +169,34 @@ return {1, spent, reserved, tonumber(units)}`;
 }
 
 /**
- * Reserve credits against the cap. KEYS: credits:<month>. ARGV: reservation id, credit units,
- * cap in credit units (-1: no cap), now, hold expiry (ms), forget-expired delay (ms), bucket ttl (ms),
- * minimum credit units (-1: none). Returns {1|0, spent, reserved, held units}.
+ * Lua that returns \`late\` when the deadline (a Lua expression: server epoch ms, -1 for none) has
+ * passed by the server's clock. \`TIME\` before writes is allowed since scripts replicate their
+ * effects, not their text: the default from Redis 5, the only mode from Redis 7.
  */
-export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]');
+function DEADLINE_LUA(deadline: string, late: string): string {
+  return `
+local deadline = tonumber(${deadline})
+if deadline >= 0 then
+  local time = redis.call('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return ${late} end
+end`;
+}
+
+/**
+ * Reserve credits against the cap, unless past the deadline (the caller gave up on it: nothing held).
+ * KEYS: credits:<month>. ARGV: reservation id, credit units, cap in credit units (-1: no cap), now,
+ * hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: none),
+ * deadline (server epoch ms; -1: none). Returns {1|0, spent, reserved, held units}, or {-1} when late.
+ */
+export const RESERVE_CREDITS = `${DEADLINE_LUA('ARGV[9]', '{-1}')}
+${RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]')}`;
 
 /**
  * A request's admission (GatewayStore.admit), the one round trip before its upstream call: check the
  * secret and the record's version and revocation, count the request in the rate-limit window, and
  * when it is within the limit and a hold is asked for, reserve its credits (RESERVE_LUA).
- * First its deadline: past it (by the server's clock, \`TIME\`) the gateway has answered the request
- * already (503), so the script does nothing: a stalled server that runs it late holds and counts
- * nothing. (\`TIME\` before writes is allowed since scripts replicate their effects, not their text:
- * the default from Redis 5, the only mode from Redis 7.)
+ * First its deadline (DEADLINE_LUA): past it the gateway has answered the request already (503), so
+ * the script does nothing: a stalled server that runs it late holds and counts nothing.
  * KEYS: key, secrets, rl, credits:<month>. ARGV: sha, expected version, now, window (ms), limit,
  * deadline (server epoch ms; -1: none), then (or nothing, for no hold) reservation id, credit units,
  * cap units (-1: none), hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit
@@ -190,12 +204,7 @@ export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARG
  * Returns {'late'} | {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits,
  * window ms left[, 1|0, spent, reserved, held units]}.
  */
-export const ADMIT = `
-local deadline = tonumber(ARGV[6])
-if deadline >= 0 then
-  local time = redis.call('TIME')
-  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return {'late'} end
-end
+export const ADMIT = `${DEADLINE_LUA('ARGV[6]', "{'late'}")}
 local state = redis.call('HGET', KEYS[2], ARGV[1])
 if not state or (state ~= 'current' and tonumber(state) <= tonumber(ARGV[3])) then return {'unknown'} end
 local record = redis.call('HMGET', KEYS[1], 'version', 'revoked')

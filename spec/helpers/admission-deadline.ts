@@ -1,7 +1,7 @@
 /**
- * The admission deadline on a Redis store (one server or a cluster): an admission that reaches the
- * server after its deadline (by the server's clock) counts and holds nothing and is refused; one in
- * time is admitted as before. What a stalled server does with an admission the gateway gave up on
+ * The admission deadline on a Redis store (one server or a cluster): an admission or a credit
+ * reservation that reaches the server after its deadline (by the server's clock) counts and holds
+ * nothing and is refused; one in time is admitted as before. What a stalled server does with an admission the gateway gave up on
  * (spec/integration/redis-outage.spec.ts drives that with SIGSTOP).
  */
 import { expect } from 'chai';
@@ -36,6 +36,15 @@ export function describeAdmissionDeadline(connect: () => Promise<RedisStore>, cl
       expect(next).to.deep.include({ outcome: 'admitted', totalHits: 1 });
       expect(next.outcome === 'admitted' && next.reserved).to.deep.include({ ok: true, spent: 0 });
       expect((await store.reserveCredits('late', utcMonth(Date.now()), 6, 10, 60_000)).ok, 'the cap less the one hold is free').to.equal(true);
+    });
+
+    it('a credit reservation (batches, a measured input) past its deadline holds nothing; one in time holds', async () => {
+      const month = utcMonth(Date.now());
+      let failure: Error | undefined;
+      await store.reserveCredits('late', month, 8, 10, 60_000, undefined, Date.now() - 1000).catch((err: Error) => (failure = err));
+      expect(failure?.message).to.match(/after its deadline/);
+      expect((await store.reserveCredits('late', month, 8, 10, 60_000, undefined, Date.now() + 2000)).ok, 'the whole cap was free').to.equal(true);
+      expect((await store.reserveCredits('late', month, 8, 10, 60_000)).ok, 'and is now held').to.equal(false);
     });
 
     it('admits one that reaches Redis in time, as without a deadline', async () => {

@@ -78,7 +78,7 @@ describe('Redis clock offset', () => {
     expect(scriptDeadline(10_000, 10_500), 'past it already').to.equal(10_000);
   });
 
-  it('the store guard gives each admission its deadline: the call\'s start plus store.timeoutMs', async () => {
+  it('the store guard gives each admission and credit reservation its deadline: the call\'s start plus store.timeoutMs', async () => {
     const seen: AdmissionRequest[] = [];
     const backing = new MemoryStore();
     const admit = backing.admit.bind(backing);
@@ -95,6 +95,15 @@ describe('Redis clock offset', () => {
     const after = Date.now();
     expect(seen).to.have.length(1);
     expect(seen[0].deadline).to.be.within(before + 700, after + 700);
+    // A credit reservation outside the admission (batches, a measured input) carries one too.
+    const deadlines: Array<number | undefined> = [];
+    backing.reserveCredits = async (...args: unknown[]) => {
+      deadlines.push(args[6] as number | undefined);
+      return { ok: true, spent: 0, reservation: { id: 'r', keyId: 'k', month: '2026-11', credits: 1 } };
+    };
+    const start = Date.now();
+    await store.reserveCredits('k', '2026-11', 1, null, 60_000);
+    expect(deadlines[0]).to.be.within(start + 700, Date.now() + 700);
     await store.close();
   });
 });
