@@ -27,6 +27,14 @@ export interface AdmissionRequest {
    * what is left when `credits` do not fit but `minCredits` do (GatewayStore.reserveCredits).
    */
   reservation: { month: string; credits: number; minCredits?: number; ttlMs: number } | null;
+  /**
+   * Epoch ms (this process's clock) by which the caller gives up on the admission (the store guard:
+   * the call's start plus `store.timeoutMs`). The Redis store admits nothing that reaches the server
+   * after it (a stalled server that runs the script later counts and holds nothing) and throws. The
+   * memory store ignores it: it admits in this process, at once, so no admission runs after its
+   * caller gave up. Absent: no deadline.
+   */
+  deadline?: number;
 }
 
 /**

@@ -3,7 +3,9 @@
  *
  * - Every store call is bounded by `timeoutMs`, so a server that does not answer cannot hang
  *   requests. The connection keeps no offline queue (redis-connection.ts): a call made while
- *   disconnected fails at once, and a call answered 503 never runs later.
+ *   disconnected fails at once, and a call answered 503 never runs later. An admission or a credit
+ *   reservation sent to a server that is connected but stalled carries its deadline (the call's
+ *   start plus `timeoutMs`), which its script checks: run after it, it counts and holds nothing.
  * - Fail closed (the default): a request whose key lookup, rate-limit count or credit reservation
  *   fails gets 503 (native `api_error`, chat `service_unavailable`) instead of passing unmetered.
  *   The `store unreachable` line (operation, cause) travels on that error and is written by the error
@@ -170,7 +172,9 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     },
     async admit(request: AdmissionRequest) {
       try {
-        return await call('admit', () => store.admit(request));
+        // The deadline travels with the admission: a stalled Redis that runs it after this guard has
+        // answered 503 holds and counts nothing (redis-admission.ts).
+        return await call('admit', () => store.admit({ ...request, deadline: Date.now() + timeoutMs }));
       } catch (err) {
         if (!failOpen) throw err;
         servedUnmetered(err, 'admit', { key_id: request.snapshot.key.id });
@@ -180,7 +184,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     },
     async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number) {
       try {
-        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits));
+        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits, Date.now() + timeoutMs));
       } catch (err) {
         if (!failOpen) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });

@@ -15,6 +15,13 @@ import { BUCKET_RETENTION_MS, type RedisKeys } from './redis-keys';
 import { ADMIT, FIND_KEY } from './redis-scripts';
 import type { AdmissionRequest, AdmissionResult, KeySnapshot, ReserveResult } from './types';
 
+/**
+ * How long before an admission's deadline the script stops admitting, ms, at most (and at most a
+ * quarter of the time left): its reply must still reach this process before the caller gives up on
+ * it (a hold whose reply comes too late is never settled).
+ */
+const REPLY_MARGIN_MS = 50;
+
 /** Key records this process keeps as last seen (secret sha256 -> record), at most. */
 const SNAPSHOTS_KEPT = 10_000;
 
@@ -50,9 +57,12 @@ export class RedisAdmission {
       ADMIT,
       [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
       [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
+        deadlineArg(this.connection, request.deadline),
         ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
           String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(reservation!.minCredits)] : [])],
     )) as [string, ...unknown[]];
+    // Nothing was counted or held; the caller has most likely answered 503 already.
+    if (reply[0] === 'late') throw new Error('the admission reached Redis after its deadline (store.timeoutMs): nothing counted or held');
     if (reply[0] === 'unknown' || reply[0] === 'revoked') {
       this.snapshots.delete(request.secretSha256);
       return { outcome: 'refused', reason: reply[0] };
@@ -77,6 +87,16 @@ export class RedisAdmission {
     this.snapshots.set(sha256, { snapshot, secretState });
     return snapshot;
   }
+}
+
+/** The last moment (epoch ms, this process's clock) the script may admit for a caller giving up at `deadline`, from `now`. */
+export function scriptDeadline(deadline: number, now: number): number {
+  return deadline - Math.min(REPLY_MARGIN_MS, Math.max(0, (deadline - now) / 4));
+}
+
+/** The deadline argument of a script (ADMIT, RESERVE_CREDITS): `deadline` as server epoch ms (scriptDeadline), or -1 for none. */
+export function deadlineArg(connection: RedisConnection, deadline: number | undefined): string {
+  return deadline === undefined ? '-1' : String(connection.serverTime(scriptDeadline(deadline, Date.now())));
 }
 
 /** Whether a secret in state `state` (`current`, or the epoch ms it expires at) works at `now`. */

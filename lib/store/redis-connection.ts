@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { createClient, createCluster, type RedisClientType, type RedisClusterType } from 'redis';
+import { earliestClock, keepClock, measureClock, toServerMs } from './redis-clock';
 import { redactUrl } from './redis-codec';
 
 export interface RedisConnectionOptions {
@@ -32,6 +33,12 @@ export interface RedisConnection {
   run(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** A client for each primary (to SCAN them all). */
   primaries(): Promise<RedisClientType[]>;
+  /**
+   * `localMs` (epoch ms, this process's clock) as the server's clock reads it, never later than it
+   * is (redis-clock.ts; in a cluster, on the primary whose clock is earliest). Measured on connect,
+   * on each reconnection and once a minute; no round trip here.
+   */
+  serverTime(localMs: number): number;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -66,13 +73,23 @@ export async function connectRedis(options: RedisConnectionOptions): Promise<Red
       throw new Error(`cannot connect to Redis at ${described}: ${(err as Error).message}`);
     }
     connected = true;
+    const clock = await keepClock(() => measureClock(() => client.sendCommand(['TIME']))).catch((err: Error) => {
+      client.destroy();
+      throw new Error(`cannot read the clock of Redis at ${described}: ${err.message}`);
+    });
+    // A reconnection may reach another server (a failover behind one address): measure it again.
+    client.on('ready', () => void clock.refresh());
     return {
       mode: 'single',
       commands: client,
       run: (script, keys, args) => runScript(client, script, keys, args),
       primaries: async () => [client],
+      serverTime: (localMs) => toServerMs(localMs, clock.reading()),
       ping: async () => void (await client.ping()),
-      close: async () => void (client.isOpen && (await client.close())),
+      close: async () => {
+        clock.stop();
+        if (client.isOpen) await client.close();
+      },
     };
   }
   const { username, password } = new URL(urls[0]);
@@ -96,13 +113,25 @@ export async function connectRedis(options: RedisConnectionOptions): Promise<Red
     throw new Error(`cannot connect to the Redis Cluster at ${described}: ${(err as Error).message}`);
   }
   connected = true;
+  const primaries = () => Promise.all(cluster.masters.map((node) => cluster.nodeClient(node) as Promise<RedisClientType>));
+  // Each primary's clock is measured; a deadline is converted with the earliest, so it holds on the
+  // node that runs the script whichever it is (nodes' clocks differ by little where NTP runs).
+  const clock = await keepClock(async () => earliestClock(await Promise.all((await primaries())
+    .map((client) => measureClock(() => client.sendCommand(['TIME'])))))).catch((err: Error) => {
+    cluster.destroy();
+    throw new Error(`cannot read the clocks of the Redis Cluster at ${described}: ${err.message}`);
+  });
   return {
     mode: 'cluster',
     commands: cluster as unknown as RedisCommands,
     run: (script, keys, args) => runScript(cluster as unknown as RedisClientType, script, keys, args),
-    primaries: () => Promise.all(cluster.masters.map((node) => cluster.nodeClient(node) as Promise<RedisClientType>)),
+    primaries,
+    serverTime: (localMs) => toServerMs(localMs, clock.reading()),
     ping: async () => void (await cluster.sendCommand(undefined, true, ['PING'])),
-    close: async () => void (cluster.isOpen && (await cluster.close())),
+    close: async () => {
+      clock.stop();
+      if (cluster.isOpen) await cluster.close();
+    },
   };
 }
 

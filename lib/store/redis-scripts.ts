@@ -30,101 +30,7 @@
  * The month is part of the bucket's name, so a new month starts from zero by itself.
  */
 
-/**
- * Read a key and the state of one of its secrets. KEYS: key, secrets. ARGV: sha.
- * Returns nil, or {record hash as a flat field/value list (with `version`), this secret's state}.
- */
-export const FIND_KEY = `
-local record = redis.call('HGETALL', KEYS[1])
-if #record == 0 then return nil end
-local secret = redis.call('HGET', KEYS[2], ARGV[1])
-if not secret then return nil end
-return {record, secret}
-`;
-
-/**
- * Create a key (its secret's index entry `secret:<sha>` is set by the caller first, as it lives in
- * another slot). KEYS: key, secrets. ARGV: sha, onlyIfAbsent (1/0), then the record as field/value pairs.
- * Returns 1 when created, 0 when the id exists and onlyIfAbsent; errors `exists`.
- */
-export const CREATE_KEY = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[2] == '1' then return 0 end
-  return redis.error_reply('exists')
-end
-local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
-redis.call('HSET', KEYS[1], 'version', '0', unpack(fields))
-redis.call('HSET', KEYS[2], ARGV[1], 'current')
-return 1
-`;
-
-/**
- * Update record fields of an existing key, one more version. KEYS: key. ARGV: field/value pairs.
- * Returns the record as a flat list; errors `missing`.
- */
-export const UPDATE_KEY = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('missing') end
-if #ARGV > 0 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
-redis.call('HINCRBY', KEYS[1], 'version', 1)
-return redis.call('HGETALL', KEYS[1])
-`;
-
-/**
- * Rotate: the current secret(s) expire `grace` ms from `now`, expired secrets are dropped, the new
- * secret becomes current, one more version. KEYS: key, secrets. ARGV: new sha, last4 (JSON-encoded),
- * now, grace. The caller sets the new secret's index entry first, and afterwards gives the index
- * entries of the secrets returned an expiry or deletes them (they live in other slots).
- * Returns {record as a flat list, shas now expiring, shas dropped}; errors `missing`.
- */
-export const ROTATE_KEY = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('missing') end
-local now = tonumber(ARGV[3])
-local expiresAt = now + tonumber(ARGV[4])
-local expiring, dropped = {}, {}
-local secrets = redis.call('HGETALL', KEYS[2])
-for i = 1, #secrets, 2 do
-  local sha, state = secrets[i], secrets[i + 1]
-  if state == 'current' then
-    redis.call('HSET', KEYS[2], sha, tostring(expiresAt))
-    expiring[#expiring + 1] = sha
-  elseif tonumber(state) <= now then
-    redis.call('HDEL', KEYS[2], sha)
-    dropped[#dropped + 1] = sha
-  end
-end
-redis.call('HSET', KEYS[2], ARGV[1], 'current')
-redis.call('HSET', KEYS[1], 'last4', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
-return {redis.call('HGETALL', KEYS[1]), expiring, dropped}
-`;
-
-/**
- * Make one secret a key's only one, at once (a declared key whose secret config.json replaced): every
- * other secret goes, this one is current, `last4` set, one more version when the secrets changed. The
- * caller claims the new secret's index entry first and deletes those of the secrets returned.
- * KEYS: key, secrets. ARGV: sha, last4 (JSON-encoded). Returns {1|0 changed, shas dropped}; errors `missing`.
- */
-export const REPLACE_SECRET = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('missing') end
-local changed = 0
-local dropped = {}
-local secrets = redis.call('HGETALL', KEYS[2])
-for i = 1, #secrets, 2 do
-  if secrets[i] ~= ARGV[1] then
-    redis.call('HDEL', KEYS[2], secrets[i])
-    dropped[#dropped + 1] = secrets[i]
-    changed = 1
-  end
-end
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= 'current' then changed = 1 end
-if changed == 1 then
-  redis.call('HSET', KEYS[2], ARGV[1], 'current')
-  redis.call('HSET', KEYS[1], 'last4', ARGV[2])
-  redis.call('HINCRBY', KEYS[1], 'version', 1)
-end
-return {changed, dropped}
-`;
+export { CREATE_KEY, FIND_KEY, REPLACE_SECRET, ROTATE_KEY, UPDATE_KEY } from './redis-key-scripts';
 
 /**
  * Lua that holds credits against the cap in a month bucket, or finds they do not fit, and returns
@@ -169,23 +75,42 @@ return {1, spent, reserved, tonumber(units)}`;
 }
 
 /**
- * Reserve credits against the cap. KEYS: credits:<month>. ARGV: reservation id, credit units,
- * cap in credit units (-1: no cap), now, hold expiry (ms), forget-expired delay (ms), bucket ttl (ms),
- * minimum credit units (-1: none). Returns {1|0, spent, reserved, held units}.
+ * Lua that returns \`late\` when the deadline (a Lua expression: server epoch ms, -1 for none) has
+ * passed by the server's clock. \`TIME\` before writes is allowed since scripts replicate their
+ * effects, not their text: the default from Redis 5, the only mode from Redis 7.
  */
-export const RESERVE_CREDITS = RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]');
+function DEADLINE_LUA(deadline: string, late: string): string {
+  return `
+local deadline = tonumber(${deadline})
+if deadline >= 0 then
+  local time = redis.call('TIME')
+  if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return ${late} end
+end`;
+}
+
+/**
+ * Reserve credits against the cap, unless past the deadline (the caller gave up on it: nothing held).
+ * KEYS: credits:<month>. ARGV: reservation id, credit units, cap in credit units (-1: no cap), now,
+ * hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: none),
+ * deadline (server epoch ms; -1: none). Returns {1|0, spent, reserved, held units}, or {-1} when late.
+ */
+export const RESERVE_CREDITS = `${DEADLINE_LUA('ARGV[9]', '{-1}')}
+${RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]')}`;
 
 /**
  * A request's admission (GatewayStore.admit), the one round trip before its upstream call: check the
  * secret and the record's version and revocation, count the request in the rate-limit window, and
  * when it is within the limit and a hold is asked for, reserve its credits (RESERVE_LUA).
+ * First its deadline (DEADLINE_LUA): past it the gateway has answered the request already (503), so
+ * the script does nothing: a stalled server that runs it late holds and counts nothing.
  * KEYS: key, secrets, rl, credits:<month>. ARGV: sha, expected version, now, window (ms), limit,
- * then (or nothing, for no hold) reservation id, credit units, cap units (-1: none), hold expiry
- * (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: none).
- * Returns {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits, window ms
- * left[, 1|0, spent, reserved, held units]}.
+ * deadline (server epoch ms; -1: none), then (or nothing, for no hold) reservation id, credit units,
+ * cap units (-1: none), hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit
+ * units (-1: none).
+ * Returns {'late'} | {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits,
+ * window ms left[, 1|0, spent, reserved, held units]}.
  */
-export const ADMIT = `
+export const ADMIT = `${DEADLINE_LUA('ARGV[6]', "{'late'}")}
 local state = redis.call('HGET', KEYS[2], ARGV[1])
 if not state or (state ~= 'current' and tonumber(state) <= tonumber(ARGV[3])) then return {'unknown'} end
 local record = redis.call('HMGET', KEYS[1], 'version', 'revoked')
@@ -200,9 +125,9 @@ if left <= 0 then
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
   left = tonumber(ARGV[4])
 end
-if #ARGV < 6 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end
+if #ARGV < 7 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end
 local function reserve()
-${RESERVE_LUA('KEYS[4]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]', 'ARGV[3]', 'ARGV[9]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]')}
+${RESERVE_LUA('KEYS[4]', 'ARGV[7]', 'ARGV[8]', 'ARGV[9]', 'ARGV[3]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]', 'ARGV[13]')}
 end
 local held = reserve()
 return {'admitted', hits, left, held[1], held[2], held[3], held[4]}

@@ -11,7 +11,7 @@ import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
-import { heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
+import { deadlineArg, heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
 import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
@@ -137,7 +137,7 @@ export class RedisStore implements GatewayStore {
     return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
+  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number): Promise<ReserveResult> {
     const now = this.clock();
     const id = crypto.randomUUID();
     const units = toCreditUnitsCeil(credits);
@@ -145,8 +145,9 @@ export class RedisStore implements GatewayStore {
       RESERVE_CREDITS,
       [this.keys.credits(keyId, month)],
       [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
-        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(minCredits)],
+        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(minCredits), deadlineArg(this.connection, deadline)],
     )) as [number, number, number, number];
+    if (ok === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');
     if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
     return { ok: true, reservation: { id, keyId, month, credits: heldCredits(held, units, credits) }, spent: fromCreditUnits(spent) };
   }

@@ -197,9 +197,10 @@ export interface LedgerStore {
    * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when
    * spent + reserved + credits <= cap (a null cap always succeeds). With `minCredits` (<= credits),
    * when `credits` do not fit but `minCredits` do, holds all that is left (cap - spent - reserved)
-   * instead; the reservation's `credits` say what was held. Holds expire after `ttlMs`.
+   * instead; the reservation's `credits` say what was held. Holds expire after `ttlMs`. `deadline`
+   * (epoch ms) is AdmissionRequest.deadline's: past it the Redis store holds nothing and throws.
    */
-  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult>;
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number): Promise<ReserveResult>;
   /**
    * Extend a live hold to `ttlMs` from now, for a request still in flight (a long stream), so its
    * credits keep counting against the cap until it settles. Returns false when the hold has already

@@ -15,6 +15,7 @@ import { useServer } from '../helpers/redis-process';
 import { startTlsRedis } from '../helpers/redis-tls';
 import { testRedisUrl, uniqueRedisPrefix, deleteRedisPrefix } from '../helpers/redis';
 import { describeStoreContract } from '../helpers/store-contract';
+import { describeAdmissionDeadline } from '../helpers/admission-deadline';
 
 /**
  * Count the commands clients send to the servers at `urls` (MONITOR on each; the commands a script
@@ -53,6 +54,8 @@ describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)
   describe('store contract', () => {
     describeRedisStoreContract(() => ({ clusterNodes: [...cluster().urls], prefix: uniqueRedisPrefix('cluster') }), 'cluster');
   });
+
+  describeAdmissionDeadline(() => RedisStore.connect({ clusterNodes: [...cluster().urls], prefix: uniqueRedisPrefix('cluster-deadline') }), (store) => store.close());
 
   it('keeps each API key\'s state in one slot: the keys of a key spread over the cluster by their hash tag', async () => {
     const prefix = uniqueRedisPrefix('slots');

@@ -2,7 +2,8 @@
  * Redis outage, with a real Redis server of this spec's own (on a free loopback port) that
  * is stopped and started again: requests fail closed with 503 in each route's shape, /health reports
  * the store unreachable, the gateway recovers by itself, and `store.failOpen` serves known keys
- * unmetered, logging every such request.
+ * unmetered, logging every such request. A request answered 503 leaves no hold or rate-limit count,
+ * whether Redis was down (no offline queue) or stalled (SIGSTOP: the admission's deadline).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -157,6 +158,51 @@ describe('Redis outage (a redis-server of its own)', function () {
     expect(unsettled(), 'holds left behind').to.deep.equal([]);
     // Every request counted in the rate-limit window was answered by something other than a 503.
     expect(Number(cli('GET', keys.rate('team-all')))).to.equal(statuses.length - refused);
+  });
+
+  it('Redis stalled (SIGSTOP) past store.timeoutMs under load: the admissions answered 503 run late and count and hold nothing', async () => {
+    const prefix = `outage-${randomBytes(4).toString('hex')}:`;
+    gw = await startTestGateway({
+      env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: prefix },
+      overrides: { store: { timeoutMs: 500 } },
+    });
+    const statuses: number[] = [(await rawRequest(gw.url, nativeRequest)).status];
+    expect(statuses[0]).to.equal(200);
+    let loading = true;
+    const worker = async () => {
+      while (loading) {
+        statuses.push((await rawRequest(gw!.url, nativeRequest)).status);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const workers = Array.from({ length: 8 }, worker);
+    await new Promise((r) => setTimeout(r, 300));
+    // Stopped, not killed: the connection stays up, and the admissions sent meanwhile wait in the
+    // server's socket; they run when it resumes, long after the gateway answered them 503.
+    const pid = Number(fs.readFileSync(path.join(dir, 'redis.pid'), 'utf8'));
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    loading = false;
+    await Promise.all(workers);
+    const refused = statuses.filter((s) => s === 503).length;
+    expect(refused, 'requests answered 503 during the stall').to.be.greaterThan(0);
+    expect(statuses.filter((s) => s !== 200 && s !== 503), JSON.stringify(statuses)).to.deep.equal([]);
+    const keys = new RedisKeys(prefix);
+    const month = utcMonth(Date.now());
+    const cli = (...args: string[]) => spawnSync('redis-cli', ['-p', String(PORT), '--raw', ...args]).stdout.toString().trim();
+    const unsettled = () => cli('HKEYS', keys.credits('team-all', month)).split('\n').filter((f) => /^(hold|expired):/.test(f));
+    await waitUntil(async () => unsettled().length === 0, 'the holds settled').catch(() => undefined);
+    expect(unsettled(), 'holds left behind').to.deep.equal([]);
+    expect(Number(cli('GET', keys.rate('team-all'))), 'requests counted').to.equal(statuses.length - refused);
+    // Nothing settled for a 503 either: the ledger counts the requests answered 200.
+    const requests = cli('HGETALL', keys.usage('team-all', month)).split('\n');
+    const counted = requests.reduce((sum, field, i) => (i % 2 === 0 && field.endsWith('|requests') ? sum + Number(requests[i + 1]) : sum), 0);
+    expect(counted, 'requests in the ledger').to.equal(statuses.length - refused);
   });
 
   it('with store.failOpen serves known keys unmetered and logs every such request', async () => {

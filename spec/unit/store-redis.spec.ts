@@ -8,6 +8,7 @@ import { APPEND_REQUEST_LOG } from '../../lib/store/redis-scripts';
 import { createClient } from 'redis';
 import { connectTestRedisStore, deleteRedisPrefix, testRedisUrl, uniqueRedisPrefix } from '../helpers/redis';
 import { describeStoreContract } from '../helpers/store-contract';
+import { describeAdmissionDeadline } from '../helpers/admission-deadline';
 
 describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () => {
   describeStoreContract(
@@ -21,6 +22,11 @@ describe('RedisStore (a real Redis: the suite\'s own, or TEST_REDIS_URL)', () =>
       await deleteRedisPrefix((f.store as RedisStore).prefix);
     },
   );
+
+  describeAdmissionDeadline(() => connectTestRedisStore(uniqueRedisPrefix('deadline')), async (store) => {
+    await store.close();
+    await deleteRedisPrefix(store.prefix);
+  });
 
   describe('two instances on one server', () => {
     let prefix: string;
