@@ -15,9 +15,7 @@ import { deadlineArg, heldCredits, minUnitsArg, RedisAdmission } from './redis-a
 import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
-import {
-  APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY,
-} from './redis-scripts';
+import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
