@@ -1,8 +1,8 @@
 /**
  * A long text built from many small pieces (a streamed reply's deltas) and read once at the end, held
  * compactly. Kept for memory: a delta is a V8 "sliced" string that keeps the upstream chunk it was
- * read from alive, and a string grown with `+=` is a tree of every piece; the Responses stream's text
- * so far held some 28 MB for eight stalled 80 MB streams whose characters were 15 MB
+ * read from alive, and a string grown with `+=` is a tree of every piece: eight stalled 80 MB Responses
+ * streams grew the gateway by 28 MB, 22 MB with these blocks, 16 MB of it their text
  * (spec/integration/stream-backpressure.spec.ts, bench/RESULTS.md). Here the pieces are gathered in a
  * short string (TAIL_CHARS), then copied as UTF-8 into 64 KiB blocks. A text under TAIL_CHARS (most
  * replies) stays the plain string it was; a gathered string that is not well-formed UTF-16 (a lone
