@@ -17,6 +17,7 @@
  * - other blocks (server tool results) -> nothing.
  */
 import { ResponsesDeltaEvent } from './responses-delta-events';
+import { createHeldText, type HeldText } from './held-text';
 import { encodeReasoning } from './responses-reasoning';
 import { createCallItem, viewOutputForClient, type ResponseOptions } from './responses-response';
 import type { ResponsesOutputItem, ResponsesResponse, ResponsesStreamRecord } from './responses-types';
@@ -51,8 +52,10 @@ interface OpenBlock {
   kind: 'message' | 'reasoning' | 'call' | 'web_search' | 'skip';
   outputIndex: number;
   itemId: string;
-  /** Text, thinking, or argument JSON so far. */
+  /** Argument JSON (or a web search's input) so far. */
   text: string;
+  /** Text or thinking so far (kept compactly: a long reply's is most of what its stream holds). */
+  generated: HeldText;
   signature: string;
   toolId: string;
   toolName: string;
@@ -129,12 +132,12 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
   const where = (open: OpenBlock) => ({ item_id: open.itemId, output_index: open.outputIndex });
 
   const appendText = (open: OpenBlock, text: string) => {
-    open.text += text;
+    open.generated.append(text);
     streamedCharacters += text.length;
     push(new ResponsesDeltaEvent('response.output_text.delta', nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendThinking = (open: OpenBlock, text: string) => {
-    open.text += text;
+    open.generated.append(text);
     streamedCharacters += text.length;
     push(new ResponsesDeltaEvent('response.reasoning_summary_text.delta', nextSequence(), open.itemId, open.outputIndex, text));
   };
@@ -204,8 +207,9 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
   /** Per item kind: the closing events and the whole item. */
   const closers: Record<OpenBlock['kind'], (open: OpenBlock) => void> = {
     message(open) {
-      const part = { type: 'output_text' as const, text: open.text, annotations: [], logprobs: [] };
-      emit('response.output_text.done', { ...where(open), content_index: 0, text: open.text, logprobs: [] });
+      const text = open.generated.toString();
+      const part = { type: 'output_text' as const, text, annotations: [], logprobs: [] };
+      emit('response.output_text.done', { ...where(open), content_index: 0, text, logprobs: [] });
       emit('response.content_part.done', { ...where(open), content_index: 0, part });
       finish(open, { type: 'message', id: open.itemId, status: 'completed', role: 'assistant', content: [part] });
     },
@@ -214,10 +218,11 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
         finish(open, { type: 'reasoning', id: open.itemId, summary: [], encrypted_content: encodeReasoning({ type: 'redacted_thinking', data: open.redactedData }) });
         return;
       }
-      emit('response.reasoning_summary_text.done', { ...where(open), summary_index: 0, text: open.text });
-      emit('response.reasoning_summary_part.done', { ...where(open), summary_index: 0, part: { type: 'summary_text', text: open.text } });
-      const block = { type: 'thinking', thinking: open.text, signature: open.signature };
-      finish(open, { type: 'reasoning', id: open.itemId, summary: [{ type: 'summary_text', text: open.text }], encrypted_content: encodeReasoning(block) });
+      const text = open.generated.toString();
+      emit('response.reasoning_summary_text.done', { ...where(open), summary_index: 0, text });
+      emit('response.reasoning_summary_part.done', { ...where(open), summary_index: 0, part: { type: 'summary_text', text } });
+      const block = { type: 'thinking', thinking: text, signature: open.signature };
+      finish(open, { type: 'reasoning', id: open.itemId, summary: [{ type: 'summary_text', text }], encrypted_content: encodeReasoning(block) });
     },
     call(open) {
       const item = createCallItem({ id: open.toolId, name: open.toolName }, open.text, options.toolNames, open.itemId);
@@ -247,7 +252,7 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
 
   return {
     open(index, block) {
-      const open: OpenBlock = { kind: 'skip', outputIndex: -1, itemId: '', text: '', signature: '', toolId: '', toolName: '' };
+      const open: OpenBlock = { kind: 'skip', outputIndex: -1, itemId: '', text: '', generated: createHeldText(), signature: '', toolId: '', toolName: '' };
       blocks.set(index, open);
       openers[block?.type]?.(open, block);
     },
