@@ -26,7 +26,7 @@ const COMPOSITION = ['lib/app.ts', 'lib/gateway.ts', 'lib/index.ts', 'lib/server
 const LONG_FILES: Record<string, number> = {
   'lib/app.ts': 313,
   'lib/gateway.ts': 321,
-  'lib/store/memory-store.ts': 321,
+  'lib/store/memory-store.ts': 332,
   'lib/store/redis-scripts.ts': 327,
   'lib/store/redis-store.ts': 308,
 };
