@@ -26,9 +26,10 @@ import { decodeReasoning, wantsEncryptedReasoning } from '../translators/respons
 import { convertResponsesRequest } from '../translators/responses-request';
 import { convertNativeReply, viewOutputForClient, type ResponseOptions } from '../translators/responses-response';
 import { convertNativeErrorReply } from '../translators/native-to-chat-errors';
+import type { NativeMessage } from '../translators/native-types';
 import { createResponsesStreamTransform, serializeResponsesStreamRecord } from '../translators/responses-stream';
 import {
-  type NativeReply, type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
+  type ResponsesInputItem, type ResponsesOutputItem, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamRecord,
 } from '../translators/responses-types';
 
 export interface ResponsesOptions {
@@ -155,7 +156,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
     },
     upstreamError: (response, text) => convertNativeErrorReply(response.statusCode ?? 502, text, response.headers['retry-after']),
     async whole(bytes, _response, ctx, { responseOptions, includeEncrypted, keep }) {
-      const message = parseNativeMessage<NativeReply>(bytes, ctx);
+      const message = parseNativeMessage<NativeMessage>(bytes, ctx);
       const full = convertNativeReply(message, responseOptions);
       const clientView = { ...full, output: viewOutputForClient(full.output, includeEncrypted) };
       await keep(full, clientView);

@@ -4,13 +4,7 @@
  */
 import type { ChatErrorBody } from './chat-types';
 import type { NativeErrorBody } from './native-types';
-
-export interface TranslatedError {
-  /** HTTP status for the client (used when no byte was sent yet). */
-  status: number;
-  body: ChatErrorBody;
-  headers: Record<string, string>;
-}
+import type { WholeReply } from './stream-transform';
 
 /** HTTP status the upstream uses for each native error type (wire-formats.md §4). */
 const NATIVE_ERROR_STATUS: Record<string, number> = {
@@ -55,7 +49,7 @@ export function mapNativeErrorTypeToStatus(nativeType: string | undefined): numb
  * Unreadable bodies keep the status with a generic message. `billing_error` carries
  * `x-should-retry: false` so SDKs do not retry a permanent failure.
  */
-export function mapNativeErrorToChat(status: number, body: NativeErrorBody | unknown): TranslatedError {
+export function mapNativeErrorToChat(status: number, body: NativeErrorBody | unknown): WholeReply<ChatErrorBody> {
   const error = (body as NativeErrorBody | undefined)?.error;
   const nativeType = typeof error?.type === 'string' ? error.type : undefined;
   const message = typeof error?.message === 'string' ? error.message : `the upstream answered with status ${status}`;
@@ -86,7 +80,7 @@ export function formatChatStreamFailure(message: string): ChatErrorBody {
  * shape, with the status its native type stands for (overloaded_error -> 503, rate_limit_error -> 429,
  * api_error -> 500, ...).
  */
-export function mapStreamErrorToChat(data: NativeErrorBody | unknown): TranslatedError {
+export function mapStreamErrorToChat(data: NativeErrorBody | unknown): WholeReply<ChatErrorBody> {
   const nativeType = (data as NativeErrorBody | undefined)?.error?.type;
   return mapNativeErrorToChat(mapNativeErrorTypeToStatus(typeof nativeType === 'string' ? nativeType : undefined), data);
 }
@@ -96,7 +90,7 @@ export function mapStreamErrorToChat(data: NativeErrorBody | unknown): Translate
  * (chat-completions, Responses): mapNativeErrorToChat's status (529 as 503) and chat error body, with
  * the upstream's `retry-after` passed on. A body that is not JSON counts as no body.
  */
-export function convertNativeErrorReply(status: number, text: string, retryAfter: string | string[] | undefined): TranslatedError {
+export function convertNativeErrorReply(status: number, text: string, retryAfter: string | string[] | undefined): WholeReply<ChatErrorBody> {
   let body: unknown;
   try {
     body = JSON.parse(text);

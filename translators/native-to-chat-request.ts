@@ -49,7 +49,7 @@ export function convertNativeRequestToChat(body: NativeMessagesRequest, options:
   if (typeof body.top_p === 'number') request.top_p = body.top_p;
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) request.stop = body.stop_sequences;
   if (typeof body.metadata?.user_id === 'string') request.user = body.metadata.user_id;
-  if (Array.isArray(body.tools) && body.tools.length > 0) request.tools = body.tools.map(convertTool);
+  if (Array.isArray(body.tools) && body.tools.length > 0) request.tools = body.tools.map((tool) => convertTool(tool as NativeTool));
   Object.assign(request, convertToolChoice(body.tool_choice));
   for (const field of DROPPED_FIELDS) {
     if (body[field] !== undefined) warnings.push(`${field} is not supported by this model family and was ignored`);

@@ -52,7 +52,7 @@ export function convertNativeResponse(message: NativeMessage, options: ConvertNa
         finish_reason: mapStopReason(message.stop_reason, options.onUnknownStopReason),
       },
     ],
-    usage: convertUsageToChat(mergeNativeUsage(emptyUsage(), message.usage), readThinkingTokenCount(message.usage as never)),
+    usage: convertUsageToChat(mergeNativeUsage(emptyUsage(), message.usage), readThinkingTokenCount(message.usage)),
   };
   if (toolCalls.length > 0) completion.choices[0].message.tool_calls = toolCalls;
   if (thinking.length > 0) {

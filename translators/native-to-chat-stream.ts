@@ -9,9 +9,9 @@
 import { emptyUsage } from './usage';
 import { readDeltaEvent } from './native-layout';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
-import type { StreamTransform } from './stream-transform';
+import type { StreamTransform, WholeReply } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
-import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './native-to-chat-errors';
+import { mapNativeErrorToChat, mapStreamErrorToChat } from './native-to-chat-errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
 import { convertUsageToChat, mergeNativeUsage, readThinkingTokenCount } from './usage';
 
@@ -49,7 +49,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
   let streamedCharacters = 0;
   let finished = false;
   let closed = false;
-  let error: TranslatedError | undefined;
+  let error: WholeReply<ChatErrorBody> | undefined;
   const usage = emptyUsage();
   const usageField = options.includeUsage ? { usage: null } : {};
   /** Native block index -> tool_calls index, for tool_use blocks only (dense, from 0, in order of appearance). */
@@ -77,7 +77,7 @@ export function createChatStreamTransform(options: ChatStreamOptions): ChatStrea
     return new DeltaChunk(deltaLayout, id, options.created, options.model, delta, options.includeUsage);
   };
 
-  const close = (translated: TranslatedError): ChatStreamRecord[] => {
+  const close = (translated: WholeReply<ChatErrorBody>): ChatStreamRecord[] => {
     if (closed) return [];
     closed = true;
     error = translated;

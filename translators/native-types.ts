@@ -1,8 +1,11 @@
 /**
- * Types of the native messages format, as far as the gateway reads it.
- * Source: docs/wire-formats.md §1-§4 (anthropic-sdk-typescript `messages.ts`).
+ * Types of the native messages format, as far as the gateway reads and builds it: the one module of
+ * the native wire types every translator and route imports. Names follow the Messages API reference
+ * (`Message`, `MessageParam`, `Usage`, `Tool`, `ToolChoice`). Source: docs/wire-formats.md §1-§4
+ * (anthropic-sdk-typescript `messages.ts`).
  */
 import type { NativeThinking } from './model-capabilities';
+import type { CacheControl } from './prompt-cache';
 
 export interface NativeTextBlock { type: 'text'; text: string }
 export interface NativeToolUseBlock { type: 'tool_use'; id: string; name: string; input: unknown }
@@ -26,6 +29,13 @@ export type NativeContentBlock =
   | NativeToolResultBlock
   | { type: string; [field: string]: unknown };
 
+/** A server tool the upstream runs itself (web search, ...), passed by `type` (§1.3). */
+export interface NativeServerTool {
+  type: string;
+  name: string;
+  [field: string]: unknown;
+}
+
 /** A client tool definition (§1.3). */
 export interface NativeTool {
   name: string;
@@ -44,21 +54,26 @@ export interface NativeMessageParam {
   content: string | NativeContentBlock[];
 }
 
-/** `POST /v1/messages` body. Fields not listed pass through unchanged. */
+/**
+ * `POST /v1/messages` body, as a client sends it or a translator builds it. Fields not listed pass
+ * through unchanged.
+ */
 export interface NativeMessagesRequest {
   model: string;
   max_tokens: number;
   messages: NativeMessageParam[];
-  system?: string | NativeTextBlock[];
+  /** A string, or text blocks (one may carry a cache breakpoint, prompt-cache.ts). */
+  system?: string | Array<NativeTextBlock & { cache_control?: CacheControl }>;
   stream?: boolean;
   stop_sequences?: string[];
   temperature?: number;
   top_p?: number;
   top_k?: number;
   metadata?: { user_id?: string | null };
-  tools?: NativeTool[];
+  tools?: Array<NativeTool | NativeServerTool>;
   tool_choice?: NativeToolChoice;
   thinking?: NativeThinking;
+  /** `effort` of adaptive thinking (wire-formats.md §1.1). */
   output_config?: { effort?: string; [field: string]: unknown };
   [field: string]: unknown;
 }
@@ -73,6 +88,8 @@ export interface NativeUsage {
   cache_creation?: { ephemeral_5m_input_tokens?: number | null; ephemeral_1h_input_tokens?: number | null } | null;
   /** Server tools the upstream ran for this reply. */
   server_tool_use?: { web_search_requests?: number | null; [tool: string]: unknown } | null;
+  /** The thinking share of `output_tokens`, when the upstream reports it. */
+  output_tokens_details?: { thinking_tokens?: number | null } | null;
   [field: string]: unknown;
 }
 

@@ -23,19 +23,21 @@ import { decodeReasoning } from './responses-reasoning';
 import { nativeToolName } from './responses-tools';
 import {
   TranslationError,
-  type NativeBlock, type NativeTurn, type ResponsesInputContent, type ResponsesInputItem,
+  type ResponsesInputContent, type ResponsesInputItem,
 } from './responses-types';
+import type { NativeContentBlock, NativeMessageParam } from './native-types';
 
 export interface ConvertedInput {
   system: string[];
-  messages: NativeTurn[];
+  /** Turns as built here: content always blocks. */
+  messages: Array<NativeMessageParam & { content: NativeContentBlock[] }>;
   warnings: string[];
 }
 
 const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
 
 /** One content part -> a native block. */
-export function convertContentPart(part: ResponsesInputContent, param: string): NativeBlock {
+export function convertContentPart(part: ResponsesInputContent, param: string): NativeContentBlock {
   if (!part || typeof part !== 'object') throw new TranslationError(`${param}: must be an object with a type`, param);
   switch (part.type) {
     case 'input_text':
@@ -78,10 +80,10 @@ export function convertContentPart(part: ResponsesInputContent, param: string): 
  * Responses API takes an empty `input_text` (an assistant turn of only tool calls often carries one),
  * the native API refuses an empty text block ("text content blocks must be non-empty").
  */
-function convertContent(content: unknown, param: string): NativeBlock[] {
+function convertContent(content: unknown, param: string): NativeContentBlock[] {
   if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
   if (!Array.isArray(content)) throw new TranslationError(`${param}: must be a string or an array of content parts`, param);
-  const blocks: NativeBlock[] = [];
+  const blocks: NativeContentBlock[] = [];
   content.forEach((part, index) => {
     const block = convertContentPart(part as ResponsesInputContent, `${param}[${index}]`);
     if (block.type !== 'text' || block.text !== '') blocks.push(block);
@@ -90,7 +92,7 @@ function convertContent(content: unknown, param: string): NativeBlock[] {
 }
 
 /** A tool's output -> the content of a `tool_result` (text and images only, as the native block takes). */
-function convertToolOutput(output: unknown, param: string): NativeBlock[] | string {
+function convertToolOutput(output: unknown, param: string): NativeContentBlock[] | string {
   if (typeof output === 'string') return output;
   return convertContent(output, param);
 }
@@ -113,9 +115,9 @@ function requireString(value: unknown, param: string): string {
 /** Convert `input` (validated to be a string or an array of objects). */
 export function convertResponsesInput(input: string | ResponsesInputItem[] | undefined): ConvertedInput {
   const system: string[] = [];
-  const messages: NativeTurn[] = [];
+  const messages: ConvertedInput['messages'] = [];
   const warnings: string[] = [];
-  const push = (role: 'user' | 'assistant', blocks: NativeBlock[]) => {
+  const push = (role: 'user' | 'assistant', blocks: NativeContentBlock[]) => {
     if (blocks.length === 0) return;
     const last = messages[messages.length - 1];
     if (last?.role === role) last.content.push(...blocks);

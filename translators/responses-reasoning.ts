@@ -8,15 +8,15 @@
  * `gw1.` + base64url(JSON of the block), so the thinking text and signature are both kept exactly,
  * whatever the client does to the item's `summary`.
  */
-import type { NativeBlock, ResponsesReasoningItem } from './responses-types';
+import type { NativeContentBlock } from './native-types';
+import type { ResponsesReasoningItem } from './responses-types';
 
 const PREFIX = 'gw1.';
 
 /** `encrypted_content` for a native `thinking` or `redacted_thinking` block. */
-export function encodeReasoning(block: NativeBlock): string {
-  const kept = block.type === 'redacted_thinking'
-    ? { type: 'redacted_thinking', data: block.data }
-    : { type: 'thinking', thinking: block.thinking, signature: block.signature };
+export function encodeReasoning(block: NativeContentBlock): string {
+  const { data, thinking, signature } = block as { data?: unknown; thinking?: unknown; signature?: unknown };
+  const kept = block.type === 'redacted_thinking' ? { type: 'redacted_thinking', data } : { type: 'thinking', thinking, signature };
   return PREFIX + Buffer.from(JSON.stringify(kept), 'utf8').toString('base64url');
 }
 
@@ -24,11 +24,11 @@ export function encodeReasoning(block: NativeBlock): string {
  * The native block a reasoning input item stands for, or undefined when it carries none the gateway
  * can restore (no `encrypted_content`, or one not made by this gateway: another provider's blob).
  */
-export function decodeReasoning(item: Pick<ResponsesReasoningItem, 'encrypted_content'>): NativeBlock | undefined {
+export function decodeReasoning(item: Pick<ResponsesReasoningItem, 'encrypted_content'>): NativeContentBlock | undefined {
   const encoded = item.encrypted_content;
   if (typeof encoded !== 'string' || !encoded.startsWith(PREFIX)) return undefined;
   try {
-    const block = JSON.parse(Buffer.from(encoded.slice(PREFIX.length), 'base64url').toString('utf8')) as NativeBlock;
+    const block = JSON.parse(Buffer.from(encoded.slice(PREFIX.length), 'base64url').toString('utf8')) as NativeContentBlock;
     if (block?.type === 'thinking' && typeof block.thinking === 'string' && typeof block.signature === 'string') {
       return { type: 'thinking', thinking: block.thinking, signature: block.signature };
     }

@@ -23,7 +23,8 @@ import { convertResponsesInput } from './responses-items';
 import { convertResponsesTools } from './responses-tools';
 import { applyModelRules, type ModelCapabilities, type SamplingField, type ThinkingBudgets } from './model-capabilities';
 import { addCacheBreakpoints, type CacheableRequest, type PromptCacheOptions } from './prompt-cache';
-import { TranslationError, type NativeRequest, type ResponsesInputItem, type ResponsesRequest, type ResponsesTextFormat, type ToolNameTable } from './responses-types';
+import type { NativeMessagesRequest } from './native-types';
+import { TranslationError, type ResponsesInputItem, type ResponsesRequest, type ResponsesTextFormat, type ToolNameTable } from './responses-types';
 
 export type { ThinkingBudgets } from './model-capabilities';
 
@@ -48,7 +49,7 @@ export interface ConvertResponsesRequestOptions {
 }
 
 export interface ConvertedResponsesRequest {
-  request: NativeRequest;
+  request: NativeMessagesRequest;
   /** Native tool name -> the client's tool (for the reply's calls). */
   toolNames: ToolNameTable;
   /** Lossy conversions the client should hear about (`x-gateway-warning`). */
@@ -83,7 +84,7 @@ export function convertResponsesRequest(body: ResponsesRequest, options: Convert
     warnings.push(`text.format ${body.text!.format!.type} is best effort (an instruction in the system prompt)`);
   }
 
-  const request: NativeRequest = {
+  const request: NativeMessagesRequest = {
     model: options.upstreamModel,
     max_tokens: typeof body.max_output_tokens === 'number' ? body.max_output_tokens : options.defaultMaxTokens,
     messages: converted.messages,

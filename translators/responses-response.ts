@@ -10,12 +10,10 @@
  * input as JSON) or `custom_tool_call` for free-text tools; `server_tool_use` (web search) ->
  * `web_search_call`; result blocks of server tools are the upstream's own and are not listed.
  */
-import { emptyUsage, mergeNativeUsage, type NativeTokenCounts } from './usage';
+import { emptyUsage, mergeNativeUsage, readThinkingTokenCount, type NativeTokenCounts } from './usage';
 import { encodeReasoning } from './responses-reasoning';
-import type {
-  NativeBlock, NativeReply, NativeUsageReport, ResponsesOutputItem, ResponsesRequest, ResponsesResponse,
-  ResponsesUsage, ToolNameTable,
-} from './responses-types';
+import type { NativeContentBlock, NativeMessage } from './native-types';
+import type { ResponsesOutputItem, ResponsesRequest, ResponsesResponse, ResponsesUsage, ToolNameTable } from './responses-types';
 
 export interface ResponseOptions {
   /** `resp_...` */
@@ -77,11 +75,6 @@ export function convertUsage(counts: NativeTokenCounts, thinkingTokens = 0): Res
   };
 }
 
-/** The reply's `thinking_tokens`, when reported. */
-export function readThinkingTokens(report: NativeUsageReport | null | undefined): number | undefined {
-  const value = report?.output_tokens_details?.thinking_tokens;
-  return typeof value === 'number' && value >= 0 ? value : undefined;
-}
 
 /**
  * Status of a finished reply: `max_tokens` -> incomplete `max_output_tokens` (the model really stopped
@@ -132,7 +125,7 @@ export function createLocalShellCall(callId: string, inputJson: string, itemId: 
 }
 
 /** The output item of one native content block, or undefined for blocks not listed (server tool results). */
-export function convertBlock(block: NativeBlock, options: Pick<ResponseOptions, 'toolNames' | 'newId'>): ResponsesOutputItem | undefined {
+export function convertBlock(block: NativeContentBlock, options: Pick<ResponseOptions, 'toolNames' | 'newId'>): ResponsesOutputItem | undefined {
   switch (block.type) {
     case 'text':
       return { type: 'message', id: options.newId('msg'), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: String(block.text ?? ''), annotations: [], logprobs: [] }] };
@@ -161,13 +154,13 @@ export function viewOutputForClient(output: ResponsesOutputItem[], includeEncryp
 }
 
 /** A whole native reply -> the response object (full fidelity: use `viewOutputForClient` before sending). */
-export function convertNativeReply(message: NativeReply, options: ResponseOptions): ResponsesResponse {
+export function convertNativeReply(message: NativeMessage, options: ResponseOptions): ResponsesResponse {
   const response = createResponseShell(options);
   for (const block of message.content) {
     const item = convertBlock(block, options);
     if (item) response.output.push(item);
   }
   Object.assign(response, mapStopReasonToStatus(message.stop_reason));
-  response.usage = convertUsage(mergeNativeUsage(emptyUsage(), message.usage), readThinkingTokens(message.usage));
+  response.usage = convertUsage(mergeNativeUsage(emptyUsage(), message.usage), readThinkingTokenCount(message.usage));
   return response;
 }

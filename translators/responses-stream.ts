@@ -15,14 +15,15 @@
  * The transform is pure (events in, events out) and never buffers output: each upstream event's
  * records are returned at once. It keeps the output items (full fidelity) for the final response.
  */
-import type { StreamTransform } from './stream-transform';
-import { mapNativeErrorToChat, mapStreamErrorToChat, type TranslatedError } from './native-to-chat-errors';
+import type { ChatErrorBody } from './chat-types';
+import type { StreamTransform, WholeReply } from './stream-transform';
+import { mapNativeErrorToChat, mapStreamErrorToChat } from './native-to-chat-errors';
 import {
-  convertUsage, createResponseShell, mapStopReasonToStatus, readThinkingTokens, viewOutputForClient,
+  convertUsage, createResponseShell, mapStopReasonToStatus, viewOutputForClient,
   type ResponseOptions,
 } from './responses-response';
 import { createOutputItems } from './responses-stream-items';
-import { emptyUsage, mergeNativeUsage } from './usage';
+import { emptyUsage, mergeNativeUsage, readThinkingTokenCount } from './usage';
 import { readDeltaEvent } from './native-layout';
 import { ResponsesDeltaEvent } from './responses-delta-events';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
@@ -46,7 +47,7 @@ const BROKEN_STREAM_STATUS = 502;
 type Handler = (data: any) => void;
 
 /** The failure a reply that filled the model's context window ends with. */
-export const CONTEXT_WINDOW_EXCEEDED: TranslatedError = {
+export const CONTEXT_WINDOW_EXCEEDED: WholeReply<ChatErrorBody> = {
   status: 400,
   body: { error: { message: 'the conversation filled the model\'s context window', type: 'invalid_request_error', param: null, code: 'context_length_exceeded' } },
   headers: {},
@@ -60,7 +61,7 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
   let started = false;
   let closed = false;
   let stopReason: string | null = null;
-  let error: TranslatedError | undefined;
+  let error: WholeReply<ChatErrorBody> | undefined;
   let out: ResponsesStreamRecord[] = [];
 
   const emit = (type: string, fields: Record<string, unknown>) => {
@@ -78,7 +79,7 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
     emit('response.in_progress', { response: snapshot() });
   };
   const items = createOutputItems({ ...options, response, emit, push, nextSequence });
-  const failWith = (translated: TranslatedError) => {
+  const failWith = (translated: WholeReply<ChatErrorBody>) => {
     if (closed) return;
     closed = true;
     error = translated;
@@ -110,7 +111,7 @@ export function createResponsesStreamTransform(options: ResponsesStreamOptions):
     },
     message_delta(data) {
       mergeNativeUsage(usage, data?.usage);
-      thinkingTokens = readThinkingTokens(data?.usage) ?? thinkingTokens;
+      thinkingTokens = readThinkingTokenCount(data?.usage) ?? thinkingTokens;
       if (typeof data?.delta?.stop_reason === 'string') stopReason = data.delta.stop_reason;
     },
     message_stop() {

@@ -13,9 +13,9 @@
  */
 import {
   TranslationError,
-  type NativeServerTool, type NativeToolChoiceParam, type NativeToolDefinition, type ResponsesCustomTool,
-  type ResponsesFunctionTool, type ResponsesRequest, type ToolNameEntry,
+  type ResponsesCustomTool, type ResponsesFunctionTool, type ResponsesRequest, type ToolNameEntry,
 } from './responses-types';
+import type { NativeServerTool, NativeTool, NativeToolChoice } from './native-types';
 
 /** The native web search server tool (wire-formats.md §1.3). */
 export const NATIVE_WEB_SEARCH = { type: 'web_search_20250305', name: 'web_search' } as const;
@@ -26,7 +26,7 @@ const WEB_SEARCH_TYPES = new Set(['web_search', 'web_search_preview', 'web_searc
 export const NAMESPACE_SEPARATOR = '__';
 
 /** The native stand-in for `local_shell` (codex-rs LocalShellExecAction: command, working_directory, timeout_ms). */
-export const LOCAL_SHELL_TOOL: NativeToolDefinition = {
+export const LOCAL_SHELL_TOOL: NativeTool = {
   name: 'local_shell',
   description: 'Runs a command on the user\'s machine and returns its output. `command` is the argv list (e.g. ["bash", "-lc", "ls"]).',
   input_schema: {
@@ -48,8 +48,8 @@ export const CUSTOM_TOOL_SCHEMA = {
 };
 
 export interface ConvertedTools {
-  tools: Array<NativeToolDefinition | NativeServerTool>;
-  tool_choice?: NativeToolChoiceParam;
+  tools: Array<NativeTool | NativeServerTool>;
+  tool_choice?: NativeToolChoice;
   /** Native tool name -> the client's tool. */
   names: Map<string, ToolNameEntry>;
   /** Tool types left out (no native counterpart), for the log line. */
@@ -61,7 +61,7 @@ export function nativeToolName(name: string, namespace?: string): string {
   return namespace ? `${namespace}${NAMESPACE_SEPARATOR}${name}` : name;
 }
 
-function convertFunction(tool: ResponsesFunctionTool | ResponsesCustomTool, namespace: string | undefined, names: Map<string, ToolNameEntry>, namespaceDescription?: string): NativeToolDefinition {
+function convertFunction(tool: ResponsesFunctionTool | ResponsesCustomTool, namespace: string | undefined, names: Map<string, ToolNameEntry>, namespaceDescription?: string): NativeTool {
   const name = nativeToolName(tool.name, namespace);
   const prefix = namespaceDescription ? `${namespaceDescription}\n` : '';
   if (tool.type === 'custom') {
@@ -94,7 +94,7 @@ export function describeFormat(format: unknown): string {
 export function convertResponsesTools(body: Pick<ResponsesRequest, 'tools' | 'tool_choice' | 'parallel_tool_calls'>): ConvertedTools {
   const names = new Map<string, ToolNameEntry>();
   const dropped: string[] = [];
-  let tools: Array<NativeToolDefinition | NativeServerTool> = [];
+  let tools: Array<NativeTool | NativeServerTool> = [];
   (body.tools ?? []).forEach((raw) => {
     const tool = raw as Record<string, any>;
     if (tool.type === 'function' || tool.type === 'custom') {
@@ -116,7 +116,7 @@ export function convertResponsesTools(body: Pick<ResponsesRequest, 'tools' | 'to
   });
 
   const choice = body.tool_choice as string | Record<string, any> | undefined;
-  let toolChoice: NativeToolChoiceParam | undefined;
+  let toolChoice: NativeToolChoice | undefined;
   if (choice === 'none') toolChoice = { type: 'none' };
   else if (choice === 'required') toolChoice = { type: 'any' };
   else if (choice === 'auto') toolChoice = { type: 'auto' };
@@ -135,7 +135,7 @@ export function convertResponsesTools(body: Pick<ResponsesRequest, 'tools' | 'to
   }
   if (tools.length === 0) return { tools, names, dropped };
   if (body.parallel_tool_calls === false && toolChoice?.type !== 'none') {
-    toolChoice = { ...(toolChoice ?? { type: 'auto' }), disable_parallel_tool_use: true } as NativeToolChoiceParam;
+    toolChoice = { ...(toolChoice ?? { type: 'auto' }), disable_parallel_tool_use: true } as NativeToolChoice;
   }
   return toolChoice ? { tools, tool_choice: toolChoice, names, dropped } : { tools, names, dropped };
 }

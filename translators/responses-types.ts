@@ -254,8 +254,6 @@ export interface ResponsesStreamEvent {
 /** What the stream transform asks the caller to write: one event. */
 export type ResponsesStreamRecord = ResponsesStreamEvent;
 
-// Native shapes these translators produce and read.
-export * from './responses-native-types';
 
 /**
  * How native tool names map back to the client's tools: namespaced tools are sent as

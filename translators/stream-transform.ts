@@ -10,14 +10,15 @@ import type { Usage } from './usage';
 /**
  * A whole reply in the client's format, written before any byte of a stream went out: an error
  * (status, headers, body) or a non-streamed reply. A string or Buffer body is written as it is,
- * anything else as JSON.
+ * anything else as JSON. `B` narrows the body where it is known (a translated error's
+ * `WholeReply<ChatErrorBody>`, native-to-chat-errors.ts).
  */
-export interface WholeReply {
+export interface WholeReply<B = unknown> {
   /** HTTP status for the client. */
   status: number;
   /** Reply headers, over those already set. */
   headers: Record<string, string | string[]>;
-  body: unknown;
+  body: B;
 }
 
 export interface StreamTransform<R> {

@@ -6,7 +6,7 @@
  *
  * Each call a request makes (key lookup, admission, credit reservation, renewal, settlement) does its
  * work at once, in one synchronous step no other request interleaves with (as a Redis script is), and
- * answers at the end of the event loop's turn (`atEndOfTurn`, lib/http/turn.ts), as a network store's
+ * answers at the end of the event loop's turn (`answer`, lib/http/turn.ts), as a network store's
  * replies arrive: the requests of one turn then go on together (bench/RESULTS.md, "Mechanisms kept
  * for speed").
  *
@@ -58,25 +58,36 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     super(clock);
   }
 
+  /**
+   * Runs `work` now, in one synchronous step, and answers its result at the end of the event loop's
+   * turn (lib/http/turn.ts), as a network store's reply arrives. A throw rejects the answer at once.
+   */
+  private async answer<T>(work: () => T): Promise<T> {
+    return atEndOfTurn(work());
+  }
+
   private keysChanged(): void {
     this.changes += 1;
     this.onKeysChanged?.();
   }
 
-  async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
-    const stored = this.findStoredNow(sha256, now);
-    return atEndOfTurn(stored ? snapshotOf(stored).key : null);
+  findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
+    return this.answer(() => this.identifyNow(sha256, now)?.key ?? null);
   }
 
   /** Always the record as it is now (`fresh` changes nothing here). */
-  async identifyKey(sha256: string, now: number, _fresh?: boolean): Promise<KeySnapshot | null> {
+  identifyKey(sha256: string, now: number, _fresh?: boolean): Promise<KeySnapshot | null> {
+    return this.answer(() => this.identifyNow(sha256, now));
+  }
+
+  private identifyNow(sha256: string, now: number): KeySnapshot | null {
     const stored = this.findStoredNow(sha256, now);
-    return atEndOfTurn(stored ? snapshotOf(stored) : null);
+    return stored ? snapshotOf(stored) : null;
   }
 
   /** Check, count and hold in one synchronous step, as the Redis script does (GatewayStore.admit). */
-  async admit(request: AdmissionRequest): Promise<AdmissionResult> {
-    return atEndOfTurn(this.admitNow(request));
+  admit(request: AdmissionRequest): Promise<AdmissionResult> {
+    return this.answer(() => this.admitNow(request));
   }
 
   private admitNow(request: AdmissionRequest): AdmissionResult {
@@ -104,7 +115,6 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     if (!secret || (secret.expiresAt !== null && secret.expiresAt <= now)) return null;
     return stored;
   }
-
 
   async getKey(id: string): Promise<KeyRecord | null> {
     const stored = this.keys.get(id);
@@ -176,8 +186,8 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return true;
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
-    return atEndOfTurn(this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits));
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
+    return this.answer(() => this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits));
   }
 
   /** The check and the reservation as one step, as the Redis script is: nothing awaits in here. */
@@ -200,14 +210,15 @@ export class MemoryStore extends MemorySpendStore implements GatewayStore {
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
 
-  async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
-    const now = this.clock();
-    return atEndOfTurn(this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now));
+  renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
+    return this.answer(() => {
+      const now = this.clock();
+      return this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now);
+    });
   }
 
-  async settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    this.settleNow(reservation, usage);
-    return atEndOfTurn(undefined);
+  settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void> {
+    return this.answer(() => this.settleNow(reservation, usage));
   }
 
   private settleNow(reservation: Reservation, usage: UsageEntry): void {

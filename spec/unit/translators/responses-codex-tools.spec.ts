@@ -25,7 +25,7 @@ describe("Codex's own tools on the Responses route", () => {
     expect(converted.tools).to.deep.equal([LOCAL_SHELL_TOOL]);
     expect(converted.dropped).to.deep.equal([]);
     const reply = convertNativeReply({
-      id: 'msg_1', type: 'message', model: 'm', stop_reason: 'tool_use', usage: { input_tokens: 1, output_tokens: 1 },
+      id: 'msg_1', type: 'message', role: 'assistant', model: 'm', stop_reason: 'tool_use', usage: { input_tokens: 1, output_tokens: 1 },
       content: [{ type: 'tool_use', id: 'toolu_sh', name: 'local_shell', input: { command: ['bash', '-lc', 'ls'], workdir: '/repo' } }],
     }, { id: 'resp_1', createdAt: 1, model: 'm', request: { model: 'm' }, toolNames: converted.names, newId: counterIds() });
     expect(reply.output).to.deep.equal([{
@@ -86,7 +86,7 @@ describe("Codex's own tools on the Responses route", () => {
 
 describe('a reply that fills the context window (Responses, whole)', () => {
   it('is failed with code context_length_exceeded, not incomplete: incomplete means the model stopped at max_output_tokens', () => {
-    const base = { id: 'msg_1', type: 'message' as const, model: 'm', usage: { input_tokens: 1, output_tokens: 1 }, content: [{ type: 'text', text: 'Part' }] };
+    const base = { id: 'msg_1', type: 'message' as const, role: 'assistant' as const, model: 'm', usage: { input_tokens: 1, output_tokens: 1 }, content: [{ type: 'text', text: 'Part' }] };
     const options = { id: 'resp_1', createdAt: 1, model: 'm', request: { model: 'm' }, toolNames: new Map(), newId: counterIds() };
     const full = convertNativeReply({ ...base, stop_reason: 'model_context_window_exceeded' }, options);
     expect(full).to.deep.include({ status: 'failed', incomplete_details: null, error: { code: 'context_length_exceeded', message: "the conversation filled the model's context window" } });

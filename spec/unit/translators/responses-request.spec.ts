@@ -221,7 +221,7 @@ describe('Responses request translator', () => {
 
 describe('Responses reply translator', () => {
   const reply = {
-    id: 'msg_1', type: 'message' as const, model: 'up-sonnet', stop_reason: 'tool_use',
+    id: 'msg_1', type: 'message' as const, role: 'assistant' as const, model: 'up-sonnet', stop_reason: 'tool_use',
     content: [
       { type: 'thinking', thinking: 'hmm', signature: 'sig' },
       { type: 'text', text: 'Checking.' },

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
-import { convertUsageToChat, emptyUsage, mergeNativeUsage } from '../../../translators/usage';
+import { convertNativeResponse } from '../../../translators/native-to-chat-response';
+import type { NativeUsage } from '../../../translators/native-types';
+import { convertNativeReply } from '../../../translators/responses-response';
+import { convertUsageToChat, emptyUsage, mergeNativeUsage, readThinkingTokenCount } from '../../../translators/usage';
 
 describe('usage mapping', () => {
   const cases: Array<{ name: string; native: Record<string, unknown>; chat: Record<string, unknown> }> = [
@@ -49,4 +52,30 @@ describe('usage mapping', () => {
     expect(usage).to.deep.equal(emptyUsage());
     expect(mergeNativeUsage(emptyUsage(), null)).to.deep.equal(emptyUsage());
   });
+});
+
+describe('thinking tokens (one reader for the chat and the Responses replies)', () => {
+  const cases: Array<{ name: string; details: NativeUsage['output_tokens_details']; count: number | undefined }> = [
+    { name: 'a reported count', details: { thinking_tokens: 12 }, count: 12 },
+    { name: 'zero', details: { thinking_tokens: 0 }, count: 0 },
+    { name: 'absent details', details: undefined, count: undefined },
+    { name: 'null details', details: null, count: undefined },
+    { name: 'a null count', details: { thinking_tokens: null }, count: undefined },
+    { name: 'a negative count', details: { thinking_tokens: -3 }, count: undefined },
+    { name: 'a string count', details: { thinking_tokens: '5' as unknown as number }, count: undefined },
+  ];
+  const reply = (details: NativeUsage['output_tokens_details']) => ({
+    id: 'msg_1', type: 'message' as const, role: 'assistant' as const, model: 'up', stop_reason: 'end_turn',
+    content: [{ type: 'text', text: 'Hi' }], usage: { input_tokens: 3, output_tokens: 20, output_tokens_details: details },
+  });
+  for (const { name, details, count } of cases) {
+    it(`${name}: ${count ?? 'none'} on both routes`, () => {
+      expect(readThinkingTokenCount({ output_tokens_details: details })).to.equal(count);
+      const chat = convertNativeResponse(reply(details), { model: 'm', created: 1 });
+      expect(chat.usage?.completion_tokens_details).to.deep.equal(count === undefined ? undefined : { reasoning_tokens: count });
+      const responses = convertNativeReply(reply(details), { id: 'resp_1', createdAt: 1, model: 'm', request: { model: 'm' }, toolNames: new Map(), newId: () => 'id' });
+      // The Responses usage always has the field: 0 when the upstream reported none.
+      expect(responses.usage?.output_tokens_details).to.deep.equal({ reasoning_tokens: count ?? 0 });
+    });
+  }
 });
