@@ -26,7 +26,6 @@ const COMPOSITION = ['lib/app.ts', 'lib/gateway.ts', 'lib/index.ts', 'lib/server
 const LONG_FILES: Record<string, number> = {
   'lib/app.ts': 313,
   'lib/gateway.ts': 321,
-  'lib/store/memory-store.ts': 321,
   'lib/store/redis-store.ts': 307,
 };
 /** What every route may share. */
