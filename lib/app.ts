@@ -33,9 +33,8 @@ import { createSettlement } from './billing/settlement';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import type { Tracing } from './observability/tracing';
-import type { UpstreamClient } from './upstream';
 import { ADMIN_API_PATH, DASHBOARD_PATH, PUBLIC_ROUTES } from './pipeline/route-table';
-import { createUpstreamPool, type UpstreamPool } from './upstream';
+import { createUpstreamPool, type UpstreamClient, type UpstreamPool } from './upstream';
 import { createAuth, type AuthHeaders } from '../middleware/auth';
 import { createChatCompletions } from '../routes/chat-completions';
 import { createChatPassthrough } from '../routes/chat-passthrough';
@@ -96,18 +95,6 @@ export interface AppDependencies {
   /** Tracing (lib/observability/tracing.ts; null or absent: off). */
   tracing?: Tracing | null;
 }
-
-/**
- * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
- * must take, in this order, before its upstream step. A test walks the route table against it.
- */
-export const REQUIRED_UPSTREAM_STEPS = ['auth', 'jsonBody', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
-
-/** Routes that reach the upstream without being billed (so without the step `creditReservation`). */
-export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
-
-/** Names of the steps that send a request upstream (one per route, dispatching by key group). */
-export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat', 'upstreamResponses'];
 
 /** Finish-step trackers of the routers built here (see `waitForAfterResponseSteps`). */
 const afterResponseTrackers = new WeakMap<object, () => Promise<void>>();

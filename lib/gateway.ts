@@ -24,7 +24,9 @@ import type { GatewayStore } from './store/types';
 import { createTracing, tracesEndpointOf, type TracingEnv } from './observability/tracing';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
 import { createUpstreamPool, type UpstreamPool } from './upstream';
-import { checkTargetCredentials } from './config/upstream-targets';
+import { checkUpstreamCredentials, isPlainObject, mergeConfigObjects } from './config/merge';
+
+export { checkUpstreamCredentials, mergeConfigObjects } from './config/merge';
 
 /** Options of `createGateway`. Every field is optional. */
 export interface GatewayOptions {
@@ -131,24 +133,6 @@ export function needsRequestScope(parts: { callerCode: boolean; hooks: number; f
   return parts.callerCode || parts.hooks > 0 || parts.failOpenStore;
 }
 
-const MERGED_OBJECTS = ['upstream', 'defaults', 'limits'];
-
-/** The config file's object with `overrides` applied (see `GatewayOptions.config`). */
-export function mergeConfigObjects(file: Record<string, unknown>, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  const merged: Record<string, unknown> = { ...file };
-  for (const [field, value] of Object.entries(overrides)) {
-    if (value === undefined) continue;
-    const base = merged[field];
-    const bothObjects = MERGED_OBJECTS.includes(field) && isPlainObject(base) && isPlainObject(value);
-    merged[field] = bothObjects ? { ...base, ...value } : value;
-  }
-  return merged;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * Build a gateway from options (the library API).
  * @throws ConfigError when the merged configuration is invalid (the message names the field)
@@ -165,16 +149,6 @@ export async function createGateway(options: GatewayOptions = {}): Promise<Gatew
     config: load(), loadConfig: load, store: options.store, logger: options.logger, hooks: options.hooks, developmentKey: options.developmentKey,
     tracingEnv: env,
   });
-}
-
-/**
- * Check that the credential of every target listed in a `targets` form (top level and key groups) is
- * in `env`.
- * @throws ConfigError naming the target and its env variable
- */
-export function checkUpstreamCredentials(config: GatewayConfig, env: Record<string, string | undefined>): void {
-  checkTargetCredentials(config.upstream.targets, 'upstream.targets', env);
-  config.keyGroups.forEach((group) => checkTargetCredentials(group.upstream.targets, `keyGroups "${group.id}" upstream.targets`, env));
 }
 
 /** Build a gateway from a validated config. */

@@ -72,3 +72,15 @@ export function routeLabel(route: string): string {
   }
   return UNMATCHED_ROUTE;
 }
+
+/**
+ * Step names (the handler's `name`, seen in the router's stack) that every route reaching the upstream
+ * must take, in this order, before its upstream step. A test walks the route table against it.
+ */
+export const REQUIRED_UPSTREAM_STEPS = ['auth', 'jsonBody', 'validateBody', 'resolveAlias', 'keyGroupCheck', 'modelWhitelist', 'rateLimit', 'creditReservation'];
+
+/** Routes that reach the upstream without being billed (so without the step `creditReservation`). */
+export const UNBILLED_UPSTREAM_ROUTES = ['/v1/messages/count_tokens'];
+
+/** Names of the steps that send a request upstream (one per route, dispatching by key group). */
+export const UPSTREAM_STEP_NAMES = ['upstreamMessages', 'upstreamCountTokens', 'upstreamChat', 'upstreamResponses'];

@@ -5,7 +5,7 @@
  */
 import express from 'express';
 import { expect } from 'chai';
-import { REQUIRED_UPSTREAM_STEPS, UNBILLED_UPSTREAM_ROUTES, UPSTREAM_STEP_NAMES } from '../../lib/app';
+import { REQUIRED_UPSTREAM_STEPS, UNBILLED_UPSTREAM_ROUTES, UPSTREAM_STEP_NAMES } from '../../lib/pipeline/route-table';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { rawRequest } from '../helpers/http-client';
 

@@ -24,8 +24,6 @@ const COMPOSITION = ['lib/app.ts', 'lib/gateway.ts', 'lib/index.ts', 'lib/server
  * (issue 41); a new file over 300 lines, or one of these growing, fails.
  */
 const LONG_FILES: Record<string, number> = {
-  'lib/app.ts': 313,
-  'lib/gateway.ts': 321,
   'lib/store/redis-store.ts': 307,
 };
 /** What every route may share. */
