@@ -38,24 +38,24 @@ const LOG = 'log line';
 
 /** Steps in pipeline order: the files (under dist/, without `.js`) whose frames count for each. */
 export const STEPS: ReadonlyArray<{ step: string; files: RegExp }> = [
-  { step: 'request context (request id), host check', files: /^(middleware\/(request-context|host-check)|lib\/session-id)$/ },
-  { step: 'auth', files: /^(middleware\/auth|lib\/(key-groups|development-key))$/ },
-  { step: 'body (read, parse, validate)', files: /^(middleware\/(json-body|validate-body|version-header)|lib\/(json-duplicates|body-rate)|lib\/config\/.*)$/ },
-  { step: 'model checks (alias, key group, whitelist)', files: /^(middleware\/(resolve-alias|model-access|key-group-dispatch)|lib\/catalogue)$/ },
+  { step: 'request context (request id), host check', files: /^(middleware\/(request-context|host-check)|lib\/(observability\/)?session-id)$/ },
+  { step: 'auth', files: /^(middleware\/auth|lib\/(config\/)?key-groups|lib\/(keys\/)?development-key)$/ },
+  { step: 'body (read, parse, validate)', files: /^(middleware\/(json-body|validate-body|version-header)|lib\/(http\/)?(json-duplicates|body-rate)|lib\/config\/(?!key-groups|catalogue).*)$/ },
+  { step: 'model checks (alias, key group, whitelist)', files: /^(middleware\/(resolve-alias|model-access|key-group-dispatch|file-access|kept-thinking)|lib\/(config\/)?catalogue)$/ },
   { step: 'memory store state file (periodic write)', files: /^lib\/store\/memory-persistence$/ },
-  { step: 'admission (rate limit, credit hold)', files: /^(middleware\/(rate-limit|credit-reservation|worst-case)|lib\/store\/.*)$/ },
-  { step: 'upstream send', files: /^lib\/upstream\/(client|attempt|target.*|request-headers|credentials|pool|retry-policy|index)$/ },
-  { step: 'reply (relay or convert, SSE)', files: /^(lib\/upstream\/(exchange|stream)|lib\/(sse|tool-loop-thinking)|middleware\/(native-proxy|chat-completions|chat-passthrough|native-via-chat-upstream|responses|previous-response)|translators\/.*)$/ },
-  { step: 'settlement, metrics, hooks', files: /^(lib\/(settlement|after-response|pricing|hooks|metrics|request-log|in-flight|trace-.*|tracing)|lib\/alerts\/.*)$/ },
-  { step: LOG, files: /^lib\/logger$/ },
-  { step: 'express app, error handler', files: /^(lib\/(app|http-server|routes)|middleware\/.*)$/ },
+  { step: 'admission (rate limit, credit hold)', files: /^(middleware\/(rate-limit|credit-reservation|worst-case|measured-input)|lib\/billing\/(worst-case|input-bound)|lib\/store\/.*)$/ },
+  { step: 'upstream send', files: /^lib\/upstream\/(client|attempt|attempt-chain|target.*|request-headers|credentials|pool|retry-policy|options|index)$/ },
+  { step: 'reply (relay or convert, SSE)', files: /^(lib\/upstream\/(exchange|stream|reply)|lib\/(http\/)?(sse|tool-loop-thinking)|routes\/.*|middleware\/(native-proxy|chat-completions|chat-passthrough|native-via-chat-upstream|responses|previous-response)|translators\/.*)$/ },
+  { step: 'settlement, metrics, hooks', files: /^(lib\/(billing\/)?(settlement|pricing|usage-sanity)|lib\/(pipeline\/)?(after-response|hooks)|lib\/(observability\/)?(metrics|request-log|trace-.*|tracing)|lib\/(http\/)?in-flight|lib\/alerts\/.*)$/ },
+  { step: LOG, files: /^lib\/(observability\/)?logger$/ },
+  { step: 'express app, error handler', files: /^(lib\/(app|http-server|routes)|lib\/http\/http-server|lib\/pipeline\/route-table|middleware\/.*)$/ },
 ];
 
 /** The logger's libraries: what runs under them is the log line, whoever called the logger. */
 const LOGGER = /\/node_modules\/(winston|winston-transport|logform|triple-beam)\//;
 
 /** Shared helpers: a frame of these counts for the step of the gateway frame that called it. */
-const HELPERS = /^lib\/(keys|context|errors|json-reply|read-body|loopback)$/;
+const HELPERS = /^lib\/(keys|context|errors|json-reply|read-body|loopback|keys\/secrets|pipeline\/context|http\/(errors|json-reply|read-body|loopback|turn))$/;
 
 /** For a sample with no gateway frame: the step of its first library or Node frame (URL and function). */
 const LIBRARIES: ReadonlyArray<{ step: string; url: RegExp; fn?: RegExp }> = [
@@ -72,7 +72,7 @@ const STARTUP = 'start-up (module loading)';
 /** The dist-relative module of a frame's URL (`lib/upstream/client`), or null outside the gateway's code. */
 function gatewayModule(url: string): string | null {
   if (url.includes('/node_modules/')) return null;
-  const match = /\/dist\/((?:lib|middleware|translators)\/.+)\.js$/.exec(url);
+  const match = /\/dist\/((?:lib|middleware|routes|translators)\/.+)\.js$/.exec(url);
   return match ? match[1] : null;
 }
 
