@@ -10,6 +10,9 @@
  *   an image file IMAGE_INPUT_TOKENS; a text file its stored size in tokens (one a byte at most);
  *   any other file (PDF: text and an image per page) and any file of unknown size the context window
  * + per document fetched from a URL (`source: {type: "url"}`, Responses `file_url`): the context window
+ * + per PDF sent inline (native `source: {type: "base64"}` of a PDF, Responses `input_file.file_data`, chat
+ *   `file.file_data`): the context window, as a PDF named by id (its pages are billed as text and an image
+ *   each, so its bytes do not bound it)
  * + per sampling step a server tool can add (web search, web fetch, code execution, tool search,
  *   MCP servers: their results are input of the next step, which reads the whole context again): the
  *   context window; steps = the tool's `max_uses`, else reservation.webSearchesPerRequest.
@@ -50,6 +53,8 @@ export interface InputBound {
   fileTokens: number;
   files: string[];
   fetched: number;
+  /** PDFs sent inline (count_tokens sees them; a URL's document it does not). */
+  inlinePdfs: number;
   window: number;
   toolSteps: ReadonlyMap<string, number>;
 }
@@ -85,6 +90,7 @@ interface ContentTally {
   fileTokens: number;
   files: string[];
   fetched: number;
+  inlinePdfs: number;
 }
 
 /** Count a file a block names by id (an image file is an image part). */
@@ -106,7 +112,7 @@ function tallyFile(tally: ContentTally, id: string, files: ReadonlyMap<string, F
  * walked, text is not.
  */
 function tallyContent(roots: unknown[], files: ReadonlyMap<string, FileFacts> | undefined, window: number): ContentTally {
-  const tally: ContentTally = { images: 0, fileTokens: 0, files: [], fetched: 0 };
+  const tally: ContentTally = { images: 0, fileTokens: 0, files: [], fetched: 0, inlinePdfs: 0 };
   const stack = roots;
   while (stack.length > 0) {
     const value = stack.pop();
@@ -124,12 +130,16 @@ function tallyContent(roots: unknown[], files: ReadonlyMap<string, FileFacts> | 
       const source = block.source;
       if (source?.type === 'file' && typeof source.file_id === 'string') tallyFile(tally, source.file_id, files, window);
       else if (source?.type === 'url') tally.fetched += 1;
+      else if (source?.type === 'base64' && source.media_type === 'application/pdf') tally.inlinePdfs += 1;
       else if (source?.type === 'content') stack.push(source.content);
     } else if (type === 'input_file') {
       if (typeof block.file_id === 'string') tallyFile(tally, block.file_id, files, window);
       else if (typeof block.file_url === 'string') tally.fetched += 1;
+      else if (typeof block.file_data === 'string') tally.inlinePdfs += 1;
     } else if (type === 'file' && typeof block.file?.file_id === 'string') {
       tallyFile(tally, block.file.file_id, files, window);
+    } else if (type === 'file' && typeof block.file?.file_data === 'string') {
+      tally.inlinePdfs += 1;
     } else {
       if (typeof block.content === 'object') stack.push(block.content);
       if (typeof block.output === 'object') stack.push(block.output);
@@ -180,9 +190,9 @@ export function boundInput(body: unknown, options: {
   const toolSteps = serverToolSteps(body, reservation.webSearchesPerRequest);
   let steps = 0;
   for (const uses of toolSteps.values()) steps += uses;
-  const tokens = bodyTokens + tally.images * IMAGE_INPUT_TOKENS + tally.fileTokens + (tally.fetched + steps) * window;
+  const tokens = bodyTokens + tally.images * IMAGE_INPUT_TOKENS + tally.fileTokens + (tally.fetched + tally.inlinePdfs + steps) * window;
   return {
-    tokens, bytes: options.bytes, bodyTokens, images: tally.images, fileTokens: tally.fileTokens, files: tally.files, fetched: tally.fetched, window, toolSteps,
+    tokens, bytes: options.bytes, bodyTokens, images: tally.images, fileTokens: tally.fileTokens, files: tally.files, fetched: tally.fetched, inlinePdfs: tally.inlinePdfs, window, toolSteps,
   };
 }
 
@@ -202,6 +212,7 @@ export function describeInputBound(bound: InputBound): string {
     const named = bound.files.slice(0, 3).map((id) => id.slice(0, 64)).join(', ') + (bound.files.length > 3 ? ', ...' : '');
     parts.push(`${figure(bound.fileTokens)} from file(s) ${named}`);
   }
+  if (bound.inlinePdfs > 0) parts.push(`${figure(bound.inlinePdfs * bound.window)} for ${bound.inlinePdfs} PDF(s) sent inline (the context window each)`);
   if (bound.fetched > 0) parts.push(`${figure(bound.fetched * bound.window)} for ${bound.fetched} document(s) fetched from a URL (the context window each)`);
   for (const [tool, steps] of bound.toolSteps) {
     if (steps > 0) parts.push(`${figure(steps * bound.window)} for ${tool} results (${steps} use(s) x the ${figure(bound.window)}-token context window)`);

@@ -56,6 +56,18 @@ describe('the input bound', () => {
     expect(describeInputBound(bound(body('file_text'), files))).to.include('150,000 from file(s) file_text');
   });
 
+  it('holds a PDF sent inline at the context window, in every format (its pages bill as text and an image each)', () => {
+    const pdf = { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } };
+    expect(bound({ messages: [{ role: 'user', content: [pdf] }] }).tokens).to.equal(1500 + WINDOW);
+    const plainText = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'hello' } };
+    expect(bound({ messages: [{ role: 'user', content: [plainText] }] }).tokens, 'a plain-text document: its bytes').to.equal(1500);
+    const responses = { input: [{ role: 'user', content: [{ type: 'input_file', filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBERi0=' }] }] };
+    expect(bound(responses).tokens).to.equal(1500 + WINDOW);
+    const chat = { messages: [{ role: 'user', content: [{ type: 'file', file: { filename: 'a.pdf', file_data: 'data:application/pdf;base64,JVBERi0=' } }] }] };
+    expect(bound(chat).tokens).to.equal(1500 + WINDOW);
+    expect(describeInputBound(bound(chat))).to.include('200,000 for 1 PDF(s) sent inline');
+  });
+
   it('holds a document fetched from a URL at the context window', () => {
     const fetched = { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } };
     expect(bound({ messages: [{ role: 'user', content: [fetched] }] }).tokens).to.equal(1500 + WINDOW);
