@@ -64,8 +64,9 @@ export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, c
   for (const key of await store.listKeys()) {
     if (!key.declaredIn || ids.has(key.id)) continue;
     // Taken out of the file: it stops working (an operator who deletes a leaked key's entry expects it to),
-    // kept with its spend and managed at run time from now on; a restore (admin API, CLI) brings it back.
-    await store.updateKey(key.id, { declaredIn: null, fileRevoked: false, revokedAtRunTime: true, revoked: true });
+    // kept with its spend and managed at run time from now on; a restore (admin API, CLI) brings it back,
+    // and so does the file declaring it again (the revocation is the file's, not a run-time one).
+    await store.updateKey(key.id, { declaredIn: null, fileRevoked: true, revoked: true });
     changes.push({ keyId: key.id, field: 'undeclared' });
   }
   return changes;

@@ -90,7 +90,9 @@ export function revokeApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
 export async function restoreApiKey(store: KeyStore, id: string): Promise<KeyRecord> {
   const key = await requireKey(store, id);
   checkDeclaredKeyChange(key, ['restore']);
-  return store.updateKey(id, { revoked: key.fileRevoked === true, revokedAtRunTime: false });
+  // A key no longer in config.json keeps no revocation of the file's: a restore brings it back.
+  const fileRevoked = key.declaredIn ? key.fileRevoked === true : false;
+  return store.updateKey(id, { revoked: fileRevoked, revokedAtRunTime: false, fileRevoked });
 }
 
 /**

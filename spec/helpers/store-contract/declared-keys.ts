@@ -113,4 +113,12 @@ export function describeDeclaredKeyContract(current: () => ContractFixture<Gatew
     expect(await syncDeclaredKeys(f.store, configWith([]))).to.deep.equal([]);
     expect(await admission(f.store, OLD)).to.equal('admitted');
   });
+
+  it('a key taken out of the file and declared again works again (another instance may sync an older file)', async () => {
+    await syncDeclaredKeys(f.store, configWith([{ id: 'back', key: OLD }]));
+    await syncDeclaredKeys(f.store, configWith([]));
+    expect(await admission(f.store, OLD)).to.not.equal('admitted');
+    await syncDeclaredKeys(f.store, configWith([{ id: 'back', key: OLD }]));
+    expect(await admission(f.store, OLD)).to.equal('admitted');
+  });
 }
