@@ -42,8 +42,8 @@ export function readUpload(req: IncomingMessage, res: ServerResponse, limits: Up
   if (declared > limitBytes) {
     // Not a byte read: Node's server drops the declared rest after the reply; the guard cuts a trickle.
     // A client waiting on `Expect: 100-continue` is not asked for its body at all.
-    const stopWatch = watchBodyRate(req, rate, () => req.socket.destroy());
-    req.once('end', stopWatch);
+    // The watch stops itself when the request ends or closes.
+    watchBodyRate(req, rate, () => req.socket.destroy());
     return Promise.reject(tooLarge(declared > DISCARD_FACTOR * limitBytes));
   }
   // The key was checked: a client waiting on `Expect: 100-continue` may send its upload now.

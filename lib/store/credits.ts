@@ -32,19 +32,22 @@ interface SettledFigures {
   credits: number;
 }
 
+/** Figures a store refuses to settle (checkSettledFigures): a RangeError no retry can mend. */
+export class SettlementRefusedError extends RangeError {}
+
 /**
  * Check a settlement's figures before a store changes anything: token counts are non-negative safe
  * integers and the credits a non-negative amount whose units are exact (at most 2^53 units). The
  * settlement bills impossible usage at the hold (lib/billing/usage-sanity.ts), so this only fails on a bug;
  * a store that ran on would leave a request unbilled (Redis: the hold gone, then HINCRBY refusing a
  * float) or a key blocked for the month (memory).
- * @throws RangeError naming the first field out of range
+ * @throws SettlementRefusedError naming the first field out of range
  */
 export function checkSettledFigures(figures: SettledFigures): void {
   for (const field of ['inputTokens', 'outputTokens', 'cacheCreationInputTokens', 'cacheReadInputTokens'] as const) {
     const value = figures[field];
-    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`settlement refused: ${field} ${value} is not a non-negative integer`);
+    if (!Number.isSafeInteger(value) || value < 0) throw new SettlementRefusedError(`settlement refused: ${field} ${value} is not a non-negative integer`);
   }
   const units = toCreditUnits(figures.credits);
-  if (!Number.isSafeInteger(units) || units < 0) throw new RangeError(`settlement refused: credits ${figures.credits} out of range`);
+  if (!Number.isSafeInteger(units) || units < 0) throw new SettlementRefusedError(`settlement refused: credits ${figures.credits} out of range`);
 }

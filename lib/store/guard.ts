@@ -20,6 +20,7 @@
  * - `/health` reports the store unreachable (its ping fails), and the guard recovers by itself: the
  *   next call that succeeds is served normally.
  */
+import { SettlementRefusedError } from './credits';
 import { GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
 import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, UsageEntry } from './types';
@@ -209,7 +210,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         await withTimeout(store.settleCredits(reservation, usage), timeoutMs);
       } catch (err) {
         // Figures the store refuses (credits.ts checkSettledFigures) would fail every retry, and hold up the queue.
-        if (err instanceof RangeError) throw err;
+        if (err instanceof SettlementRefusedError) throw err;
         if (pending.length >= MAX_PENDING_SETTLEMENTS) {
           const dropped = pending.shift()!;
           logger.error({ message: 'delayed settlement dropped (too many waiting)', key_id: dropped.reservation.keyId, credits: dropped.usage.credits });
