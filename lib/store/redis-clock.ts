@@ -56,15 +56,22 @@ export function toServerMs(localMs: number, clock: ClockReading): number {
   return Math.floor(localMs + clock.offsetMs - clock.uncertaintyMs);
 }
 
+/** An uncertainty every refreshed reading may have, ms: a loopback or LAN round trip under load. */
+const PRECISE_ENOUGH_MS = 25;
+
 /**
  * Keep `measure`'s reading: measured now (its failure is thrown: the connection is not usable), then
- * every `everyMs` while `stop` is not called (a failed measurement keeps the last reading).
+ * every `everyMs` while `stop` is not called (a failed measurement keeps the last reading, and so does one
+ * less precise than twice the last one's uncertainty, beyond PRECISE_ENOUGH_MS).
  * @returns the latest reading and a `stop` that ends the timer
  */
 export async function keepClock(measure: () => Promise<ClockReading>, everyMs = CLOCK_REFRESH_MS): Promise<{ reading: () => ClockReading; refresh: () => Promise<void>; stop: () => void }> {
   let latest = await measure();
   const refresh = async () => {
-    latest = await measure().catch(() => latest);
+    const next = await measure().catch(() => latest);
+    // A reading taken while this process lagged has a wide uncertainty, which every deadline would lose
+    // (toServerMs): the last precise one serves instead (an offset drifts by far less in a minute).
+    if (next.uncertaintyMs <= Math.max(2 * latest.uncertaintyMs, PRECISE_ENOUGH_MS)) latest = next;
   };
   const timer = setInterval(() => void refresh(), everyMs);
   timer.unref();

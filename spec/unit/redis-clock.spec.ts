@@ -72,6 +72,21 @@ describe('Redis clock offset', () => {
     });
   });
 
+  it('keeps the last precise reading when a refresh was measured while the process lagged', async () => {
+    const next = [{ offsetMs: 7, uncertaintyMs: 1 }, { offsetMs: 900, uncertaintyMs: 1900 }, { offsetMs: 8, uncertaintyMs: 2 }, { offsetMs: 9, uncertaintyMs: 20 }];
+    const clock = await keepClock(async () => next.shift()!, 60_000);
+    try {
+      await clock.refresh();
+      expect(clock.reading(), 'a reading with a 1.9 s uncertainty').to.deep.equal({ offsetMs: 7, uncertaintyMs: 1 });
+      await clock.refresh();
+      expect(clock.reading().offsetMs).to.equal(8);
+      await clock.refresh();
+      expect(clock.reading().offsetMs, 'within the uncertainty any refresh may have').to.equal(9);
+    } finally {
+      clock.stop();
+    }
+  });
+
   it('the script stops admitting a little before the caller gives up: 50 ms, or a quarter of the time left', () => {
     expect(scriptDeadline(10_000, 8000)).to.equal(9950);
     expect(scriptDeadline(10_000, 9900)).to.equal(9975);
