@@ -7,12 +7,7 @@
  */
 import type { ModelConfig } from '../config';
 import type { Usage } from '../../translators/usage';
-
-/**
- * Context window assumed for a model whose catalogue entry has no `capabilities`: 1,000,000 tokens,
- * the largest the provider lists (platform.claude.com/docs/en/about-claude/models/overview).
- */
-export const DEFAULT_CONTEXT_WINDOW = 1_000_000;
+import { contextWindowOf } from './input-bound';
 
 const COUNTS = [
   'input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'cache_creation_1h_input_tokens',
@@ -27,7 +22,8 @@ const isCount = (value: number) => Number.isSafeInteger(value) && value >= 0;
  * - every count (tokens, server-tool requests, compaction tokens) is a non-negative integer;
  * - each server-tool request is written by the model, so there are no more of them than output tokens;
  * - each server-tool request starts one more sampling step, whose input (fresh, cache writes and
- *   cache reads) is at most the context window: input <= context window x (1 + server-tool requests),
+ *   cache reads) is at most the context window (the widest a request may ask for, the 1M window beta
+ *   included: the check must never refuse a real reply): input <= window x (1 + server-tool requests),
  *   and the same for the compaction steps' tokens;
  * - output tokens <= the model's output ceiling (`capabilities.maxOutputTokens`; else its context window).
  */
@@ -36,7 +32,7 @@ export function findImpossibleUsage(model: ModelConfig, usage: Usage): string | 
   for (const field of COMPACTION_COUNTS) {
     if (!isCount(usage.compaction[field])) return `usage.iterations ${field} ${usage.compaction[field]} is not a non-negative integer`;
   }
-  const window = model.capabilities?.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+  const window = contextWindowOf(model, true);
   const toolRequests = usage.web_search_requests + usage.web_fetch_requests + usage.code_execution_requests;
   if (toolRequests > usage.output_tokens + usage.compaction.output_tokens) {
     return `${toolRequests} server-tool requests in ${usage.output_tokens} output tokens`;
