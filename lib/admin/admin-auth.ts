@@ -6,6 +6,7 @@ import type { RequestHandler } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { errors, GatewayError } from '../http/errors';
 import { digestsEqual, hashSecret } from '../keys/secrets';
+import { setActor } from './actor';
 
 export interface AdminAuthOptions {
   /** The configured ADMIN_TOKEN (never empty: an unset token leaves the admin router unmounted). */
@@ -31,6 +32,7 @@ export function createAdminAuth(options: AdminAuthOptions): RequestHandler {
     const bearer = bearerOf(req.headers.authorization);
     if (!bearer) return next(errors.authentication('missing admin token: send "Authorization: Bearer <ADMIN_TOKEN>"'));
     if (!adminTokenMatches(bearer, options.token)) return next(errors.authentication('invalid admin token'));
+    setActor(req, { kind: 'admin-token' });
     next();
   };
 }

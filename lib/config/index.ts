@@ -12,9 +12,10 @@ import { UPSTREAM_DEFAULTS } from '../upstream/client';
 import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
 import { resolveTopLevelTargets } from './upstream-targets';
+import { resolveAuth, resolveTeams } from './people';
 import { configSchema } from './schema';
 import { mergeModels, readShippedCatalogue } from './shipped-catalogue';
-import type { GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
+import type { ConfigEnv, GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
 
 export * from './types';
 export { alertThresholdsSchema, configSchema } from './schema';
@@ -31,24 +32,6 @@ function describeAjvError(error: ErrorObject): string {
   }
   if (error.keyword === 'oneOf') return `${where}: give exactly one of "key" and "keySha256"`;
   return `${where}: ${error.message ?? 'is invalid'}`;
-}
-
-/** The environment variables the configuration reads. */
-export interface ConfigEnv {
-  PORT?: string;
-  UPSTREAM_URL?: string;
-  UPSTREAM_API_KEY?: string;
-  REDIS_URL?: string;
-  REDIS_PREFIX?: string;
-  REDIS_CLUSTER_NODES?: string;
-  REDIS_TLS_CA?: string;
-  REDIS_CONNECT_TIMEOUT_MS?: string;
-  GATEWAY_STATE_FILE?: string;
-  LOG_LEVEL?: string;
-  METRICS_TOKEN?: string;
-  ADMIN_TOKEN?: string;
-  ALERTS_WEBHOOK_SECRET?: string;
-  [name: string]: string | undefined;
 }
 
 /**
@@ -129,6 +112,8 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     aliases,
     keys,
     keyGroups,
+    auth: resolveAuth(file.auth),
+    teams: resolveTeams(file.teams, modelIds),
     defaults: {
       maxTokens: file.defaults?.maxTokens ?? 4096,
       rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,

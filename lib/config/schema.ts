@@ -1,5 +1,6 @@
 /** JSON schema of config.json (draft-07, as ajv's default), validated once at start-up. */
 import { keyGroupSchema } from './key-groups';
+import { authSchema, teamSchema } from './people';
 import { upstreamTargetsSchema } from './upstream-targets';
 
 const pricingSchema = {
@@ -110,9 +111,13 @@ export const configSchema = {
           monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
           revoked: { type: 'boolean' },
           keyGroup: { type: 'string', minLength: 1 },
+          team: { type: 'string', minLength: 1 },
+          owner: { type: 'string', minLength: 1 },
         },
       },
     },
+    auth: authSchema,
+    teams: { type: 'array', items: teamSchema },
     keyGroups: { type: 'array', items: keyGroupSchema },
     defaults: {
       type: 'object',

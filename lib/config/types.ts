@@ -3,6 +3,9 @@
  * every field are fixed (outside tools rely on them); see docs/operations.md "Configuration".
  */
 import type { KeyGroupConfig } from './key-groups';
+import type { AuthConfig, TeamConfig } from './people';
+
+export type { AuthConfig, OidcConfig, TeamConfig } from './people';
 import type { UpstreamTargetConfig } from './upstream-targets';
 import type { ModelCapabilities } from '../../translators/model-capabilities';
 
@@ -73,6 +76,10 @@ export interface KeyConfig {
   revoked?: boolean;
   /** Key group id. Default: the group whose prefix `key` starts with; `default` for `keySha256` keys. */
   keyGroup?: string;
+  /** The team the key belongs to (its caps and policy apply, lib/config/people.ts). */
+  team?: string;
+  /** The user (OIDC subject) the key belongs to: the member whose cap it counts against. */
+  owner?: string;
 }
 
 export interface UpstreamConfig {
@@ -120,6 +127,10 @@ export interface GatewayConfig {
   keys: KeyConfig[];
   /** The key groups, the basic group `default` first (see lib/config/key-groups.ts). */
   keyGroups: KeyGroupConfig[];
+  /** Single sign-on and session settings (config `auth`). */
+  auth: AuthConfig;
+  /** Teams (config `teams[]`); the admin API adds more at run time. */
+  teams: TeamConfig[];
   defaults: {
     /** Default `max_tokens` of translated requests that give none, for models without `capabilities`. Default 4096. */
     maxTokens: number;
@@ -244,4 +255,22 @@ export interface GatewayConfig {
   metricsToken: string | null;
   /** From env ADMIN_TOKEN: the bearer token of the admin API and dashboard; null turns both off (404). */
   adminToken: string | null;
+}
+
+/** The environment variables the configuration reads. */
+export interface ConfigEnv {
+  PORT?: string;
+  UPSTREAM_URL?: string;
+  UPSTREAM_API_KEY?: string;
+  REDIS_URL?: string;
+  REDIS_PREFIX?: string;
+  REDIS_CLUSTER_NODES?: string;
+  REDIS_TLS_CA?: string;
+  REDIS_CONNECT_TIMEOUT_MS?: string;
+  GATEWAY_STATE_FILE?: string;
+  LOG_LEVEL?: string;
+  METRICS_TOKEN?: string;
+  ADMIN_TOKEN?: string;
+  ALERTS_WEBHOOK_SECRET?: string;
+  [name: string]: string | undefined;
 }

@@ -35,6 +35,10 @@ export interface KeyRecord {
    * reload undoes it; only a restore does). `revoked` is the two together, as the admission reads it.
    */
   revokedAtRunTime?: boolean;
+  /** The team the key belongs to (lib/config/people.ts); absent or null: none. */
+  team?: string | null;
+  /** The user (OIDC subject) the key belongs to; absent or null: none. */
+  owner?: string | null;
 }
 
 /** A secret of a key: its SHA-256 (hex) and, for a rotated-out secret, when it stops working. */

@@ -1,0 +1,58 @@
+/**
+ * Who is calling the admin API or the dashboard: the holder of ADMIN_TOKEN (automation and break-glass,
+ * an organisation admin), or a user signed in through the company's identity provider with the roles
+ * their groups give them. The auth step sets it on the request; every admin route reads it from there.
+ */
+import type { Request } from 'express';
+
+/** The roles of the admin API (issue: people, teams and budgets). */
+export type Role = 'org-admin' | 'team-admin' | 'member';
+
+/** The ADMIN_TOKEN holder. Shown as `admin-token` in the audit log. */
+export interface TokenActor {
+  kind: 'admin-token';
+}
+
+/** A user signed in through OIDC. */
+export interface UserActor {
+  kind: 'user';
+  /** The ID token's `sub`. */
+  subject: string;
+  email: string | null;
+  name: string | null;
+  groups: string[];
+  /** True when one of `auth.oidc.adminGroups` is among `groups`. */
+  orgAdmin: boolean;
+  /** Ids of the teams the user belongs to (by `oidcGroups`, or added by email). */
+  teams: string[];
+  /** Ids of the teams the user administers (by the team's `adminGroups`). */
+  adminOf: string[];
+  /** The session's CSRF token (sent back as `x-csrf-token` on state-changing calls). */
+  csrfToken: string;
+  /** The session id (never logged); sign-out deletes it from the store. */
+  sessionId: string;
+}
+
+export type Actor = TokenActor | UserActor;
+
+const ACTOR = Symbol('actor');
+
+/** Record the caller of `req` (the admin auth step does). */
+export function setActor(req: Request, actor: Actor): void {
+  (req as unknown as Record<symbol, Actor>)[ACTOR] = actor;
+}
+
+/**
+ * The caller of `req`, as the admin auth step recorded it.
+ * @throws Error when no auth step ran (a route mounted outside the admin router)
+ */
+export function actorOf(req: Request): Actor {
+  const actor = (req as unknown as Record<symbol, Actor | undefined>)[ACTOR];
+  if (!actor) throw new Error('admin route reached without an authenticated caller');
+  return actor;
+}
+
+/** How the audit log and messages name `actor`: the user's subject, or `admin-token`. */
+export function actorName(actor: Actor): string {
+  return actor.kind === 'admin-token' ? 'admin-token' : actor.subject;
+}

@@ -1,0 +1,52 @@
+/**
+ * The seam between the upstream client and the cloud a target is on. A target's provider turns the
+ * native request the routes build (first-party path, headers, JSON body) into its cloud's request
+ * (path, body fields, credentials, signature) and its cloud's reply back into the native one. The
+ * first-party API (`anthropic`) needs neither step; Bedrock, Vertex AI and Foundry each have a module
+ * here that loads its cloud's SDK only when a target of that provider is configured.
+ */
+import type http from 'node:http';
+
+/** The clouds a target may be on (config `upstream.targets[].provider`). */
+export type ProviderName = 'anthropic' | 'bedrock' | 'vertex' | 'foundry';
+
+/** A request as the routes build it for the first-party messages API. */
+export interface NativeUpstreamRequest {
+  /** `POST`, `GET` or `DELETE`. */
+  method: string;
+  /** First-party path with its query, e.g. `/v1/messages`, `/v1/messages/count_tokens`. */
+  path: string;
+  /** Allow-listed request headers, lower-case (`anthropic-version`, `anthropic-beta`, ...); no credential. */
+  headers: Record<string, string>;
+  /** The native JSON body (its `model` is the catalogue's upstream name); none for GET and DELETE. */
+  body?: Buffer;
+  /** True when the body asks for a stream (`"stream": true`). */
+  stream: boolean;
+}
+
+/** The request a provider sends: its path under the target URL, its headers (credentials included) and body. */
+export interface ProviderRequest {
+  method: string;
+  /** Path under the target's URL (its own path prefix is added by the client), with its query. */
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+}
+
+/** One target's provider: built once per target from its config, used for every attempt to it. */
+export interface TargetProvider {
+  readonly name: ProviderName;
+  /**
+   * This cloud's request for `request`, sent to the model `modelId` (the target's `modelIds` entry for
+   * the catalogue model): path, body fields the cloud wants (e.g. `anthropic_version`), credentials or
+   * signature. Asynchronous: credentials may need fetching or refreshing.
+   * @throws Error when credentials cannot be obtained (the attempt fails as not started: nothing was sent)
+   */
+  prepare(request: NativeUpstreamRequest, modelId: string, target: { url: URL; basePath: string }): Promise<ProviderRequest>;
+  /**
+   * The reply as the first-party API gives it. Bedrock's streamed reply is an AWS event stream: it is
+   * decoded into the native SSE bytes as they arrive. Others return `response` itself.
+   * The returned stream keeps `statusCode` and `headers` (the routes read them) and backpressure.
+   */
+  adaptReply(response: http.IncomingMessage, request: NativeUpstreamRequest): http.IncomingMessage;
+}
