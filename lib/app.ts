@@ -252,7 +252,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/healthz', createLiveness());
   // Claude Code's connection warm-up and preflight (`HEAD`/`GET <base URL>/api/hello`), answered as the API does.
   router.get('/api/hello', createLiveness());
-  router.get('/health', createHealth({ upstream, store, simulated: deps.simulated ?? false, draining: deps.draining, targets: () => upstreams.describe(catalogue.keyGroups) }));
+  router.get('/health', createHealth({ upstream: () => upstreams.forGroup(catalogue.keyGroup(DEFAULT_KEY_GROUP)!), store, simulated: deps.simulated ?? false, draining: deps.draining, targets: () => upstreams.describe(catalogue.keyGroups) }));
   router.get('/metrics', createMetricsEndpoint({ registry: metrics.registry, token: () => config.metricsToken, privateMetrics: [SPEND_GAUGE_NAME] }));
   router.post('/v1/messages',
     ...upstreamSteps('native', createValidateBody(messagesSchema), [...versionHeader, fileAccess], creditReservation('native')), named('upstreamMessages', messagesHandler));

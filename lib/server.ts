@@ -87,6 +87,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
   const { port } = server.address() as AddressInfo;
   logger.info({ message: 'gateway listening', port, store: gateway.store.kind, models: config.models.length });
 
+  let closingConnections = false;
   return {
     server,
     url: `http://127.0.0.1:${port}`,
@@ -97,9 +98,16 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     drain: (delayMs = gateway.config.shutdownDelayMs) => drain(delayMs),
   };
 
+  /** From now on every reply closes its connection (a client's next request opens a new one); installed once. */
+  function closeEachConnectionAfterItsReply(): void {
+    if (closingConnections) return;
+    closingConnections = true;
+    server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+  }
+
   async function drain(delayMs: number): Promise<void> {
     gateway.startDraining();
-    server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+    closeEachConnectionAfterItsReply();
     await new Promise((resolve) => setTimeout(resolve, delayMs));
   }
 
@@ -107,7 +115,7 @@ export async function startGateway(options: StartOptions): Promise<RunningGatewa
     const allClosed = new Promise<void>((resolve) => server.close(() => resolve()));
     // Replies still to come close their connection, and idle kept-alive connections are let go as
     // soon as they fall idle, so nothing new can start on them.
-    server.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.setHeader('connection', 'close'));
+    closeEachConnectionAfterItsReply();
     server.closeIdleConnections();
     const sweep = setInterval(() => server.closeIdleConnections(), 50);
     let graceTimer: NodeJS.Timeout | undefined;

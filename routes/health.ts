@@ -35,7 +35,8 @@ export function createLiveness(): RequestHandler {
 export const UPSTREAM_PING_REUSE_MS = 5000;
 
 export interface HealthOptions {
-  upstream: UpstreamClient;
+  /** The default key group's upstream client as the config now stands (a reload may replace it). */
+  upstream: () => UpstreamClient;
   store: StoreConnection;
   /** True when the upstream is the embedded simulated one. */
   simulated: boolean;
@@ -49,9 +50,11 @@ export interface HealthOptions {
 
 export function createHealth(options: HealthOptions): RequestHandler {
   const now = options.now ?? Date.now;
-  let ping: { answer: Promise<boolean>; at: number } | undefined;
+  let ping: { answer: Promise<boolean>; at: number; client: UpstreamClient } | undefined;
   const upstreamReachable = (): Promise<boolean> => {
-    if (!ping || now() - ping.at >= UPSTREAM_PING_REUSE_MS) ping = { answer: options.upstream.ping(2000), at: now() };
+    const client = options.upstream();
+    // A reload that replaced the client asks the new one at once, not the answer of the one it replaced.
+    if (!ping || ping.client !== client || now() - ping.at >= UPSTREAM_PING_REUSE_MS) ping = { answer: client.ping(2000), at: now(), client };
     return ping.answer;
   };
   return async (_req, res) => {

@@ -37,3 +37,28 @@ describe('reload: an upstream cannot be removed without a restart', function () 
     expect(upstream.requests).to.have.length(1);
   });
 });
+
+describe('reload: /health asks the upstream in force', function () {
+  let upstream: FakeUpstream | undefined;
+  let running: RunningGateway | undefined;
+  after(async () => {
+    await running?.close();
+    await upstream?.close();
+  });
+
+  it('reports the new upstream unreachable at once after a reload moved the targets to a closed port', async () => {
+    upstream = await startFakeUpstream();
+    process.env.TEST_UPSTREAM_API_KEY = UPSTREAM_SECRET;
+    let url = upstream.url;
+    const load = () => parseConfig(testConfigObject(url, {}), { PORT: '0' });
+    running = await startGateway({ config: load(), loadConfig: load, logger: createCapturingLogger().logger, host: '127.0.0.1', requestScope: false });
+    const before = await (await fetch(`${running.url}/health`)).json() as { upstream: { reachable: boolean } };
+    expect(before.upstream.reachable).to.equal(true);
+    // Port 9 (discard) on loopback: nothing listens there, so a connection is refused at once.
+    url = 'http://127.0.0.1:9';
+    expect(await running.gateway.reload()).to.deep.include({ ok: true });
+    const after = await fetch(`${running.url}/health`);
+    expect(after.status).to.equal(503);
+    expect((await after.json() as { upstream: { reachable: boolean } }).upstream.reachable).to.equal(false);
+  });
+});
