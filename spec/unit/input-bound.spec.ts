@@ -86,8 +86,14 @@ describe('the input bound', () => {
   it('takes the model\'s context window, the 1M window when the request asks for it', () => {
     const catalogue = createCatalogue(parseConfig(testConfigObject('http://127.0.0.1:9'), {}));
     const haiku = catalogue.resolve('model-haiku-4.5')!;
-    expect(contextWindowOf(haiku)).to.equal(haiku.capabilities?.contextWindow ?? 1_000_000);
+    // Figures, not the implementation restated: the shipped catalogue gives Haiku 4.5 a 200k window.
+    expect(haiku.capabilities?.contextWindow).to.equal(200_000);
+    expect(contextWindowOf(haiku)).to.equal(200_000);
     expect(contextWindowOf(haiku, true)).to.equal(1_000_000);
+    const { capabilities: _dropped, ...unknownWindow } = haiku;
+    expect(contextWindowOf(unknownWindow)).to.equal(1_000_000);
+    const wider = { ...haiku, capabilities: { ...haiku.capabilities!, contextWindow: 2_000_000 } };
+    expect(contextWindowOf(wider, true)).to.equal(2_000_000);
   });
 
   it('holds a batch request\'s image parts and files as a single request\'s (Medium 8)', () => {
