@@ -165,8 +165,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       if (signal?.aborted) {
         target.health.released();
         if (reply) return reply;
-        const failed = outcome as AttemptFailure;
-        throw mapUpstreamSocketError(failed.error, failed.timedOut);
+        // Marked outcome unknown when the request had left whole (a spared attempt's head timeout, say).
+        throw attemptError(outcome as AttemptFailure);
       }
       const failure = failureOf(target, credential, outcome, now);
       if (failure === undefined) {
