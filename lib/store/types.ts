@@ -177,7 +177,9 @@ export interface KeyStore {
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
   /**
    * Makes `secret` the key's only secret, at once (no grace: a key declared in config.json whose
-   * secret the file replaced), with `last4`. One more version when it changed.
+   * secret the file replaced), with `last4`. One more version when it changed. When `secret` is the
+   * current secret already, only other current secrets go: a secret in its rotation grace (rotated
+   * at run time before the key was declared) keeps its expiry.
    * @returns whether the secrets changed (false: it already was the only, current secret; nothing written)
    * @throws Error when the key does not exist or the secret belongs to another key
    */
