@@ -262,6 +262,12 @@ export class RedisStore implements GatewayStore {
     return text === null ? null : (JSON.parse(text) as PinnedObject);
   }
 
+  async getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>> {
+    // One GET per pin, sent together (each in its own slot on a cluster, so not one MGET).
+    const texts = await Promise.all(ids.map((id) => this.connection.commands.get(this.keys.pin(kind, id))));
+    return texts.map((text) => (text === null ? null : (JSON.parse(text) as PinnedObject)));
+  }
+
   async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
     return (await this.connection.commands.del(this.keys.pin(kind, id))) > 0;
   }

@@ -238,6 +238,8 @@ export interface ResponseStore {
   savePin(pin: PinnedObject, ttlMs: number): Promise<void>;
   /** The pin of this kind and id, or null when there is none or its time is up. */
   getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null>;
+  /** The pins of this kind for `ids`, in their order (null where there is none), in one call (a batch's files). */
+  getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>>;
   /** Forget a pin; false when there was none. */
   deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean>;
 }
