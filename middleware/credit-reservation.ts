@@ -34,12 +34,12 @@ import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/sto
 import type { LedgerStore, Reservation } from '../lib/store/types';
 import { isUtf8 } from 'node:buffer';
 import {
-  boundInputTokens, choicesOf, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
+  boundInputTokens, choicesOf, describeWorstCase, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from '../lib/billing/worst-case';
 import { holdAtMeasuredInput } from './measured-input';
 import type { UpstreamClient } from '../lib/upstream';
-import { asksWideWindow, boundInput, contextWindowOf, describeInputBound, type InputBound } from '../lib/billing/input-bound';
+import { asksWideWindow, boundInput, contextWindowOf, type InputBound } from '../lib/billing/input-bound';
 
 export interface CreditReservationOptions {
   store: LedgerStore;
@@ -60,7 +60,7 @@ export interface CreditReservationOptions {
 }
 
 export {
-  boundInputTokens, boundWebSearches, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
+  boundInputTokens, boundServerToolRequests, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
 } from '../lib/billing/worst-case';
 
 /**
@@ -164,9 +164,9 @@ const IN_FLIGHT_RETRY_AFTER_S = 5;
  * The 402 for a request whose minimal reply does not fit: what is left, what the request needs at
  * least, and how to fit it; when holds of requests in flight are in the way, says so with `retry-after`.
  */
-function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string, input: InputBound): GatewayError {
+function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string, parts: string): GatewayError {
   const left = Math.max(0, result.cap - result.spent - result.reserved);
-  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${describeInputBound(input)}`;
+  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${parts}`;
   const state = `${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)`;
   if (result.reserved > 0 && result.cap - result.spent >= minCredits) {
     return new GatewayError(402, 'billing_error',
@@ -218,7 +218,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
           store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
           maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format),
         }) : null;
-        if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, input);
+        if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, describeWorstCase(ctx.model!, input));
       }
       const held = measured?.reservation ?? (result as Extract<typeof result, { ok: true }>).reservation;
       if (held.credits < (measured?.credits ?? wanted.credits)) {

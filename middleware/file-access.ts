@@ -56,24 +56,45 @@ export function fileFactsOf(pin: PinnedObject): FileFacts {
 
 /**
  * Check that every file a body names is the key's own, and find the upstream target (account) holding
- * them: a request naming files goes to that target only.
- * @param held the target already required (the other requests of a batch), if any
+ * them: a request naming files goes to that target only. One store call (`checkFilesOf`).
+ * @param held the target already required, if any
  * @param facts where to put what the pins know of each file (size, type), when given
  * @returns the holding target; `held` when the body names no file of a recorded target
  * @throws GatewayError 404 for a file the key did not upload; 400 when the files are held by different targets
  */
-export async function checkFileAccess(store: ResponseStore, keyId: string, body: unknown, where = 'file_id', held?: string,
+export function checkFileAccess(store: ResponseStore, keyId: string, body: unknown, where = 'file_id', held?: string,
   facts?: Map<string, FileFacts>): Promise<string | undefined> {
+  return checkFilesOf(store, keyId, [{ body, where }], facts, held);
+}
+
+/**
+ * `checkFileAccess` for several bodies at once (each request of a batch): the pins of every file they
+ * name are read in one store call, then each body is checked in order, so the error names the first
+ * body (`where`) at fault; all the files must be held by one target.
+ * @param facts where to put what the pins know of each file (size, type), when given
+ * @param held the target already required, if any
+ * @returns the holding target; `held` when no body names a file of a recorded target
+ * @throws GatewayError 404 for a file the key did not upload; 400 when the files are held by different targets
+ */
+export async function checkFilesOf(store: ResponseStore, keyId: string, bodies: ReadonlyArray<{ body: unknown; where: string }>,
+  facts?: Map<string, FileFacts>, held?: string): Promise<string | undefined> {
+  const named = bodies.map(({ body, where }) => ({ where, ids: referencedFileIds(body) }));
+  const all = [...new Set(named.flatMap(({ ids }) => ids))];
+  if (all.length === 0) return held;
+  const pins = await store.getPins('file', all);
+  const pinOf = new Map(all.map((id, i) => [id, pins[i]]));
   let target = held;
-  for (const id of referencedFileIds(body)) {
-    const pin = await store.getPin('file', id);
-    if (!pin || pin.keyId !== keyId) throw errors.notFound(`${where}: no file "${id.slice(0, 100)}" for this key`);
-    facts?.set(id, fileFactsOf(pin));
-    const holder = pinnedTarget(pin);
-    if (holder !== undefined && target !== undefined && holder !== target) {
-      throw errors.invalidRequest(`${where}: file "${id.slice(0, 100)}" is held by upstream target "${holder}", another file of this request by "${target}"; one request can use the files of one upstream account only`);
+  for (const { where, ids } of named) {
+    for (const id of ids) {
+      const pin = pinOf.get(id);
+      if (!pin || pin.keyId !== keyId) throw errors.notFound(`${where}: no file "${id.slice(0, 100)}" for this key`);
+      facts?.set(id, fileFactsOf(pin));
+      const holder = pinnedTarget(pin);
+      if (holder !== undefined && target !== undefined && holder !== target) {
+        throw errors.invalidRequest(`${where}: file "${id.slice(0, 100)}" is held by upstream target "${holder}", another file of this request by "${target}"; one request can use the files of one upstream account only`);
+      }
+      target = holder ?? target;
     }
-    target = holder ?? target;
   }
   return target;
 }

@@ -18,7 +18,8 @@ import { isOutcomeUnknown } from '../lib/upstream/retry-policy';
  * been written, the attempt under way (and any retry wait) is cancelled. The reply's status goes on
  * the context, with the target that sent it. Attempts are routed by the request's canonical model
  * and session (`ctx.sessionId`).
- * @returns the reply, or undefined when the client was already gone (the reply has been aborted)
+ * @returns the reply (also when a billed reply's client has gone: it is read for its usage), or
+ *   undefined when the client was already gone (the reply has been aborted)
  * @throws GatewayError 502/504 from the upstream client (`ctx.upstreamOutcomeUnknown` set when the
  *   upstream may have run the request all the same)
  */
@@ -30,6 +31,10 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
   // the request whether or not anyone reads the reply, so the route reads it to its end (writing to
   // the closed response does nothing) and the settlement bills its usage. A stream is cancelled at once.
   const readWhenGone = !ctx.stream && ctx.reservation !== undefined;
+  // A billed stream whose client leaves before the reply head: an attempt already sent whole is not
+  // cancelled (the upstream may be running it and will bill it); its reply is read to its end without a
+  // client (routes/reply.ts, bounded by the idle limit) and billed at its usage. One not yet sent is.
+  clientGone.sparesSent = ctx.stream && ctx.reservation !== undefined;
   res.once('close', () => {
     if (res.writableFinished || readWhenGone) return;
     clientGone.abort();
@@ -66,7 +71,7 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     reply.response.once('end', end);
     reply.response.once('close', end);
   }
-  if (res.destroyed && !readWhenGone) {
+  if (res.destroyed && !readWhenGone && !clientGone.sparesSent) {
     reply.abort();
     return undefined;
   }

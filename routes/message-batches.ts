@@ -15,7 +15,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { releaseHolds, settleBatch, type BatchPinData } from '../lib/billing/batch-billing';
 import type { Catalogue } from '../lib/config/catalogue';
-import type { GatewayConfig } from '../lib/config';
+import type { GatewayConfig, ModelConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/pipeline/context';
 import { errors, GatewayError } from '../lib/http/errors';
 import type { Logger } from '../lib/observability/logger';
@@ -23,11 +23,11 @@ import { systemClock, utcMonth, type Clock } from '../lib/store/month';
 import type { LedgerStore, PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
-import { checkFileAccess } from '../middleware/file-access';
-import { asksWideWindow, describeInputBound, type FileFacts } from '../lib/billing/input-bound';
+import { checkFilesOf } from '../middleware/file-access';
+import { asksWideWindow, type FileFacts, type InputBound } from '../lib/billing/input-bound';
 import { callUpstream, parseJson, pinnedTarget, type UpstreamAnswer } from '../lib/upstream/pinned-call';
 import { cursorTarget, ownEntries, ownPin, relay } from './pinned-upstream';
-import { batchWorstCase } from '../lib/billing/worst-case';
+import { batchWorstCase, describeWorstCase } from '../lib/billing/worst-case';
 
 /** How long a batch is pinned and its holds last: results are kept 29 days after creation upstream. */
 export const BATCH_PIN_TTL_MS = 30 * 24 * 3600_000;
@@ -77,21 +77,19 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
   }
 
   /**
-   * Check and rewrite each request of a create body; the holds each model needs (credits), and the
-   * input bound of the request that needs the most (what a 402 names). `files`: what is known of the
-   * files the requests name; `wideWindow`: the create request asks for the 1M context window.
+   * Check each request of a create body (its shape, `custom_id`, model: aliases, key group and
+   * whitelist) before anything else is read (its files), and rewrite its model to the upstream's.
+   * @returns each request's catalogue model, and the model of each `custom_id`
+   * @throws GatewayError 400 for a malformed batch, 404 for an unknown model, 403 for a refused one
    */
-  function admitRequests(ctx: RequestContext, body: any, files: Map<string, FileFacts>, wideWindow: boolean): { models: Record<string, string>; needs: Map<string, number>; largest: string } {
+  function checkRequests(ctx: RequestContext, body: any): { requests: Array<{ params: Record<string, unknown>; model: ModelConfig }>; models: Record<string, string> } {
     const requests = body?.requests;
     if (!Array.isArray(requests) || requests.length === 0 || requests.length > MAX_BATCH_REQUESTS) {
       throw errors.invalidRequest(`requests: must be an array of 1 to ${MAX_BATCH_REQUESTS} requests`, 'requests');
     }
     // No prototype: a `custom_id` such as `__proto__` is an entry like any other.
     const models: Record<string, string> = Object.create(null);
-    const needs = new Map<string, number>();
-    let most = -1;
-    let largest = '';
-    requests.forEach((entry: any, i: number) => {
+    const checked = requests.map((entry: any, i: number) => {
       const params = entry?.params;
       if (typeof entry?.custom_id !== 'string' || !params || typeof params !== 'object' || typeof params.model !== 'string') {
         throw errors.invalidRequest(`requests.${i}: must be {custom_id: string, params: {model: string, ...}}`, `requests.${i}`);
@@ -104,13 +102,28 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       if (!model) throw errors.modelNotFound(`requests.${i}.params.model: model "${String(params.model).slice(0, 100)}" not found`);
       const refusal = keyGroupRefusal(catalogue, { ...ctx, model }) ?? whitelistRefusal({ ...ctx, model });
       if (refusal) throw new GatewayError(refusal.status, refusal.nativeType, `requests.${i}: ${refusal.message}`, { chatCode: 'model_not_allowed' });
-      const worst = batchWorstCase(model, params, catalogue.defaultMaxTokens(model), options.reservation(), files, wideWindow);
-      needs.set(model.id, (needs.get(model.id) ?? 0) + worst.credits);
-      if (worst.credits > most) [most, largest] = [worst.credits, `requests.${i}: ${describeInputBound(worst.input)}`];
       models[entry.custom_id] = model.id;
       params.model = model.upstreamModel;
+      return { params, model };
     });
-    return { models, needs, largest };
+    return { requests: checked, models };
+  }
+
+  /**
+   * The holds each model of a checked batch needs (credits), and what a 402 names: the request that
+   * needs the most, its words put together only when one is sent (`describe`). `files`: what is known
+   * of the files the requests name; `wideWindow`: the create request asks for the 1M context window.
+   */
+  function batchNeeds(requests: ReturnType<typeof checkRequests>['requests'], files: Map<string, FileFacts>, wideWindow: boolean): { needs: Map<string, number>; describeLargest(): string } {
+    const needs = new Map<string, number>();
+    let most = -1;
+    let largest: { index: number; model: ModelConfig; input: InputBound } | undefined;
+    requests.forEach(({ params, model }, index) => {
+      const worst = batchWorstCase(model, params, catalogue.defaultMaxTokens(model), options.reservation(), files, wideWindow);
+      needs.set(model.id, (needs.get(model.id) ?? 0) + worst.credits);
+      if (worst.credits > most) [most, largest] = [worst.credits, { index, model, input: worst.input }];
+    });
+    return { needs, describeLargest: () => (largest ? `requests.${largest.index}: ${describeWorstCase(largest.model, largest.input)}` : '') };
   }
 
   /** Relay a reply whose body is one batch object, its results_url rewritten. */
@@ -128,17 +141,13 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
     create: wrap(async (req, res) => {
       const ctx = getContext(res);
       const key = ctx.key!;
+      // The batch's shape first: a malformed batch costs no store call.
+      const { requests, models } = checkRequests(ctx, req.body);
       // A batch naming files is created on the target holding them (each request can read only its account's);
-      // checked first: the files' sizes bound the batch's holds.
-      let target: string | undefined;
+      // all its files read in one store call, before the holds: their sizes bound them.
       const files = new Map<string, FileFacts>();
-      const requests: unknown = req.body?.requests;
-      if (Array.isArray(requests)) {
-        for (const [i, entry] of requests.entries()) {
-          target = await checkFileAccess(store, key.id, (entry as { params?: unknown } | null)?.params, `requests.${i}: file_id`, target, files);
-        }
-      }
-      const { models, needs, largest } = admitRequests(ctx, req.body, files, asksWideWindow(req.headers['anthropic-beta']));
+      const target = await checkFilesOf(store, key.id, requests.map(({ params }, i) => ({ body: params, where: `requests.${i}: file_id` })), files);
+      const { needs, describeLargest } = batchNeeds(requests, files, asksWideWindow(req.headers['anthropic-beta']));
       const month = utcMonth(clock());
       const holds: BatchPinData['holds'] = [];
       for (const [model, credits] of needs) {
@@ -149,7 +158,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
           const left = Math.max(0, result.cap - result.spent - result.reserved);
           throw new GatewayError(402, 'billing_error',
             `monthly credit cap of this key: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
-            `this batch may cost up to ${round(total)} at the batch rate (its largest request ${largest}). ` +
+            `this batch may cost up to ${round(total)} at the batch rate (its largest request ${describeLargest()}). ` +
             'To fit, send fewer requests, lower their max_tokens or name fewer files, images or server-tool uses.',
             { chatCode: 'insufficient_quota' });
         }

@@ -98,7 +98,13 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
         const text = await readUpstreamError(response, upstream);
         return sendUpstreamError(res, response, text, route.upstreamError(response, text, ctx));
       }
-      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) return relayStream(response, res, route.stream(response, ctx, state), upstream.streamIdleTimeoutMs);
+      if (route.isStream ? route.isStream(response, ctx) : ctx.stream) {
+        relayStream(response, res, route.stream(response, ctx, state), upstream.streamIdleTimeoutMs);
+        // A client gone before the head (exchange.ts): the stream is read to its end (or its idle limit)
+        // for its usage, and the settlement waits for this handler (ctx.upstreamDone).
+        if (res.destroyed && !response.destroyed) await new Promise((resolve) => response.once('close', resolve));
+        return;
+      }
       const whole = await route.whole(await readBody(response), response, ctx, state);
       // Its usage is on the context already: a client that leaves during the wait is still billed.
       await endOfTurn();

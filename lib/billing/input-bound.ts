@@ -172,6 +172,31 @@ export function serverToolSteps(body: unknown, defaultUses: number): ReadonlyMap
   return steps;
 }
 
+/** Server tool requests a request can be billed for at a per-request price, at most (pricing.ts: `webSearch`, `webFetch`, `codeExecution`). */
+export interface ServerToolRequests {
+  webSearch: number;
+  webFetch: number;
+  codeExecution: number;
+}
+
+const NO_TOOL_REQUESTS: ServerToolRequests = Object.freeze({ webSearch: 0, webFetch: 0, codeExecution: 0 });
+
+/**
+ * The priced server tool requests of a body's server tool steps (`serverToolSteps`): each use of a
+ * web search tool is a search, of a web fetch tool a fetch, of a code execution tool (`code_execution_*`,
+ * and its `bash_`/`text_editor_` forms) an execution; tool search and MCP servers have no per-request price.
+ */
+export function countServerToolRequests(steps: ReadonlyMap<string, number>): ServerToolRequests {
+  if (steps.size === 0) return NO_TOOL_REQUESTS;
+  const requests = { webSearch: 0, webFetch: 0, codeExecution: 0 };
+  for (const [name, uses] of steps) {
+    if (name.startsWith('web_search')) requests.webSearch += uses;
+    else if (name.startsWith('web_fetch')) requests.webFetch += uses;
+    else if (name.includes('code_execution')) requests.codeExecution += uses;
+  }
+  return requests;
+}
+
 /**
  * The input bound of a request (see the module comment).
  * @param body the body as the client sent it (any of the three formats, or a batch request's `params`)

@@ -3,7 +3,7 @@
  * (see middleware/credit-reservation.ts for how it is used):
  *
  * worst case = (input bound x the model's highest input price + max_tokens x the output price) x rate
- *            + web search bound x the price of a web search
+ *            + server tool bound: web searches, web fetches and code executions x their per-request prices
  *            (+ the same token bound again when the request asks for server-side compaction: the
  *              compaction step reads the conversation and writes its summary before the reply), where
  * input bound = lib/billing/input-bound.ts: what the gateway sends (the body as received, a stored
@@ -12,8 +12,9 @@
  *             results by the model's context window per sampling step they can cause),
  * max_tokens counts once per choice a chat request asks for (`n`),
  * rate = the fast-mode multiplier when the body asks `speed: "fast"` x 1.1 when it pins `inference_geo`
- *        (lib/billing/pricing.ts), and web search bound = for each web search server tool offered
- *        (`tools[].type` `web_search_*`), its `max_uses`, else reservation.webSearchesPerRequest.
+ *        (lib/billing/pricing.ts), and server tool bound = for each web search, web fetch or code
+ *        execution server tool offered (`tools[].type` `web_search_*`, `web_fetch_*`, `code_execution_*`),
+ *        its `max_uses`, else reservation.webSearchesPerRequest (boundServerToolRequests).
  * A Message Batches request (`batchWorstCase`) takes the same input bound, at the batch rate. Where
  * the byte bound refuses a native request, its input measured by count_tokens may replace it
  * (middleware/measured-input.ts).
@@ -23,7 +24,9 @@ import type { Request } from 'express';
 import type { Catalogue } from '../config/catalogue';
 import type { GatewayConfig, ModelConfig } from '../config';
 import { PUBLISHED_RATIOS, rateMultiplier, resolvePricing } from './pricing';
-import { boundInput, contextWindowOf, type FileFacts, type InputBound } from './input-bound';
+import {
+  boundInput, contextWindowOf, countServerToolRequests, describeInputBound, serverToolSteps, type FileFacts, type InputBound, type ServerToolRequests,
+} from './input-bound';
 
 export { IMAGE_INPUT_TOKENS } from './input-bound';
 
@@ -41,17 +44,14 @@ export function choicesOf(req: Request, format: CreditReservationFormat): number
   return format === 'chat' && typeof n === 'number' && Number.isInteger(n) && n > 1 ? n : 1;
 }
 
-/** Web searches a request can be billed for, at most (see the module comment); 0 when it offers no web search tool. */
-export function boundWebSearches(body: unknown, reservation: GatewayConfig['reservation']): number {
-  const tools = (body as { tools?: unknown } | null)?.tools;
-  if (!Array.isArray(tools)) return 0;
-  let searches = 0;
-  for (const tool of tools) {
-    if (typeof tool?.type !== 'string' || !tool.type.startsWith('web_search')) continue;
-    const maxUses = tool.max_uses;
-    searches += Number.isInteger(maxUses) && maxUses >= 0 ? maxUses : reservation.webSearchesPerRequest;
-  }
-  return searches;
+/**
+ * The server tool requests a request can be billed for at a per-request price, at most: for each web
+ * search, web fetch or code execution server tool offered (`tools[].type` `web_search_*`, `web_fetch_*`,
+ * `code_execution_*`), its `max_uses`, else reservation.webSearchesPerRequest (the same uses the input
+ * bound counts as sampling steps: `serverToolSteps`).
+ */
+export function boundServerToolRequests(body: unknown, reservation: GatewayConfig['reservation']): ServerToolRequests {
+  return countServerToolRequests(serverToolSteps(body, reservation.webSearchesPerRequest));
 }
 
 /** The model's highest price of an input token (plain, cache writes of either lifetime, cache read), credits per million. */
@@ -61,12 +61,33 @@ function highestInputPrice(model: ModelConfig): number {
 }
 
 /**
- * Credits of `inputTokens` input, `outputTokens` output and `webSearches` server-side searches at a
- * model's prices, input at its highest price, tokens times `rate` (1: the standard rate).
+ * Credits of `inputTokens` input, `outputTokens` output and `tools` server tool requests (web searches,
+ * web fetches, code executions at the model's per-request prices) at a model's prices, input at its
+ * highest price, tokens times `rate` (1: the standard rate).
  */
-export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTokens: number, webSearches = 0, rate = 1): number {
+export function priceWorstCase(model: ModelConfig, inputTokens: number, outputTokens: number, tools?: ServerToolRequests, rate = 1): number {
   const p = resolvePricing(model.pricing);
-  return (inputTokens * highestInputPrice(model) + outputTokens * p.output) / 1_000_000 * rate + webSearches * p.webSearch;
+  const perRequest = tools ? tools.webSearch * p.webSearch + tools.webFetch * p.webFetch + tools.codeExecution * p.codeExecution : 0;
+  return (inputTokens * highestInputPrice(model) + outputTokens * p.output) / 1_000_000 * rate + perRequest;
+}
+
+/**
+ * The 402's words for a worst case's parts that refused: the input bound part by part
+ * (describeInputBound) and, when the model prices them, the server tool requests it may cause:
+ * `...; up to 0.5 credits for server tool requests (5 web fetch(es) at 0.1)`.
+ */
+export function describeWorstCase(model: ModelConfig, bound: InputBound): string {
+  const p = resolvePricing(model.pricing);
+  const tools = countServerToolRequests(bound.toolSteps);
+  const parts: string[] = [];
+  let credits = 0;
+  for (const [count, price, name] of [[tools.webSearch, p.webSearch, 'web search(es)'], [tools.webFetch, p.webFetch, 'web fetch(es)'], [tools.codeExecution, p.codeExecution, 'code execution(s)']] as const) {
+    if (count === 0 || price === 0) continue;
+    credits += count * price;
+    parts.push(`${count} ${name} at ${price}`);
+  }
+  const input = describeInputBound(bound);
+  return parts.length === 0 ? input : `${input}; up to ${Math.round(credits * 1e6) / 1e6} credits for server tool requests (${parts.join(', ')})`;
 }
 
 /**
@@ -117,9 +138,9 @@ export function estimateWorstCase(model: ModelConfig, body: unknown, inputTokens
   const rate = requestedRate(body, model);
   const passes = asksCompaction(body) ? 2 : 1;
   // An output token of the request's bound is one of each choice's.
-  const perToken = priceWorstCase(model, 0, 1, 0, rate) * choices;
+  const perToken = priceWorstCase(model, 0, 1, undefined, rate) * choices;
   // The compaction step's summary is bounded like a reply (max_tokens); it is not cut with it.
-  const fixed = priceWorstCase(model, inputTokens * passes, maxTokens * (passes - 1), boundWebSearches(body, reservation), rate);
+  const fixed = priceWorstCase(model, inputTokens * passes, maxTokens * (passes - 1), boundServerToolRequests(body, reservation), rate);
   return { fixedCredits: fixed, creditsPerOutputToken: perToken, maxTokens };
 }
 
@@ -153,6 +174,6 @@ export function batchWorstCase(model: ModelConfig, params: Record<string, unknow
   const passes = asksCompaction(params) ? 2 : 1;
   const contextWindow = contextWindowOf(model, wideWindow);
   const input = boundInput(params, { bytes: Buffer.byteLength(JSON.stringify(params)), reservation, contextWindow, files });
-  const credits = priceWorstCase(model, input.tokens * passes, maxTokens * passes, boundWebSearches(params, reservation), requestedRate(params, model) * PUBLISHED_RATIOS.batch);
+  const credits = priceWorstCase(model, input.tokens * passes, maxTokens * passes, countServerToolRequests(input.toolSteps), requestedRate(params, model) * PUBLISHED_RATIOS.batch);
   return { credits, input };
 }

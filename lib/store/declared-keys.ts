@@ -54,10 +54,18 @@ export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, c
     }
     if (createOnly) continue;
     if (await store.replaceSecret(declared.id, { sha256, expiresAt: null }, wanted.last4)) changes.push({ keyId: declared.id, field: 'secret' });
-    const patch = patchOf(current, wanted);
+    const patch = patchOf(current, wanted, declared);
     if (Object.keys(patch).length === 0) continue;
-    await store.updateKey(declared.id, patch);
-    for (const [field, to] of Object.entries(patch)) changes.push({ keyId: declared.id, field, from: current[field as keyof KeyRecord] ?? null, to });
+    const updated = await store.updateKey(declared.id, patch);
+    for (const [field, to] of Object.entries(patch)) {
+      if (field !== 'fileRevoked' || (current.fileRevoked ?? false) !== to) changes.push({ keyId: declared.id, field, from: current[field as keyof KeyRecord] ?? null, to });
+    }
+    // Derived by the store as it wrote the patch (records.ts, revokedIsDerived): the file's doing when no
+    // run-time revocation came meanwhile (that one is logged by its own caller).
+    const atRunTime = current.revokedAtRunTime ?? (current.revoked && current.fileRevoked !== true);
+    if (updated.revoked !== current.revoked && updated.revokedAtRunTime === atRunTime) {
+      changes.push({ keyId: declared.id, field: 'revoked', from: current.revoked, to: updated.revoked });
+    }
   }
   if (createOnly) return changes;
   const ids = new Set(config.keys.map((key) => key.id));
@@ -88,20 +96,28 @@ function wantedFields(declared: KeyConfig, config: GatewayConfig) {
 }
 
 /**
- * The patch that gives `current` the file's fields. A record written before run-time revocations were
- * kept apart has none: its revocation counts as made at run time unless the file revoked it itself.
+ * The patch that gives `current` the file's fields. `revoked` is never in it: the patch carries the
+ * file's `fileRevoked` whenever the revocation may change, and the store derives `revoked` from it and
+ * the run-time revocation as it writes (records.ts, revokedIsDerived), so a revocation made between
+ * the read of `current` and this write stays. A key the file declares for the first time (a record
+ * made before keys followed the file, or one taken out of the file earlier) keeps the name and limits
+ * set at run time that the file leaves out.
  */
-function patchOf(current: KeyRecord, wanted: ReturnType<typeof wantedFields>): KeyPatch {
-  const revokedAtRunTime = current.revokedAtRunTime ?? (current.revoked && current.fileRevoked !== true);
+function patchOf(current: KeyRecord, wanted: ReturnType<typeof wantedFields>, declared: KeyConfig): KeyPatch {
+  const firstDeclared = current.declaredIn !== DECLARING_FILE;
   const target: KeyPatch = {
     name: wanted.name, rateLimitPerMinute: wanted.rateLimitPerMinute, allowedModels: wanted.allowedModels,
     monthlyCreditCap: wanted.monthlyCreditCap, keyGroup: wanted.keyGroup, declaredIn: wanted.declaredIn, last4: wanted.last4,
-    fileRevoked: wanted.fileRevoked, revokedAtRunTime, revoked: wanted.fileRevoked || revokedAtRunTime,
   };
+  if (firstDeclared) for (const field of FILE_FIELDS) if (declared[field] === undefined) delete target[field];
   const patch: KeyPatch = {};
   for (const [field, value] of Object.entries(target)) {
     if (JSON.stringify(current[field as keyof KeyRecord] ?? null) !== JSON.stringify(value)) (patch as Record<string, unknown>)[field] = value;
   }
+  const revokedAtRunTime = current.revokedAtRunTime ?? (current.revoked && current.fileRevoked !== true);
+  const revocationMayChange = current.fileRevoked !== wanted.fileRevoked || current.revokedAtRunTime === undefined
+    || current.revoked !== (wanted.fileRevoked || revokedAtRunTime);
+  if (revocationMayChange) patch.fileRevoked = wanted.fileRevoked;
   return patch;
 }
 

@@ -227,6 +227,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     // Pins (message batches, files): as stored responses; an outage is a 503.
     savePin: (pin, ttlMs) => call('savePin', () => store.savePin(pin, ttlMs)),
     getPin: (kind, id) => call('getPin', () => store.getPin(kind, id)),
+    getPins: (kind, ids) => call('getPins', () => store.getPins(kind, ids)),
     deletePin: (kind, id) => call('deletePin', () => store.deletePin(kind, id)),
     ping() {
       return withTimeout(store.ping(), timeoutMs);

@@ -6,6 +6,7 @@
 import { MemorySpendStore } from './memory-spend';
 import { copyRecord, type StoredKey } from './memory-key-records';
 import { createKeyRecord, type KeyPatch, type KeyRecord, type KeySecret, type NewKey } from './types';
+import { revokedIsDerived } from './records';
 
 export abstract class MemoryKeyStore extends MemorySpendStore {
   protected readonly keys = new Map<string, StoredKey>();
@@ -65,9 +66,14 @@ export abstract class MemoryKeyStore extends MemorySpendStore {
     const stored = this.requireKey(id);
     stored.view = undefined;
     stored.version = (stored.version ?? 0) + 1;
+    const record = stored.record;
+    const derive = revokedIsDerived(patch);
+    // A record from before run-time revocations were kept apart: its revocation is a run-time one unless the file's.
+    if (derive && record.revokedAtRunTime === undefined) record.revokedAtRunTime = record.revoked && record.fileRevoked !== true;
     for (const [field, value] of Object.entries(patch)) {
-      if (value !== undefined) (stored.record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
+      if (value !== undefined) (record as unknown as Record<string, unknown>)[field] = Array.isArray(value) ? [...value] : value;
     }
+    if (derive) record.revoked = record.fileRevoked === true || record.revokedAtRunTime === true;
     this.keysChanged();
     return copyRecord(stored.record);
   }
@@ -96,10 +102,12 @@ export abstract class MemoryKeyStore extends MemorySpendStore {
     const stored = this.requireKey(id);
     const owner = this.secretIndex.get(secret.sha256);
     if (owner !== undefined && owner !== id) throw new Error('that secret is already in use');
-    const only = stored.secrets.length === 1 && stored.secrets[0].sha256 === secret.sha256 && stored.secrets[0].expiresAt === null;
-    if (only) return false;
-    for (const old of stored.secrets) this.secretIndex.delete(old.sha256);
-    stored.secrets = [{ sha256: secret.sha256, expiresAt: null }];
+    // Already the current secret: only other current secrets go; one in its rotation grace keeps it.
+    const isCurrent = stored.secrets.some((old) => old.sha256 === secret.sha256 && old.expiresAt === null);
+    const dropped = stored.secrets.filter((old) => old.sha256 !== secret.sha256 && (!isCurrent || old.expiresAt === null));
+    if (isCurrent && dropped.length === 0) return false;
+    for (const old of dropped) this.secretIndex.delete(old.sha256);
+    stored.secrets = isCurrent ? stored.secrets.filter((old) => !dropped.includes(old)) : [{ sha256: secret.sha256, expiresAt: null }];
     this.secretIndex.set(secret.sha256, id);
     stored.record.last4 = last4;
     stored.view = undefined;

@@ -162,6 +162,10 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     return this.pins[kind].get(id);
   }
 
+  async getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>> {
+    return ids.map((id) => this.pins[kind].get(id));
+  }
+
   async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
     this.changes += 1;
     return this.pins[kind].delete(id);

@@ -86,6 +86,17 @@ export type KeyPatch = Partial<Pick<KeyRecord,
   'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds' | 'revokedAtRunTime'
   | 'declaredIn' | 'fileRevoked' | 'last4' | 'keyGroup'>>;
 
+/**
+ * Whether a store derives `revoked` for `patch` in the same atomic step as it writes it: a patch that
+ * sets `fileRevoked` or `revokedAtRunTime` without `revoked` (a sync of declared keys). The store then
+ * writes `revoked = fileRevoked || revokedAtRunTime` from the record as it is at that moment (a record
+ * without `revokedAtRunTime` first gets `revoked && !fileRevoked`), so a revocation made meanwhile
+ * (admin API, CLI) is never overwritten by a value computed from an earlier read.
+ */
+export function revokedIsDerived(patch: KeyPatch): boolean {
+  return patch.revoked === undefined && (patch.fileRevoked !== undefined || patch.revokedAtRunTime !== undefined);
+}
+
 /** Credits held against a key's monthly cap while a request is in flight. */
 export interface Reservation {
   id: string;

@@ -33,12 +33,28 @@ return 1
 `;
 
 /**
- * Update record fields of an existing key, one more version. KEYS: key. ARGV: field/value pairs.
+ * Update record fields of an existing key, one more version. KEYS: key. ARGV: field/value pairs
+ * (JSON-encoded values). A patch that sets `fileRevoked` or `revokedAtRunTime` without `revoked` has
+ * `revoked` derived here, from the record as it is now (records.ts, revokedIsDerived).
  * Returns the record as a flat list; errors `missing`.
  */
 export const UPDATE_KEY = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('missing') end
+local setsRevoked, setsParts = false, false
+for i = 1, #ARGV, 2 do
+  if ARGV[i] == 'revoked' then setsRevoked = true
+  elseif ARGV[i] == 'fileRevoked' or ARGV[i] == 'revokedAtRunTime' then setsParts = true end
+end
+local derive = setsParts and not setsRevoked
+if derive and redis.call('HEXISTS', KEYS[1], 'revokedAtRunTime') == 0 then
+  local atRunTime = redis.call('HGET', KEYS[1], 'revoked') == 'true' and redis.call('HGET', KEYS[1], 'fileRevoked') ~= 'true'
+  redis.call('HSET', KEYS[1], 'revokedAtRunTime', atRunTime and 'true' or 'false')
+end
 if #ARGV > 0 then redis.call('HSET', KEYS[1], unpack(ARGV)) end
+if derive then
+  local revoked = redis.call('HGET', KEYS[1], 'fileRevoked') == 'true' or redis.call('HGET', KEYS[1], 'revokedAtRunTime') == 'true'
+  redis.call('HSET', KEYS[1], 'revoked', revoked and 'true' or 'false')
+end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return redis.call('HGETALL', KEYS[1])
 `;
@@ -74,7 +90,9 @@ return {redis.call('HGETALL', KEYS[1]), expiring, dropped}
 
 /**
  * Make one secret a key's only one, at once (a declared key whose secret config.json replaced): every
- * other secret goes, this one is current, `last4` set, one more version when the secrets changed. The
+ * other secret goes, this one is current, `last4` set, one more version when the secrets changed.
+ * When it is the current secret already, only other current secrets go: one in its rotation grace
+ * (rotated at run time before the key was declared) keeps its expiry. The
  * caller claims the new secret's index entry first and deletes those of the secrets returned.
  * KEYS: key, secrets. ARGV: sha, last4 (JSON-encoded). Returns {1|0 changed, shas dropped}; errors `missing`.
  */
@@ -82,15 +100,17 @@ export const REPLACE_SECRET = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('missing') end
 local changed = 0
 local dropped = {}
+-- Already the current secret: only other current secrets go; one in its rotation grace keeps it.
+local isCurrent = redis.call('HGET', KEYS[2], ARGV[1]) == 'current'
 local secrets = redis.call('HGETALL', KEYS[2])
 for i = 1, #secrets, 2 do
-  if secrets[i] ~= ARGV[1] then
+  if secrets[i] ~= ARGV[1] and (not isCurrent or secrets[i + 1] == 'current') then
     redis.call('HDEL', KEYS[2], secrets[i])
     dropped[#dropped + 1] = secrets[i]
     changed = 1
   end
 end
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= 'current' then changed = 1 end
+if not isCurrent then changed = 1 end
 if changed == 1 then
   redis.call('HSET', KEYS[2], ARGV[1], 'current')
   redis.call('HSET', KEYS[1], 'last4', ARGV[2])

@@ -68,6 +68,19 @@ export class RedisKeys {
     return `${this.prefix}request-log`;
   }
 
+  /** A key's request log outbox (redis-request-log.ts), in the key's slot. */
+  logOutbox(id: string): string {
+    return `${this.prefix}{${id}}:log-outbox`;
+  }
+
+  /**
+   * The record ids moved from outboxes into the request log, in the log's slot: its hash tag is the
+   * log's whole name (a name without braces is hashed whole), so one script touches both.
+   */
+  get logMoved(): string {
+    return `${this.prefix}{${this.requestLog}}:moved`;
+  }
+
   alertFired(alertId: string): string {
     return `${this.prefix}{alerts}:fired:${alertId}`;
   }

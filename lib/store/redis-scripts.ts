@@ -157,11 +157,13 @@ return 1
  * with a primary that failed before its replica had it) is recorded, since its usage was paid for.
  * On one server the request log record is appended in this same step (a fifth key, the log, and its
  * APPEND_LOG_LUA arguments), so no crash can leave a settlement without its record; in a cluster the
- * log is in another slot, and the caller appends the record only when this returns 1.
- * KEYS: credits:<month>, usage:<month>, usage-day:<month>, settled[, request-log]. ARGV: reservation
- * id, credit units (credits.ts), model, input, output, cache write, cache read tokens, bucket ttl (ms),
- * day (YYYY-MM-DD), now (ms), forget (ms)[, record JSON, booking ms, oldest id to keep (ms), log ttl
- * (ms)]. Returns 1 when recorded, 0 when ignored.
+ * log is in another slot, so the record goes into the key's own log outbox in this step (a fifth key,
+ * `{<id>}:log-outbox`, a hash: record id -> the APPEND_LOG_LUA arguments as JSON), from which it is
+ * moved into the log (MOVE_LOG_RECORD, redis-request-log.ts).
+ * KEYS: credits:<month>, usage:<month>, usage-day:<month>, settled[, request-log | log-outbox]. ARGV:
+ * reservation id, credit units (credits.ts), model, input, output, cache write, cache read tokens,
+ * bucket ttl (ms), day (YYYY-MM-DD), now (ms), forget (ms)[, record JSON, booking ms, oldest id to keep
+ * (ms), log ttl (ms) | record id, outbox entry JSON, outbox ttl (ms)]. Returns 1 when recorded, 0 when ignored.
  */
 export const SETTLE_CREDITS = `
 local held = redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
@@ -186,8 +188,11 @@ redis.call('HINCRBY', KEYS[3], d .. 'requests', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[3], ARGV[8])
-if #KEYS == 5 then
+if #KEYS == 5 and #ARGV == 15 then
 ${APPEND_LOG_LUA('KEYS[5]', 'ARGV[12]', 'ARGV[13]', 'ARGV[14]', 'ARGV[15]')}
+elseif #KEYS == 5 then
+redis.call('HSET', KEYS[5], ARGV[12], ARGV[13])
+redis.call('PEXPIRE', KEYS[5], ARGV[14])
 end
 return 1
 `;
@@ -212,6 +217,23 @@ redis.call('PEXPIRE', ${log}, ${ttl})`;
 
 /** Append a request log record (APPEND_LOG_LUA). KEYS: request-log. ARGV: record JSON, booking ms, oldest id to keep (ms), ttl (ms). */
 export const APPEND_REQUEST_LOG = `${APPEND_LOG_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]')}
+return 1
+`;
+
+/**
+ * Move one record from a key's log outbox into the request log, once: a record id already moved
+ * (noted in `moved`, a sorted set in the log's slot, kept `forget` ms) is not appended again, so a
+ * move repeated after a crash between it and the outbox's HDEL leaves no duplicate.
+ * KEYS: request-log, moved. ARGV: record id, record JSON, booking ms, oldest id to keep (ms), log ttl
+ * (ms), now (ms), forget (ms). Returns 1 when appended, 0 when it had been.
+ */
+export const MOVE_LOG_RECORD = `
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+${APPEND_LOG_LUA('KEYS[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]')}
+local now = tonumber(ARGV[6])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[7]))
+redis.call('PEXPIRE', KEYS[2], ARGV[7])
 return 1
 `;
 

@@ -83,23 +83,3 @@ export function decodeLogPage(entries: Array<{ message: unknown }>, fromMs: numb
   }
   return records;
 }
-
-/** How long, and how often, a request log record whose settlement took effect is retried: 10 minutes, every second. */
-const LOG_RETRY_FOR_MS = 10 * 60 * 1000;
-const LOG_RETRY_EVERY_MS = 1000;
-
-/**
- * Run `attempt` again every second until it succeeds, `stop()` says so, or 10 minutes pass.
- * @throws the last attempt's error when it never succeeded
- */
-export async function retryUntilDone(attempt: () => Promise<void>, stop: () => boolean): Promise<void> {
-  const until = Date.now() + LOG_RETRY_FOR_MS;
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, LOG_RETRY_EVERY_MS).unref());
-    try {
-      return await attempt();
-    } catch (err) {
-      if (stop() || Date.now() >= until) throw err;
-    }
-  }
-}

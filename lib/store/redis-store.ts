@@ -9,14 +9,14 @@ import crypto from 'node:crypto';
 import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
-import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
 import { deadlineArg, heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
 import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
-import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
-import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
+import { CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
+import { decodeDailyUsage } from './redis-spend';
+import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
 import { bookingTime, utcDay } from './usage-days';
@@ -38,25 +38,22 @@ export interface RedisStoreOptions extends RedisConnectionOptions {
   clock?: Clock;
 }
 
-/** The ttl of a `request-log` stream past its retention (so an idle deployment's log goes away): 1 day. */
-const LOG_TTL_MARGIN_MS = 24 * 60 * 60 * 1000;
-
 export class RedisStore implements GatewayStore {
   readonly kind = 'redis';
   /** Writes under way; close() waits for them. */
   private readonly pending = new InFlight();
-  private logRetentionMs = DEFAULT_REQUEST_LOG_RETENTION_MS;
-  /** Set by close(): retries of log records stop after their attempt under way. */
-  private closed = false;
   private readonly admission: RedisAdmission;
+  /** The request log, and on a cluster its outboxes and their sweep (redis-request-log.ts). */
+  readonly requestLog: RedisRequestLog;
 
   private constructor(
     private readonly connection: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
-    private readonly onError?: (err: Error) => void,
+    onError?: (err: Error) => void,
   ) {
     this.admission = new RedisAdmission(connection, keys);
+    this.requestLog = new RedisRequestLog(connection, keys, clock, this.pending, onError);
   }
 
   /** `cluster` when connected to a Redis Cluster, else `single`. */
@@ -82,7 +79,9 @@ export class RedisStore implements GatewayStore {
       await connection.close().catch(() => undefined);
       throw err;
     }
-    return new RedisStore(connection, keys, options.clock ?? systemClock, options.onError);
+    const store = new RedisStore(connection, keys, options.clock ?? systemClock, options.onError);
+    store.requestLog.startSweeping();
+    return store;
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
@@ -171,24 +170,16 @@ export class RedisStore implements GatewayStore {
     const at = bookingTime(usage.at ?? now, month);
     const units = toCreditUnits(usage.credits);
     const record = usage.log && { ...usage.log, time: at, credits: fromCreditUnits(units) };
-    // On one server the record is written by the settlement's own script: no crash splits them.
-    const logged = record !== undefined && this.connection.mode === 'single';
+    // The record is written by the settlement's own script (the log, or on a cluster the key's outbox): no crash splits them.
+    const log = record && this.requestLog.settlementPart(keyId, reservation.id, record, now);
     const recorded = await this.connection.run(
       SETTLE_CREDITS,
-      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId),
-        ...(logged ? [this.keys.requestLog] : [])],
+      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId), ...(log ? [log.key] : [])],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
-        String(now), String(EXPIRED_RESERVATION_MEMORY_MS), ...(logged ? this.logArgs(record, now) : [])],
+        String(now), String(EXPIRED_RESERVATION_MEMORY_MS), ...(log ? log.args : [])],
     );
-    if (Number(recorded) !== 1 || !record || logged) return;
-    // In a cluster the log is in another slot: its record follows the settlement that took effect,
-    // once. When the log's node fails now, the record is retried on its own (a retry of the whole
-    // settlement would find it settled and write none).
-    await this.appendLog(record, now).catch(() => {
-      const retried = retryUntilDone(() => this.appendLog(record, now), () => this.closed);
-      this.pending.track(retried).catch((err: Error) => this.onError?.(new Error(`request log record of ${record.requestId} not written: ${err.message}`)));
-    });
+    if (Number(recorded) === 1 && log) await this.requestLog.afterSettlement(keyId, reservation.id);
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
@@ -206,28 +197,15 @@ export class RedisStore implements GatewayStore {
   }
 
   async appendRequestLog(record: RequestLogRecord): Promise<void> {
-    await this.pending.track(this.appendLog(record, this.clock()));
+    await this.pending.track(this.requestLog.append(record));
   }
 
-  private async appendLog(record: RequestLogRecord, now: number): Promise<void> {
-    await this.connection.run(APPEND_REQUEST_LOG, [this.keys.requestLog], this.logArgs(record, now));
-  }
-
-  /** The arguments of APPEND_LOG_LUA (redis-scripts.ts) for `record` written at `now` (epoch ms). */
-  private logArgs(record: RequestLogRecord, now: number): string[] {
-    return [encodeLogRecord(record), String(Math.round(record.time)), String(now - this.logRetentionMs), String(this.logRetentionMs + LOG_TTL_MARGIN_MS)];
-  }
-
-  async readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
-    const oldest = this.clock() - this.logRetentionMs;
-    const start = cursor === null ? String(Math.max(0, Math.floor(fromMs))) : `(${cursor}`;
-    const entries = await this.connection.commands.xRange(this.keys.requestLog, start, String(Math.floor(toMs) + LOG_ID_SLACK_MS), { COUNT: limit });
-    const records = decodeLogPage(entries, fromMs, toMs, oldest);
-    return { records, cursor: entries.length === limit ? entries[entries.length - 1].id : null };
+  readRequestLog(fromMs: number, toMs: number, cursor: string | null, limit: number): Promise<RequestLogPage> {
+    return this.requestLog.read(fromMs, toMs, cursor, limit);
   }
 
   setRequestLogRetention(retentionMs: number): void {
-    this.logRetentionMs = retentionMs;
+    this.requestLog.setRetention(retentionMs);
   }
 
   async claimBudgetAlert(alert: BudgetAlert): Promise<boolean> {
@@ -260,6 +238,12 @@ export class RedisStore implements GatewayStore {
   async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
     const text = await this.connection.commands.get(this.keys.pin(kind, id));
     return text === null ? null : (JSON.parse(text) as PinnedObject);
+  }
+
+  async getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>> {
+    // One GET per pin, sent together (each in its own slot on a cluster, so not one MGET).
+    const texts = await Promise.all(ids.map((id) => this.connection.commands.get(this.keys.pin(kind, id))));
+    return texts.map((text) => (text === null ? null : (JSON.parse(text) as PinnedObject)));
   }
 
   async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
@@ -300,7 +284,7 @@ export class RedisStore implements GatewayStore {
   async close(): Promise<void> {
     // Settlements start when a response closes; let those of the last responses reach Redis first.
     await new Promise((resolve) => setImmediate(resolve));
-    this.closed = true;
+    this.requestLog.stopSweeping();
     await this.pending.idle();
     await this.connection.close();
   }

@@ -177,7 +177,9 @@ export interface KeyStore {
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
   /**
    * Makes `secret` the key's only secret, at once (no grace: a key declared in config.json whose
-   * secret the file replaced), with `last4`. One more version when it changed.
+   * secret the file replaced), with `last4`. One more version when it changed. When `secret` is the
+   * current secret already, only other current secrets go: a secret in its rotation grace (rotated
+   * at run time before the key was declared) keeps its expiry.
    * @returns whether the secrets changed (false: it already was the only, current secret; nothing written)
    * @throws Error when the key does not exist or the secret belongs to another key
    */
@@ -236,6 +238,8 @@ export interface ResponseStore {
   savePin(pin: PinnedObject, ttlMs: number): Promise<void>;
   /** The pin of this kind and id, or null when there is none or its time is up. */
   getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null>;
+  /** The pins of this kind for `ids`, in their order (null where there is none), in one call (a batch's files). */
+  getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>>;
   /** Forget a pin; false when there was none. */
   deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean>;
 }

@@ -11,6 +11,12 @@ import type { Socket } from 'node:net';
  */
 export interface CancelSignal {
   readonly aborted: boolean;
+  /**
+   * When true, an abort spares an attempt whose request has left whole (the upstream may be running
+   * it and will bill it): its reply head is still awaited, so its reply can be read for its usage. An
+   * attempt not yet sent whole, and any retry wait, are cancelled as always. Default false.
+   */
+  readonly sparesSent?: boolean;
   addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
   removeEventListener(type: 'abort', listener: () => void): void;
 }
@@ -23,6 +29,7 @@ export interface CancelSignal {
  */
 export class Cancellation implements CancelSignal {
   aborted = false;
+  sparesSent = false;
   private listeners: Array<() => void> = [];
 
   addEventListener(_type: 'abort', listener: () => void): void {
@@ -93,12 +100,17 @@ function isConnecting(socket: Socket | null): boolean {
   return socket !== null && connecting.has(socket);
 }
 
+/** True once the last byte of `request` was handed to a connected socket (AttemptFailure.requestSent). */
+function isSentWhole(request: http.ClientRequest): boolean {
+  return !isConnecting(request.socket) && request.writableFinished;
+}
+
 /**
  * Wait for the reply head of `request` (already sent, or being sent).
  * @param headTimeoutMs time allowed for the head; then the request is destroyed and the attempt fails as timed out
  * @param idleMs longest gap between two chunks of the reply body; then the body is destroyed with an
  *   UPSTREAM_IDLE error. Time the body's reader holds it paused does not count.
- * @param signal destroys the request when it aborts
+ * @param signal destroys the request when it aborts (not one sent whole when it `sparesSent`)
  * @returns the reply head; rejects with an {@link AttemptFailure}
  */
 export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: number, idleMs: number, signal?: CancelSignal): Promise<UpstreamReply> {
@@ -108,7 +120,9 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
       timedOut = true;
       request.destroy();
     }, headTimeoutMs);
-    const onAbort = () => request.destroy();
+    const onAbort = () => {
+      if (!signal?.sparesSent || !isSentWhole(request)) request.destroy();
+    };
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) request.destroy();
     request.once('response', (response) => {
@@ -135,7 +149,7 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: !isConnecting(request.socket) && request.writableFinished } satisfies AttemptFailure);
+      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: isSentWhole(request) } satisfies AttemptFailure);
     });
   });
 }

@@ -14,7 +14,7 @@ import { discardReply, noteAttempt } from './attempt-chain';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
 import type { UpstreamCredential } from './credentials';
 import { isPassedRequestHeader } from './request-headers';
-import { attemptError, isNotStarted, parseRetryAfter } from './retry-policy';
+import { attemptError, isIdleSocketReset, isNotStarted, parseRetryAfter } from './retry-policy';
 import { createHeldTarget, describeTarget, type HeldTarget, type TargetStatus, type UpstreamTarget } from './target';
 import { createTargetChoice, type UpstreamRoute } from './target-choice';
 import { UPSTREAM_DEFAULTS, type UpstreamOptions } from './options';
@@ -114,8 +114,13 @@ function failureOf(target: HeldTarget, credential: UpstreamCredential, outcome: 
     if (outcome.status === 429 && credential.index >= 0 && target.credentials.anotherAwake(credential.index)) return undefined;
     return parseRetryAfter(outcome.headers, now()) ?? null;
   }
-  if (outcome.error.code === 'ECONNRESET' && outcome.reusedSocket && !outcome.timedOut) return undefined;
+  if (isIdleSocketReset(outcome)) return undefined;
   return null;
+}
+
+/** Destroy the kept-alive sockets `agent` holds idle (not those in use): its next request opens a new connection. */
+function dropFreeSockets(agent: http.Agent): void {
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** Create the client for one upstream. */
@@ -131,9 +136,12 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
 
   async function exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply> {
     let tried = 0;
+    // The target whose idle kept-alive socket was reset: the request goes to it again, on a fresh socket.
+    let again: HeldTarget | undefined;
     for (let retriesDone = 0; ;) {
       // A route naming its target is checked even with one target (the object may be another account's).
-      const target = single && route?.target === undefined ? single : choice.choose(route, tried, now());
+      const target = again ?? (single && route?.target === undefined ? single : choice.choose(route, tried, now()));
+      again = undefined;
       target.health.take(now);
       target.counters.requests++;
       const credential = target.credentials.pick(affinity);
@@ -157,8 +165,8 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       if (signal?.aborted) {
         target.health.released();
         if (reply) return reply;
-        const failed = outcome as AttemptFailure;
-        throw mapUpstreamSocketError(failed.error, failed.timedOut);
+        // Marked outcome unknown when the request had left whole (a spared attempt's head timeout, say).
+        throw attemptError(outcome as AttemptFailure);
       }
       const failure = failureOf(target, credential, outcome, now);
       if (failure === undefined) {
@@ -184,6 +192,11 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       }
       retriesDone++;
       discardReply(reply?.response, noted, target.credentials.redact);
+      if (isIdleSocketReset(outcome)) {
+        // Its idle siblings are as old: dropped, so the attempt again gets a fresh socket (and is not tried a third time).
+        dropFreeSockets(target.agent);
+        again = target;
+      }
       try {
         await sleep(delay, signal);
       } catch {

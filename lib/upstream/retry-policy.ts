@@ -56,14 +56,27 @@ export function parseRetryAfter(headers: http.IncomingHttpHeaders, now = Date.no
 }
 
 /**
+ * Whether an attempt failed as a request sent on a kept-alive socket the upstream had closed while it
+ * sat idle: a reused socket (`reusedSocket`), reset or closed (`ECONNRESET`: Node's "socket hang up"
+ * or the kernel's reset) before any reply head, without a head timeout. The request met a connection
+ * the upstream's server had already given up, so its application never saw it (RFC 9112 §9.3.1: the
+ * client "MAY open a new connection"; the agent's idle limit below the upstream's makes it rare,
+ * target.ts). Such an attempt is sent again once, on a fresh socket to the same target (client.ts).
+ */
+export function isIdleSocketReset(outcome: AttemptOutcome): boolean {
+  return !('status' in outcome) && outcome.reusedSocket && !outcome.timedOut && outcome.error.code === 'ECONNRESET';
+}
+
+/**
  * Whether the upstream cannot have started the work of an attempt that brought `outcome`, so that it
- * may be sent again, here or to another target: a refusal status (RETRYABLE_STATUSES), or a connection,
- * TLS handshake or write that failed before the request left whole (AttemptFailure.requestSent). Never
- * a head timeout: the upstream may be running the request.
+ * may be sent again: a refusal status (RETRYABLE_STATUSES), a connection, TLS handshake or write that
+ * failed before the request left whole (AttemptFailure.requestSent), or a kept-alive socket the
+ * upstream had closed while idle (`isIdleSocketReset`). Never a head timeout: the upstream may be
+ * running the request.
  */
 export function isNotStarted(outcome: AttemptOutcome): boolean {
   if ('status' in outcome) return RETRYABLE_STATUSES.has(outcome.status);
-  return !outcome.timedOut && !outcome.requestSent;
+  return !outcome.timedOut && (!outcome.requestSent || isIdleSocketReset(outcome));
 }
 
 /** The errors of requests the upstream may have run although no reply head came (see `isOutcomeUnknown`). */
@@ -109,7 +122,7 @@ export function createRetryPolicy(options: RetryPolicyOptions, credentials: Cred
     }
     if (retriesDone >= options.maxRetries || !isNotStarted(outcome)) return null;
     // A kept-alive socket the upstream closed while it sat idle, before it took the request: at once.
-    if (outcome.error.code === 'ECONNRESET' && outcome.reusedSocket) return 0;
+    if (isIdleSocketReset(outcome)) return 0;
     return backoff(retriesDone);
   };
 }

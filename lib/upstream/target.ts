@@ -72,6 +72,15 @@ export interface HeldTargetSettings extends RetryPolicyOptions, TargetHealthOpti
 }
 
 /**
+ * How long a kept-alive socket may sit idle in a target's agent before it is closed, in ms (the
+ * agent's `timeout`, https://nodejs.org/api/http.html#new-agentoptions; a reply's `keep-alive:
+ * timeout=N` shortens it to N-1 s). Below the shortest idle close of common upstream servers (Node's
+ * `server.keepAliveTimeout`, 5 s), so the gateway closes an idle socket before the upstream does and
+ * rarely sends a request onto one the upstream has just closed (retry-policy.ts, isIdleSocketReset).
+ */
+export const KEEP_ALIVE_IDLE_MS = 4000;
+
+/**
  * Create the target at `index` of a client: its keep-alive agent (http or https by its URL), its
  * credential rotation and retry policy, a healthy state and zero counters.
  * @throws TypeError when `options.url` is not a URL
@@ -79,7 +88,7 @@ export interface HeldTargetSettings extends RetryPolicyOptions, TargetHealthOpti
 export function createHeldTarget(options: UpstreamTargetOptions, index: number, settings: HeldTargetSettings): HeldTarget {
   const url = new URL(options.url);
   const secure = url.protocol === 'https:';
-  const agentOptions = { keepAlive: true, maxSockets: settings.maxSockets ?? Infinity, maxFreeSockets: 256 };
+  const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxSockets: settings.maxSockets ?? Infinity, maxFreeSockets: 256 };
   const credentials = createCredentialRotation(options.apiKeys ?? [], settings.auth, settings.now);
   return {
     id: options.id ?? 'default',

@@ -21,7 +21,7 @@ export interface RecordedRequest {
 export type FakeReply =
   | { kind: 'json'; status?: number; body: unknown; headers?: Record<string, string>; delayMs?: number; statusText?: string }
   | { kind: 'text'; status?: number; text: string; contentType: string }
-  | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void }
+  | { kind: 'stream'; events: StreamItem[]; status?: number; destroyAtEnd?: boolean; onEnd?: () => void; delayMs?: number }
   | { kind: 'hang' }
   | { kind: 'destroy' };
 
@@ -205,6 +205,8 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler, o
         res.end(payload);
         return;
       }
+      if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+      if (res.destroyed) return;
       res.writeHead(reply.status ?? 200, { 'content-type': 'text/event-stream', 'request-id': 'req_upstream_1' });
       for (const item of reply.events) {
         if (res.destroyed) return;

@@ -9,6 +9,9 @@ import { createClient } from 'redis';
 import { toCreditUnits } from '../../lib/store/credits';
 import { hashSecret } from '../../lib/keys/secrets';
 import { RedisStore, type RedisStoreOptions } from '../../lib/store/redis-store';
+import { MOVE_LOG_RECORD } from '../../lib/store/redis-scripts';
+
+type RedisStoreRun = (script: string, keys: string[], args: string[]) => Promise<unknown>;
 import { createGatedUpstreamTest } from '../helpers/cluster-gateway';
 import { startRedisCluster } from '../helpers/redis-cluster';
 import { useServer } from '../helpers/redis-process';
@@ -56,6 +59,46 @@ describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)
   });
 
   describeAdmissionDeadline(() => RedisStore.connect({ clusterNodes: [...cluster().urls], prefix: uniqueRedisPrefix('cluster-deadline') }), (store) => store.close());
+
+  it('writes a settlement and its request log record in one step: a record whose move failed is moved by the sweep, once', async () => {
+    const store = await RedisStore.connect({ clusterNodes: [...cluster().urls], prefix: uniqueRedisPrefix('cluster-outbox') });
+    const connection = (store as unknown as { connection: { run: RedisStoreRun; commands: { hDel: (...args: unknown[]) => Promise<number> } } }).connection;
+    const run = connection.run.bind(connection);
+    const hDel = connection.commands.hDel.bind(connection.commands);
+    try {
+      await store.createKey({ id: 'k-outbox', secret: { sha256: hashSecret('sk-cs4-outbox-secret-0040'), expiresAt: null }, last4: '0040', rateLimitPerMinute: 60, allowedModels: null, monthlyCreditCap: null });
+      const month = new Date().toISOString().slice(0, 7);
+      const settleOne = async (requestId: string) => {
+        const held = await store.reserveCredits('k-outbox', month, 1, null, 60_000);
+        if (!held.ok) throw new Error('not held');
+        await store.settleCredits(held.reservation, {
+          model: 'model-haiku-4.5', inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.25,
+          log: { time: Date.now(), requestId, keyId: 'k-outbox', keyGroup: 'default', route: 'POST /v1/messages', model: 'model-haiku-4.5', status: 200, stopReason: 'end_turn', inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.25, firstByteMs: 1, durationMs: 2, streamed: false, clientAborted: false, sessionId: null, agentId: null, upstreamTarget: null },
+        });
+      };
+      const logged = async (requestId: string) => (await store.readRequestLog(0, Date.now() + 60_000, null, 1000)).records.filter((record) => record.requestId === requestId).length;
+      // The instance "dies" after the settlement: the move into the log fails.
+      connection.run = (script, keys, args) => (script === MOVE_LOG_RECORD ? Promise.reject(new Error('injected: killed after the settlement')) : run(script, keys, args));
+      await settleOne('req_outbox_1');
+      connection.run = run;
+      expect(await store.getMonthSpend('k-outbox', month)).to.be.closeTo(0.25, 1e-9);
+      expect(await logged('req_outbox_1'), 'not in the log yet').to.equal(0);
+      expect(await store.requestLog.sweep()).to.equal(1);
+      expect(await logged('req_outbox_1')).to.equal(1);
+      // Killed between the move and the outbox's delete: the sweep moves it again, and appends nothing.
+      connection.commands.hDel = () => Promise.reject(new Error('injected: killed after the move'));
+      await settleOne('req_outbox_2');
+      connection.commands.hDel = hDel;
+      expect(await logged('req_outbox_2')).to.equal(1);
+      expect(await store.requestLog.sweep()).to.equal(0);
+      expect(await store.requestLog.sweep()).to.equal(0);
+      expect([await logged('req_outbox_1'), await logged('req_outbox_2')], 'no duplicate').to.deep.equal([1, 1]);
+      expect(await store.getMonthSpend('k-outbox', month)).to.be.closeTo(0.5, 1e-9);
+    } finally {
+      connection.run = run;
+      await store.close();
+    }
+  });
 
   it('keeps each API key\'s state in one slot: the keys of a key spread over the cluster by their hash tag', async () => {
     const prefix = uniqueRedisPrefix('slots');

@@ -6,7 +6,7 @@ import { utcMonth } from '../../lib/store/month';
 import type { Request, Response } from 'express';
 import type { GatewayStore } from '../../lib/store/types';
 import { EventEmitter } from 'node:events';
-import { boundInputTokens, boundWebSearches, createReservationRenewer, createCreditReservation, maxOutputTokens, priceWorstCase } from '../../middleware/credit-reservation';
+import { boundInputTokens, boundServerToolRequests, createReservationRenewer, createCreditReservation, maxOutputTokens, priceWorstCase } from '../../middleware/credit-reservation';
 import { batchWorstCase, estimateWorstCase, fitOutputTokens, worstCaseCredits } from '../../lib/billing/worst-case';
 import { nativeMessage, nativeTextEvents, type FakeHandler } from '../helpers/fake-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
@@ -39,7 +39,7 @@ describe('credit reservation: the worst case', () => {
     // haiku: input 1, cache write 1.25 (1 hour: 2), cache read 0.1, output 5 credits per million tokens, 0.01 a web search
     expect(priceWorstCase(haiku, 1_000_000, 0)).to.equal(2);
     expect(priceWorstCase(haiku, 0, 1_000_000)).to.equal(5);
-    expect(priceWorstCase(haiku, 0, 0, 5)).to.equal(0.05);
+    expect(priceWorstCase(haiku, 0, 0, { webSearch: 5, webFetch: 0, codeExecution: 0 })).to.equal(0.05);
   });
 
   it('prices the rate the body asks for (fast mode, a pinned inference_geo) and a compaction step', () => {
@@ -71,13 +71,26 @@ describe('credit reservation: the worst case', () => {
     expect(fitOutputTokens(worst, 1), 'at most max_tokens').to.equal(4000);
   });
 
-  it('holds web searches for each web search tool offered: its max_uses, else the configured default', () => {
+  it('holds web searches, web fetches and code executions for each such server tool offered: its max_uses, else the configured default', () => {
     const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
-    expect(boundWebSearches({ tools: [{ name: 'Bash', input_schema: {} }] }, reservation)).to.equal(0);
-    expect(boundWebSearches({ tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] }, reservation)).to.equal(3);
-    expect(boundWebSearches({ tools: [{ type: 'web_search_20260101', name: 'web_search' }, null, 'x'] }, reservation)).to.equal(10);
-    expect(boundWebSearches({ tools: 'not an array' }, reservation)).to.equal(0);
-    expect(boundWebSearches(null, reservation)).to.equal(0);
+    const none = { webSearch: 0, webFetch: 0, codeExecution: 0 };
+    expect(boundServerToolRequests({ tools: [{ name: 'Bash', input_schema: {} }] }, reservation)).to.deep.equal(none);
+    expect(boundServerToolRequests({ tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] }, reservation)).to.deep.equal({ ...none, webSearch: 3 });
+    expect(boundServerToolRequests({ tools: [{ type: 'web_search_20260101', name: 'web_search' }, null, 'x'] }, reservation)).to.deep.equal({ ...none, webSearch: 10 });
+    expect(boundServerToolRequests({
+      tools: [{ type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 4 }, { type: 'code_execution_20250825', name: 'code_execution' }, { type: 'tool_search_tool_regex_20251119', name: 'tool_search' }],
+    }, reservation)).to.deep.equal({ webSearch: 0, webFetch: 4, codeExecution: 10 });
+    expect(boundServerToolRequests({ tools: 'not an array' }, reservation)).to.deep.equal(none);
+    expect(boundServerToolRequests(null, reservation)).to.deep.equal(none);
+  });
+
+  it('prices web fetches and code executions in the worst case at the model\'s per-request prices', () => {
+    const priced = { ...haiku, pricing: { ...haiku.pricing, webFetchPerRequest: 0.1, codeExecutionPerRequest: 0.05 } };
+    expect(priceWorstCase(priced, 0, 0, { webSearch: 1, webFetch: 2, codeExecution: 3 })).to.be.closeTo(0.01 + 0.2 + 0.15, 1e-12);
+    const reservation = { bytesPerInputToken: 1, overheadInputTokens: 0, webSearchesPerRequest: 10, minOutputTokens: 16 };
+    const body = { tools: [{ type: 'web_fetch_20250910', name: 'web_fetch', max_uses: 5 }] };
+    const plain = estimateWorstCase(priced, {}, 1000, 100, reservation);
+    expect(estimateWorstCase(priced, body, 1000, 100, reservation).fixedCredits - plain.fixedCredits).to.be.closeTo(0.5, 1e-12);
   });
 
   it('takes max_tokens from the route\'s own field, else the model\'s output ceiling', () => {

@@ -239,7 +239,7 @@ describe('upstream client: a request runs once (failover and retries only where 
     expect(reply.target).to.equal('b');
   });
 
-  it('tries a reused kept-alive socket reset before the request left whole again at once, and not one reset after it was sent', async () => {
+  it('tries a reused kept-alive socket reset before the request left whole again at once', async () => {
     const big = Buffer.alloc(16 * 1024 * 1024, 0x20);
     // The first request on each connection is answered; the second is reset as soon as it starts.
     const early = await rawTarget((socket, whole, n) => {
@@ -253,7 +253,11 @@ describe('upstream client: a request runs once (failover and retries only where 
     const reply = await send(client, big);
     expect(reply.response.statusCode).to.equal(200);
     expect(early.state).to.deep.equal({ requests: 3, connections: 2 });
-    // The second request on the connection is read whole, then its socket dies without a head.
+  });
+
+  it('sends a request that met a kept-alive socket the upstream had closed (no reply head) once more, on a fresh socket to the same target; a fresh socket lost is not tried again', async () => {
+    // The upstream answers the first request, then drops every connection without a reply byte
+    // (what a request sent onto a socket the upstream's server closed while idle meets).
     const late = await rawTarget((socket, whole, n) => {
       if (!whole) return false;
       if (n === 1) socket.write(OK);
@@ -261,11 +265,50 @@ describe('upstream client: a request runs once (failover and retries only where 
       return true;
     });
     closers.push(late.close);
-    const once = createUpstreamClient({ url: late.url, timeoutMs: 2000, retryBaseDelayMs: 1 });
+    const other = await rawTarget((socket, whole) => (whole && socket.write(OK), whole));
+    closers.push(other.close);
+    // A second target of a tiny weight: the retry stays on the target whose socket was reset.
+    const once = createUpstreamClient({ targets: [{ id: 'a', url: late.url, weight: 1000 }, { id: 'b', url: other.url, weight: 1 }], timeoutMs: 2000, retryBaseDelayMs: 1, random: () => 0 });
     expect(await readWhole(await send(once))).to.equal(200);
     const error = await send(once);
+    // Sent again once on a new connection; that one (not a reused socket) lost after the request left ends it.
+    expect(late.state).to.deep.equal({ requests: 3, connections: 2 });
+    expect(other.state.requests).to.equal(0);
     expect(error).to.include({ status: 502 });
     expect(isOutcomeUnknown(error)).to.equal(true);
-    expect(late.state).to.deep.equal({ requests: 2, connections: 1 });
+  });
+
+  it('runs a request once when the upstream closes idle kept-alive sockets: a request crossing the close is sent again on a fresh socket, and sockets idle 4 s are closed first', async function () {
+    this.timeout(15_000);
+    const IDLE_CLOSE_MS = 300;
+    // A server that closes a connection idle IDLE_CLOSE_MS or longer; a request that arrives on it
+    // after that met the close on the wire (its FIN still in flight): reset, never read.
+    const lastActive = new WeakMap<net.Socket, number>();
+    const idle = await rawTarget((socket, whole) => {
+      const since = lastActive.get(socket);
+      if (since !== undefined && Date.now() - since >= IDLE_CLOSE_MS) return (socket.resetAndDestroy(), true);
+      if (whole) {
+        socket.write(OK);
+        lastActive.set(socket, Date.now());
+      }
+      return whole;
+    });
+    closers.push(idle.close);
+    const client = createUpstreamClient({ url: idle.url, timeoutMs: 2000, retryBaseDelayMs: 1, maxRetries: 2 });
+    expect(await readWhole(await send(client))).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_CLOSE_MS + 50));
+    const reply = await send(client);
+    expect(await readWhole(reply)).to.equal(200);
+    // The reset attempt never reached the upstream's application: it served two requests, on two connections.
+    expect(idle.state.connections).to.equal(2);
+    // A socket idle longer than the agent's limit (4 s, below a Node server's default 5 s) is not reused.
+    const counted = await rawTarget((socket, whole) => (whole && socket.write(OK), whole));
+    closers.push(counted.close);
+    const plain = createUpstreamClient({ url: counted.url, timeoutMs: 2000 });
+    expect(await readWhole(await send(plain))).to.equal(200);
+    await new Promise((resolve) => setTimeout(resolve, 4200));
+    const second = await send(plain);
+    expect(await readWhole(second)).to.equal(200);
+    expect(counted.state).to.deep.equal({ requests: 2, connections: 2 });
   });
 });

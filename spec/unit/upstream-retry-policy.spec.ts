@@ -48,8 +48,10 @@ describe('upstream retry policy', () => {
     expect(c.planRetry(none, socketError('ECONNREFUSED'), 2)).to.equal(null);
     // A kept-alive socket reset before the request left whole: at once.
     expect(c.planRetry(none, socketError('ECONNRESET', true), 0)).to.equal(0);
-    // The same reset once the request had left: the upstream may be running it.
-    expect(c.planRetry(none, socketError('ECONNRESET', true, false, true), 0)).to.equal(null);
+    // The same reset once the request had left whole, on a reused socket: the upstream had closed it
+    // while idle (its application never saw the request), so at once too.
+    expect(c.planRetry(none, socketError('ECONNRESET', true, false, true), 0)).to.equal(0);
+    // A fresh socket lost after the request left: the upstream may be running it.
     expect(c.planRetry(none, socketError('ECONNRESET', false, false, true), 0)).to.equal(null);
     // A head timeout is never tried again, whatever was sent.
     expect(c.planRetry(none, socketError('ECONNRESET', false, true), 0)).to.equal(null);
@@ -60,7 +62,10 @@ describe('upstream retry policy', () => {
     expect([429, 503, 529, 500, 502, 504, 200].filter((code) => isNotStarted(status(code)))).to.deep.equal([429, 503, 529]);
     expect(isNotStarted(socketError('ECONNREFUSED'))).to.equal(true);
     expect(isNotStarted(socketError('ECONNRESET', true, false, false))).to.equal(true);
-    expect(isNotStarted(socketError('ECONNRESET', true, false, true))).to.equal(false);
+    expect(isNotStarted(socketError('ECONNRESET', true, false, true))).to.equal(true);
+    expect(isNotStarted(socketError('ECONNRESET', false, false, true))).to.equal(false);
+    expect(isNotStarted(socketError('ECONNRESET', true, true, true))).to.equal(false);
+    expect(isNotStarted(socketError('EPIPE', true, false, true))).to.equal(false);
     expect(isNotStarted(socketError('ECONNRESET', false, true, false))).to.equal(false);
   });
 

@@ -121,4 +121,58 @@ export function describeDeclaredKeyContract(current: () => ContractFixture<Gatew
     await syncDeclaredKeys(f.store, configWith([{ id: 'back', key: OLD }]));
     expect(await admission(f.store, OLD)).to.equal('admitted');
   });
+
+  it('a sync never overwrites a revocation made between its read of the key and its write (the store derives revoked)', async () => {
+    // The file revoked it; the new file lifts that, while the CLI revokes it at run time meanwhile.
+    await syncDeclaredKeys(f.store, configWith([{ id: 'raced', key: OLD, revoked: true }]));
+    // A record from before run-time revocations were kept apart (no revokedAtRunTime), raced the same way.
+    await f.store.createKey(newKey('legacy', NEW));
+    const racing = new Proxy(f.store, {
+      get(target, name, receiver) {
+        if (name !== 'getKey') return Reflect.get(target, name, receiver);
+        return async (id: string) => {
+          const read = await target.getKey(id);
+          await revokeApiKey(target, id);
+          return read;
+        };
+      },
+    });
+    const changes = await syncDeclaredKeys(racing, configWith([{ id: 'raced', key: OLD, revoked: false }, { id: 'legacy', key: NEW }]));
+    for (const id of ['raced', 'legacy']) expect(await f.store.getKey(id), id).to.include({ revoked: true, revokedAtRunTime: true });
+    expect(await admission(f.store, OLD)).to.equal('revoked');
+    expect(await admission(f.store, NEW)).to.equal('revoked');
+    expect(changes.filter((change) => change.field === 'revoked')).to.deep.equal([]);
+    // A restore (logged by its caller) is what lifts it; the file no longer revokes it.
+    await restoreApiKey(f.store, 'raced');
+    expect(await admission(f.store, OLD)).to.equal('admitted');
+  });
+
+  it('a key the file declares for the first time keeps the limits set at run time that the file leaves out', async () => {
+    // Made before keys followed the file, then changed at run time.
+    await f.store.createKey(newKey('older', OLD, { name: 'Team A', rateLimitPerMinute: 7, allowedModels: ['model-haiku-4.5'], monthlyCreditCap: 3 }));
+    const changes = await syncDeclaredKeys(f.store, configWith([{ id: 'older', key: OLD, monthlyCreditCap: 9 }]));
+    expect(await f.store.getKey('older')).to.deep.include({ declaredIn: 'config.json', name: 'Team A', rateLimitPerMinute: 7, allowedModels: ['model-haiku-4.5'], monthlyCreditCap: 9 });
+    expect(changes.map((change) => change.field)).to.not.include.members(['name', 'rateLimitPerMinute', 'allowedModels']);
+    expect(await admission(f.store, OLD)).to.equal('admitted');
+    // From then on the file sets them all (the admin API refuses to): a field it leaves out takes its default.
+    await syncDeclaredKeys(f.store, configWith([{ id: 'older', key: OLD, monthlyCreditCap: 9 }]));
+    expect(await f.store.getKey('older')).to.include({ name: 'older', rateLimitPerMinute: 60, allowedModels: null });
+  });
+
+  it('a key the file declares for the first time keeps a rotated secret\'s grace when the file names its current secret', async () => {
+    // Made before keys followed the file and rotated at run time; the file was then given the new secret.
+    await f.store.createKey(newKey('turned', OLD));
+    const rotated = await f.store.rotateKey('turned', { sha256: hashSecret(NEW), expiresAt: null }, '0002', 10 * HOUR, T0);
+    expect(rotated.last4).to.equal('0002');
+    const changes = await syncDeclaredKeys(f.store, configWith([{ id: 'turned', key: NEW }]));
+    expect(changes.map((change) => change.field)).to.not.include('secret');
+    expect(await f.store.findKeyBySecretHash(hashSecret(OLD), T0 + HOUR), 'the old secret in its grace').to.include({ id: 'turned' });
+    expect(await f.store.findKeyBySecretHash(hashSecret(OLD), T0 + 11 * HOUR), 'and not after it').to.equal(null);
+    expect(await admission(f.store, NEW)).to.equal('admitted');
+    // A secret the file no longer names still fails at once.
+    const ANOTHER = 'sk-cs4-declared-third-secret-0003';
+    await syncDeclaredKeys(f.store, configWith([{ id: 'turned', key: ANOTHER }]));
+    expect(await f.store.findKeyBySecretHash(hashSecret(OLD), T0 + HOUR)).to.equal(null);
+    expect(await f.store.findKeyBySecretHash(hashSecret(NEW), T0 + HOUR)).to.equal(null);
+  });
 }

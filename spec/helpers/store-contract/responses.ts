@@ -26,6 +26,16 @@ export function describeResponseStoreContract(current: () => ContractFixture<Res
       await new Promise((resolve) => setTimeout(resolve, 30));
       expect(await f.store.getPin('file', file.id)).to.equal(null);
     });
+
+    it('reads several pins of a kind in one call, in the order asked, null for those it has not', async () => {
+      const ids = ['a', 'b', 'c'].map((tag) => `file_${tag}_${Math.random().toString(36).slice(2)}`);
+      for (const id of [ids[0], ids[2]]) await f.store.savePin({ kind: 'file', id, keyId: 'k1', data: { sizeBytes: id.length } }, HOUR);
+      const pins = await f.store.getPins('file', [ids[2], ids[1], ids[0]]);
+      expect(pins.map((pin) => pin?.id ?? null)).to.deep.equal([ids[2], null, ids[0]]);
+      expect(pins[0]).to.deep.equal({ kind: 'file', id: ids[2], keyId: 'k1', data: { sizeBytes: ids[2].length } });
+      expect(await f.store.getPins('batch', ids)).to.deep.equal([null, null, null]);
+      expect(await f.store.getPins('file', [])).to.deep.equal([]);
+    });
   });
 
   describe('stored responses', () => {
