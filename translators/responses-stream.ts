@@ -25,7 +25,7 @@ import {
 import { createOutputItems, type OutputItems } from './responses-stream-items';
 import { readThinkingTokenCount } from './usage';
 import { StreamTransformBase, type EventHandler } from './stream-base';
-import { ResponsesDeltaEvent } from './responses-delta-events';
+import { ResponsesDeltaEvent, writeResponsesDeltaEvent } from './responses-delta-events';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -172,11 +172,10 @@ class ResponsesStream extends StreamTransformBase<ResponsesStreamRecord> impleme
 }
 
 /**
- * An event as the JSON text of its `data:` line, the bytes `JSON.stringify` writes. Kept for speed: the
- * delta events, most of a stream, write their own JSON (responses-delta-events.ts; a test checks the
- * bytes are the same) instead of `JSON.stringify` walking each (RESULTS.md); any other event goes to
- * JSON.stringify.
+ * An event as the JSON text of its `data:` line, the bytes `JSON.stringify` writes: a delta event, most
+ * of a stream, from its type's plain string template (responses-delta-events.ts; a property test checks
+ * the bytes are the same), any other event by JSON.stringify.
  */
 export function serializeResponsesStreamRecord(record: ResponsesStreamRecord): string {
-  return record instanceof ResponsesDeltaEvent ? record.json() : JSON.stringify(record);
+  return record instanceof ResponsesDeltaEvent ? writeResponsesDeltaEvent(record) : JSON.stringify(record);
 }
