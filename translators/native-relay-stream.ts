@@ -18,7 +18,7 @@
  * A stateful transform created per request; pure (no I/O).
  */
 import { deltaTextLength } from './native-layout';
-import { NO_RECORDS, StreamTransformBase, type EventHandler } from './stream-base';
+import { eventHandlers, NO_RECORDS, StreamTransformBase } from './stream-base';
 import type { StreamTransform } from './stream-transform';
 import { countDeltaCharacters } from './usage';
 
@@ -50,7 +50,7 @@ class NativeRelayStream extends StreamTransformBase<NativeRelayRecord> implement
   /** The first event's bytes while held for the rename; null once they went out (or without a rename). */
   private head: Buffer | null;
 
-  protected readonly handlers: Record<string, EventHandler<NativeRelayRecord>> = {
+  protected readonly handlers = eventHandlers<NativeRelayRecord>({
     message_start: (data) => {
       this.mergeUsage(data?.message?.usage, false);
       return NO_RECORDS;
@@ -70,7 +70,7 @@ class NativeRelayStream extends StreamTransformBase<NativeRelayRecord> implement
       this.closed = true;
       return NO_RECORDS;
     },
-  };
+  });
 
   constructor(private readonly rename: { from: string; to: string } | null) {
     super();

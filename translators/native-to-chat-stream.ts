@@ -7,7 +7,7 @@
  * record in the tick its upstream event was parsed.
  */
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
-import { StreamTransformBase, type EventHandler } from './stream-base';
+import { eventHandlers, StreamTransformBase } from './stream-base';
 import type { StreamTransform, WholeReply } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
 import { mapNativeErrorToChat, mapStreamErrorToChat } from './native-to-chat-errors';
@@ -65,7 +65,7 @@ class ChatStream extends StreamTransformBase<ChatStreamRecord> implements ChatSt
     this.usageField = options.includeUsage ? { usage: null } : {};
   }
 
-  protected readonly handlers: Record<string, EventHandler<ChatStreamRecord>> = {
+  protected readonly handlers = eventHandlers<ChatStreamRecord>({
     message_start: (data) => {
       if (this.started) return [];
       this.started = true;
@@ -146,7 +146,7 @@ class ChatStream extends StreamTransformBase<ChatStreamRecord> implements ChatSt
       return records;
     },
     error: (data) => this.closeWith(() => this.errorRecords(mapStreamErrorToChat(data))),
-  };
+  });
 
   /** A broken stream: the 502 error record (never `[DONE]` after it). */
   protected failure(message: string): ChatStreamRecord[] {

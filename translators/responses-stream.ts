@@ -24,7 +24,7 @@ import {
 } from './responses-response';
 import { createOutputItems, type OutputItems } from './responses-stream-items';
 import { readThinkingTokenCount } from './usage';
-import { StreamTransformBase, type EventHandler } from './stream-base';
+import { eventHandlers, StreamTransformBase } from './stream-base';
 import { ResponsesDeltaEvent, writeResponsesDeltaEvent } from './responses-delta-events';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
@@ -83,7 +83,7 @@ class ResponsesStream extends StreamTransformBase<ResponsesStreamRecord> impleme
     });
   }
 
-  protected readonly handlers: Record<string, EventHandler<ResponsesStreamRecord>> = {
+  protected readonly handlers = eventHandlers<ResponsesStreamRecord>({
     message_start: (data) => {
       this.mergeUsage(data?.message?.usage, false);
       this.start();
@@ -124,7 +124,7 @@ class ResponsesStream extends StreamTransformBase<ResponsesStreamRecord> impleme
       return this.take();
     },
     error: (data) => this.closeWith(() => this.failed(mapStreamErrorToChat(data))),
-  };
+  });
 
   /** A broken stream: `response.failed` with a 502's error. */
   protected failure(message: string): ResponsesStreamRecord[] {

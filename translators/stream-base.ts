@@ -34,6 +34,14 @@ export const UNREADABLE = Symbol('unreadable');
 /** The handler of one event type: its data as read, the records to write now. */
 export type EventHandler<R> = (data: any) => R[];
 
+/**
+ * A table of event handlers without a prototype: an upstream event named after a member of every object
+ * (`constructor`, `toString`, `__proto__`) finds no handler and is skipped, as any unknown type is.
+ */
+export function eventHandlers<R>(handlers: Record<string, EventHandler<R>>): Readonly<Record<string, EventHandler<R> | undefined>> {
+  return Object.assign(Object.create(null) as Record<string, EventHandler<R>>, handlers);
+}
+
 export abstract class StreamTransformBase<R> implements StreamTransform<R> {
   /** Billing counts so far (message_start, then message_delta's cumulative fields, floored as above). */
   readonly usage: Usage = emptyUsage();
@@ -48,7 +56,7 @@ export abstract class StreamTransformBase<R> implements StreamTransform<R> {
   /** Whether message_delta's final `output_tokens` has come: the floor no longer applies. */
   private finalUsageSeen = false;
 
-  /** The handlers of the event types the transform reads, by event name; the others are skipped. */
+  /** The handlers of the event types the transform reads, by event name (made by {@link eventHandlers}); the others are skipped. */
   protected abstract readonly handlers: Readonly<Record<string, EventHandler<R> | undefined>>;
 
   /**
