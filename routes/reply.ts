@@ -162,7 +162,9 @@ function openSseReply(res: Response): void {
  * bytes first, for a relaying transform) in the tick it was parsed. Without `stream.headers` the head
  * goes out with the first records, so an error before any output (the transform's `error`) still
  * becomes a real HTTP status in the route's error shape; after the first byte the transform's own
- * error records say it. Usage and stop reason are recorded as they come; the reply ends with the
+ * error records say it. Usage and stop reason are recorded as they come, the usage raised to what was
+ * streamed after each upstream chunk's events (the transform's output-token floor,
+ * translators/stream-base.ts), so a client that leaves mid-stream is billed what it received; the reply ends with the
  * write of the records that end the stream (once `beforeClose` has resolved), or when the upstream's
  * does: the native relay closes at message_stop, so its reply ends with that chunk's bytes, even if
  * the upstream is slow to end its own. The upstream is read no faster than the client takes the reply
