@@ -13,6 +13,7 @@ import type http from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { getContext, recordReply, type RequestContext } from '../lib/pipeline/context';
 import { errors, fromTranslationError, GatewayError } from '../lib/http/errors';
+import { sendJson } from '../lib/http/json-reply';
 import { readBody } from '../lib/http/read-body';
 import { createStreamWriter } from '../lib/http/sse';
 import { endOfTurn } from '../lib/http/turn';
@@ -21,7 +22,6 @@ import type { StartAttempt, UpstreamClient, UpstreamRequest } from '../lib/upstr
 import { sendForClient } from './exchange';
 import { followUpstreamStream } from './reply-reading';
 import type { WholeReply, StreamTransform } from '../translators/stream-transform';
-import { estimateTokens } from '../translators/usage';
 
 export type { WholeReply };
 export { followUpstreamStream, modelRenameOf, parseNativeMessage, type ModelRename, type UpstreamStreamHandlers } from './reply-reading';
@@ -136,12 +136,16 @@ export function isEventStream(response: http.IncomingMessage): boolean {
 /**
  * Write a whole reply (an error or a non-streamed reply) in one go, recording the time to first byte:
  * `reply.headers` over those already set on `res`; a string or Buffer body as it is (with its length),
- * any other body as JSON.
+ * any other body as JSON (lib/http/json-reply.ts `sendJson`, the one JSON reply writer).
  * @throws TypeError when a JSON body cannot be serialised, as `JSON.stringify` does
  */
 export function sendWholeReply(res: Response, reply: WholeReply): void {
   for (const [name, value] of Object.entries(reply.headers)) res.setHeader(name, value);
-  if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) return sendJsonReply(res, reply.status, reply.body);
+  if (typeof reply.body !== 'string' && !Buffer.isBuffer(reply.body)) {
+    sendJson(res, reply.status, reply.body);
+    recordReply(getContext(res), { firstByte: true });
+    return;
+  }
   const bytes = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
   writeReplyHead(res, reply.status, { 'content-length': String(bytes.length) });
   res.end(bytes);
@@ -151,17 +155,6 @@ export function sendWholeReply(res: Response, reply: WholeReply): void {
 export function writeReplyHead(res: Response, status: number, headers: http.OutgoingHttpHeaders): void {
   res.writeHead(status, headers);
   recordReply(getContext(res), { firstByte: true });
-}
-
-/**
- * Send `body` as the whole JSON reply of an upstream route (the headers already set on `res` kept),
- * recording the time to first byte.
- * @throws TypeError when `body` cannot be serialised, as `JSON.stringify` does
- */
-function sendJsonReply(res: Response, status: number, body: unknown): void {
-  const bytes = Buffer.from(JSON.stringify(body) ?? 'null');
-  writeReplyHead(res, status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) });
-  res.end(bytes);
 }
 
 /** Send the SSE reply head if it has not gone yet. */
@@ -175,7 +168,9 @@ function openSseReply(res: Response): void {
  * bytes first, for a relaying transform) in the tick it was parsed. Without `stream.headers` the head
  * goes out with the first records, so an error before any output (the transform's `error`) still
  * becomes a real HTTP status in the route's error shape; after the first byte the transform's own
- * error records say it. Usage and stop reason are recorded as they come; the reply ends with the
+ * error records say it. Usage and stop reason are recorded as they come, the usage raised to what was
+ * streamed after each upstream chunk's events (the transform's output-token floor,
+ * translators/stream-base.ts), so a client that leaves mid-stream is billed what it received; the reply ends with the
  * write of the records that end the stream (once `beforeClose` has resolved), or when the upstream's
  * does: the native relay closes at message_stop, so its reply ends with that chunk's bytes, even if
  * the upstream is slow to end its own. The upstream is read no faster than the client takes the reply
@@ -197,11 +192,6 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
     if (records.length === 0 || res.writableEnded || res.destroyed) return;
     if (!res.headersSent && transform.error) return sendWholeReply(res, transform.error);
     openSseReply(res);
-    // Until the final usage arrives, usage is at least what the client has received, so a stream
-    // cut short settles what was streamed rather than the provisional count.
-    if (transform.stopReason === null) {
-      transform.usage.output_tokens = Math.max(transform.usage.output_tokens, estimateTokens(transform.streamedCharacters));
-    }
     const waitFor = transform.closed && !closing ? beforeClose?.(records) : undefined;
     if (!waitFor) return send(records);
     closing = true;
@@ -220,8 +210,13 @@ export function relayStream<R>(response: http.IncomingMessage, res: Response, st
       write(transform.push(event));
       if (transform.stopReason !== ctx.stopReason) recordReply(ctx, { stopReason: transform.stopReason });
     },
-    // A transform closed by this chunk's events ends the reply in the same write (the relay's message_stop).
-    onChunkParsed: () => (transform.closed && !closing ? out.end() : out.flush()),
+    // Usage is at least what the client received (the output-token floor), then a transform closed by
+    // this chunk's events ends the reply in the same write (the relay's message_stop).
+    onChunkParsed() {
+      transform.floorOutputTokens?.();
+      if (transform.closed && !closing) out.end();
+      else out.flush();
+    },
     onEnd: () => finish(transform.end()),
     onLost(message, idle) {
       ctx.error = { type: idle ? 'timeout_error' : 'api_error', message: boundReason(message) };

@@ -18,15 +18,12 @@
  * A stateful transform created per request; pure (no I/O).
  */
 import { deltaTextLength } from './native-layout';
-import type { SseEvent } from './native-types';
+import { eventHandlers, NO_RECORDS, StreamTransformBase } from './stream-base';
 import type { StreamTransform } from './stream-transform';
-import { countDeltaCharacters, emptyUsage, estimateTokens, mergeNativeUsage, type Usage } from './usage';
+import { countDeltaCharacters } from './usage';
 
 /** What the client gets: upstream bytes as they are, or the data of the `error` event that ends a broken stream. */
 export type NativeRelayRecord = Buffer | { type: 'error'; error: { type: string; message: string } };
-
-/** What `push` returns for every event (the bytes went out with `relay`); shared, never written to. */
-const NOTHING: NativeRelayRecord[] = [];
 
 /** Longest first event held back for a rename; past it, the bytes go out as they are. */
 const HEAD_LIMIT = 64 * 1024;
@@ -41,65 +38,85 @@ export interface NativeRelayTransform extends StreamTransform<NativeRelayRecord>
 
 /** @param rename `model` renamed from the upstream's name to the canonical ID; null when they match */
 export function createNativeRelayTransform(rename: { from: string; to: string } | null): NativeRelayTransform {
-  const usage: Usage = emptyUsage();
-  let streamedCharacters = 0;
-  let finalUsageSeen = false;
-  let stopReason: string | null = null;
-  let complete = false;
-  let closed = false;
-  let head: Buffer | null = rename ? Buffer.alloc(0) : null;
+  return new NativeRelayStream(rename);
+}
 
-  const takeHead = (): NativeRelayRecord[] => {
-    const held = head;
-    head = null;
+/**
+ * The relay on the stream base: `push` only reads (the bytes went out with `relay`), so it returns
+ * nothing; `error` stays undefined (the head went out with the upstream's status before the first
+ * byte: a failure is an event).
+ */
+class NativeRelayStream extends StreamTransformBase<NativeRelayRecord> implements NativeRelayTransform {
+  /** The first event's bytes while held for the rename; null once they went out (or without a rename). */
+  private head: Buffer | null;
+
+  protected readonly handlers = eventHandlers<NativeRelayRecord>({
+    message_start: (data) => {
+      this.mergeUsage(data?.message?.usage, false);
+      return NO_RECORDS;
+    },
+    // Read by `read` below: the characters of the delta's text.
+    content_block_delta: (characters: number) => {
+      this.streamedCharacters += characters;
+      return NO_RECORDS;
+    },
+    message_delta: (data) => {
+      this.mergeUsage(data?.usage, true);
+      if (data?.delta?.stop_reason !== undefined) this.stopReason = data.delta.stop_reason;
+      return NO_RECORDS;
+    },
+    // The API sends nothing after message_stop: the reply ends with the chunk that carried it.
+    message_stop: () => {
+      this.closed = true;
+      return NO_RECORDS;
+    },
+  });
+
+  constructor(private readonly rename: { from: string; to: string } | null) {
+    super();
+    this.head = rename ? Buffer.alloc(0) : null;
+  }
+
+  relay(chunk: Buffer): NativeRelayRecord[] {
+    if (this.closed) return [];
+    if (this.head === null) return [chunk];
+    const head = Buffer.concat([this.head, chunk]);
+    const end = head.indexOf('\n\n');
+    if (end === -1 && head.length < HEAD_LIMIT) {
+      this.head = head;
+      return [];
+    }
+    const cut = end === -1 ? head.length : end + 2;
+    const first = Buffer.from(renameInFirstEvent(head.subarray(0, cut).toString('utf8'), this.rename!));
+    const rest = head.subarray(cut);
+    this.head = null;
+    return [rest.length > 0 ? Buffer.concat([first, rest]) : first];
+  }
+
+  /** A delta's data is only counted (without a full parse in the API's layout); the others as the base reads them. */
+  protected override read(name: string, text: string): unknown {
+    return name === 'content_block_delta' ? deltaCharacters(text) : super.read(name, text);
+  }
+
+  /** An unreadable event went to the client as the upstream sent it; it carries nothing to bill. */
+  protected override unreadable(): NativeRelayRecord[] {
+    return NO_RECORDS;
+  }
+
+  /** The held first event's bytes, if any, then (a broken stream) the `error` event: api_error, timeout_error when idle. */
+  protected failure(message: string, idle: boolean): NativeRelayRecord[] {
+    return [...this.takeHead(), { type: 'error', error: { type: idle ? 'timeout_error' : 'api_error', message } }];
+  }
+
+  protected override ended(): NativeRelayRecord[] {
+    return this.takeHead();
+  }
+
+  private takeHead(): NativeRelayRecord[] {
+    const held = this.head;
+    this.head = null;
     return held !== null && held.length > 0 ? [held] : [];
-  };
-  const close = (type: string, message: string): NativeRelayRecord[] => {
-    if (closed) return [];
-    closed = true;
-    return [...takeHead(), { type: 'error', error: { type, message } }];
-  };
-
-  return {
-    relay(chunk) {
-      if (closed) return [];
-      if (head === null) return [chunk];
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\n\n');
-      if (end === -1 && head.length < HEAD_LIMIT) return [];
-      const cut = end === -1 ? head.length : end + 2;
-      const first = Buffer.from(renameInFirstEvent(head.subarray(0, cut).toString('utf8'), rename!));
-      const rest = head.subarray(cut);
-      head = null;
-      return [rest.length > 0 ? Buffer.concat([first, rest]) : first];
-    },
-    push(event: SseEvent) {
-      // The API sends nothing after message_stop: the reply ends with the chunk that carried it.
-      if (event.event === 'message_stop') complete = closed = true;
-      if (event.event === 'content_block_delta') {
-        streamedCharacters += deltaCharacters(event.data);
-      } else if (event.event === 'message_start' || event.event === 'message_delta') {
-        const data = parse(event.data) as any;
-        mergeNativeUsage(usage, event.event === 'message_start' ? data?.message?.usage : data?.usage);
-        if (event.event === 'message_delta' && typeof data?.usage?.output_tokens === 'number') finalUsageSeen = true;
-        if (event.event === 'message_delta' && data?.delta?.stop_reason !== undefined) stopReason = data.delta.stop_reason;
-      }
-      if (!finalUsageSeen) usage.output_tokens = Math.max(usage.output_tokens, estimateTokens(streamedCharacters));
-      return NOTHING;
-    },
-    end() {
-      if (!complete) return close('api_error', 'the upstream stream ended before the reply was complete');
-      closed = true;
-      return takeHead();
-    },
-    fail: (message, idle = false) => close(idle ? 'timeout_error' : 'api_error', message),
-    usage,
-    get stopReason() { return stopReason; },
-    get streamedCharacters() { return streamedCharacters; },
-    get closed() { return closed; },
-    // The head went out with the upstream's status before the first byte: a failure is an event.
-    error: undefined,
-  };
+  }
 }
 
 /**

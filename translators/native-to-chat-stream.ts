@@ -6,14 +6,13 @@
  * The transform is pure (events in, records out): it never buffers, so the caller can write each
  * record in the tick its upstream event was parsed.
  */
-import { emptyUsage } from './usage';
-import { readDeltaEvent } from './native-layout';
 import type { ChatChunkDelta, ChatCompletionChunk, ChatErrorBody, ChatThinkingBlock } from './chat-types';
+import { eventHandlers, StreamTransformBase } from './stream-base';
 import type { StreamTransform, WholeReply } from './stream-transform';
 import { toChatId } from './native-to-chat-response';
 import { mapNativeErrorToChat, mapStreamErrorToChat } from './native-to-chat-errors';
 import { mapStopReason, type FinishReason } from './stop-reason';
-import { convertUsageToChat, mergeNativeUsage, readThinkingTokenCount } from './usage';
+import { convertUsageToChat, readThinkingTokenCount } from './usage';
 
 /** What the transform asks the caller to write: a chunk, an in-stream error record, or the terminator. */
 export type ChatStreamRecord = ChatCompletionChunk | ChatErrorBody | '[DONE]';
@@ -36,191 +35,153 @@ export interface ChatStreamTransform extends StreamTransform<ChatStreamRecord> {
   readonly toolCallIds: readonly string[];
 }
 
-type Handler = (data: any) => ChatStreamRecord[];
-
 /** Status of failures of the stream itself (lost connection, unreadable event): a bad gateway. */
 const BROKEN_STREAM_STATUS = 502;
 
 /** Create the transform for one streamed reply. */
 export function createChatStreamTransform(options: ChatStreamOptions): ChatStreamTransform {
-  let id = toChatId(undefined);
-  let started = false;
-  let stopReason: string | null = null;
-  let streamedCharacters = 0;
-  let finished = false;
-  let closed = false;
-  let error: WholeReply<ChatErrorBody> | undefined;
-  const usage = emptyUsage();
-  const usageField = options.includeUsage ? { usage: null } : {};
+  return new ChatStream(options);
+}
+
+/** The chat transform on the stream base (stream-base.ts): one handler per native event type. */
+class ChatStream extends StreamTransformBase<ChatStreamRecord> implements ChatStreamTransform {
+  declare error: WholeReply<ChatErrorBody> | undefined;
+  readonly toolCallIds: string[] = [];
+  readonly thinkingBlocks: ChatThinkingBlock[] = [];
+  private id = toChatId(undefined);
+  private started = false;
+  private finished = false;
+  private readonly usageField: { usage?: null };
   /** Native block index -> tool_calls index, for tool_use blocks only (dense, from 0, in order of appearance). */
-  const toolIndexes = new Map<number, number>();
-  const toolCallIds: string[] = [];
+  private readonly toolIndexes = new Map<number, number>();
   /** Native block index -> the thinking block being streamed there. */
-  const openThinking = new Map<number, { thinking: string; signature: string }>();
-  const thinkingBlocks: ChatThinkingBlock[] = [];
-  let thinkingTokens: number | undefined;
-
+  private readonly openThinking = new Map<number, { thinking: string; signature: string }>();
+  private thinkingTokens: number | undefined;
   /** How this stream's delta chunks are written (serializeChatStreamRecord): made with the first one, again if the id changes. */
-  let deltaLayout: DeltaLayout | undefined;
+  private deltaLayout: DeltaLayout | undefined;
 
-  const chunk = (delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk => ({
-    id,
-    object: 'chat.completion.chunk',
-    created: options.created,
-    model: options.model,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-    ...usageField,
-  });
-  /** A delta's chunk (text, reasoning or a tool call's arguments), carrying its stream's layout (serializeChatStreamRecord). */
-  const deltaChunk = (delta: DeltaChunkDelta): ChatCompletionChunk => {
-    if (deltaLayout === undefined || deltaLayout.id !== id) deltaLayout = createDeltaLayout(id, options);
-    return new DeltaChunk(deltaLayout, id, options.created, options.model, delta, options.includeUsage);
-  };
+  constructor(private readonly options: ChatStreamOptions) {
+    super();
+    this.usageField = options.includeUsage ? { usage: null } : {};
+  }
 
-  const close = (translated: WholeReply<ChatErrorBody>): ChatStreamRecord[] => {
-    if (closed) return [];
-    closed = true;
-    error = translated;
-    return [translated.body];
-  };
-  const broken = (message: string) => close(mapNativeErrorToChat(BROKEN_STREAM_STATUS, { type: 'error', error: { type: 'api_error', message } }));
-
-  const finish = (reason: FinishReason): ChatStreamRecord[] => {
-    if (finished) return [];
-    finished = true;
-    return [chunk({}, reason)];
-  };
-
-  const handlers: Record<string, Handler> = {
-    message_start(data) {
-      if (started) return [];
-      started = true;
-      if (typeof data?.message?.id === 'string') id = toChatId(data.message.id);
-      mergeNativeUsage(usage, data?.message?.usage);
-      return [chunk({ role: 'assistant', content: '' })];
+  protected readonly handlers = eventHandlers<ChatStreamRecord>({
+    message_start: (data) => {
+      if (this.started) return [];
+      this.started = true;
+      if (typeof data?.message?.id === 'string') this.id = toChatId(data.message.id);
+      this.mergeUsage(data?.message?.usage, false);
+      return [this.chunk({ role: 'assistant', content: '' })];
     },
-    content_block_start(data) {
+    content_block_start: (data) => {
       const block = data?.content_block;
       if (block?.type === 'tool_use' && typeof data.index === 'number') {
-        const index = toolIndexes.size;
-        toolIndexes.set(data.index, index);
-        toolCallIds.push(String(block.id));
-        return [chunk({ tool_calls: [{ index, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }] })];
+        const index = this.toolIndexes.size;
+        this.toolIndexes.set(data.index, index);
+        this.toolCallIds.push(String(block.id));
+        return [this.chunk({ tool_calls: [{ index, id: String(block.id), type: 'function', function: { name: String(block.name), arguments: '' } }] })];
       }
       if (block?.type === 'text' && typeof block.text === 'string' && block.text !== '') {
-        streamedCharacters += block.text.length;
-        return [chunk({ content: block.text })];
+        this.streamedCharacters += block.text.length;
+        return [this.chunk({ content: block.text })];
       }
       if (block?.type === 'thinking' && typeof data.index === 'number') {
-        openThinking.set(data.index, { thinking: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
-        return block.thinking ? [chunk({ reasoning_content: String(block.thinking) })] : [];
+        this.openThinking.set(data.index, { thinking: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
+        return block.thinking ? [this.chunk({ reasoning_content: String(block.thinking) })] : [];
       }
       if (block?.type === 'redacted_thinking' && typeof block.data === 'string') {
         const redacted: ChatThinkingBlock = { type: 'redacted_thinking', data: block.data };
-        thinkingBlocks.push(redacted);
-        return [chunk({ thinking_blocks: [redacted] })];
+        this.thinkingBlocks.push(redacted);
+        return [this.chunk({ thinking_blocks: [redacted] })];
       }
       return []; // server-tool blocks are not sent
     },
-    content_block_stop(data) {
-      const open = openThinking.get(data?.index);
+    content_block_stop: (data) => {
+      const open = this.openThinking.get(data?.index);
       if (!open) return [];
-      openThinking.delete(data.index);
+      this.openThinking.delete(data.index);
       // The signed block goes out whole once its signature_delta has come (it precedes this stop).
       const block: ChatThinkingBlock = { type: 'thinking', thinking: open.thinking, signature: open.signature };
-      thinkingBlocks.push(block);
-      return [chunk({ thinking_blocks: [block] })];
+      this.thinkingBlocks.push(block);
+      return [this.chunk({ thinking_blocks: [block] })];
     },
-    content_block_delta(data) {
+    content_block_delta: (data) => {
       const delta = data?.delta;
       if (delta?.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '') {
-        streamedCharacters += delta.text.length;
-        return [deltaChunk({ content: delta.text })];
+        this.streamedCharacters += delta.text.length;
+        return [this.deltaChunk({ content: delta.text })];
       }
       if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string' && delta.partial_json !== '') {
-        const index = toolIndexes.get(data.index);
+        const index = this.toolIndexes.get(data.index);
         if (index === undefined) return [];
-        streamedCharacters += delta.partial_json.length;
-        return [deltaChunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
+        this.streamedCharacters += delta.partial_json.length;
+        return [this.deltaChunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
       }
-      const open = openThinking.get(data?.index);
+      const open = this.openThinking.get(data?.index);
       if (open && delta?.type === 'thinking_delta' && typeof delta.thinking === 'string' && delta.thinking !== '') {
         open.thinking += delta.thinking;
-        return [deltaChunk({ reasoning_content: delta.thinking })];
+        return [this.deltaChunk({ reasoning_content: delta.thinking })];
       }
       if (open && delta?.type === 'signature_delta' && typeof delta.signature === 'string') open.signature += delta.signature;
       return []; // citations_delta
     },
-    message_delta(data) {
-      mergeNativeUsage(usage, data?.usage);
-      thinkingTokens = readThinkingTokenCount(data?.usage) ?? thinkingTokens;
+    message_delta: (data) => {
+      this.mergeUsage(data?.usage, true);
+      this.thinkingTokens = readThinkingTokenCount(data?.usage) ?? this.thinkingTokens;
       const reason = data?.delta?.stop_reason;
       if (typeof reason !== 'string') return [];
-      stopReason = reason;
-      return finish(mapStopReason(stopReason, options.onUnknownStopReason));
+      this.stopReason = reason;
+      return this.finish(mapStopReason(reason, this.options.onUnknownStopReason));
     },
-    message_stop() {
-      const records = finish('stop');
-      closed = true;
-      if (options.includeUsage) {
+    message_stop: () => {
+      const records = this.finish('stop');
+      this.closed = true;
+      if (this.options.includeUsage) {
         records.push({
-          id, object: 'chat.completion.chunk', created: options.created, model: options.model, choices: [],
-          usage: convertUsageToChat(usage, thinkingTokens),
+          id: this.id, object: 'chat.completion.chunk', created: this.options.created, model: this.options.model, choices: [],
+          usage: convertUsageToChat(this.usage, this.thinkingTokens),
         });
       }
       records.push('[DONE]');
       return records;
     },
-    error(data) {
-      return close(mapStreamErrorToChat(data));
-    },
-  };
+    error: (data) => this.closeWith(() => this.errorRecords(mapStreamErrorToChat(data))),
+  });
 
-  return {
-    push(event) {
-      if (closed) return [];
-      const name = event.event ?? 'message';
-      const handler = handlers[name];
-      if (!handler) return []; // ping, and event types added later
-      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
-      const read = name === 'content_block_delta' ? readDeltaEvent(event.data) : undefined;
-      if (read) return handler(read);
-      let data: unknown;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        return broken(`the upstream sent an unreadable ${name} event`);
-      }
-      return handler(data);
-    },
-    end() {
-      return broken('the upstream stream ended before the reply was complete');
-    },
-    fail(message) {
-      return broken(message);
-    },
-    get usage() {
-      return usage;
-    },
-    get stopReason() {
-      return stopReason;
-    },
-    get streamedCharacters() {
-      return streamedCharacters;
-    },
-    get closed() {
-      return closed;
-    },
-    get error() {
-      return error;
-    },
-    get thinkingBlocks() {
-      return thinkingBlocks;
-    },
-    get toolCallIds() {
-      return toolCallIds;
-    },
-  };
+  /** A broken stream: the 502 error record (never `[DONE]` after it). */
+  protected failure(message: string): ChatStreamRecord[] {
+    return this.errorRecords(mapNativeErrorToChat(BROKEN_STREAM_STATUS, { type: 'error', error: { type: 'api_error', message } }));
+  }
+
+  /** The record of the error that closes the stream, kept as `error` for a failure before any byte went out. */
+  private errorRecords(translated: WholeReply<ChatErrorBody>): ChatStreamRecord[] {
+    this.error = translated;
+    return [translated.body];
+  }
+
+  private chunk(delta: ChatChunkDelta, finish: FinishReason | null = null): ChatCompletionChunk {
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.options.created,
+      model: this.options.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...this.usageField,
+    };
+  }
+
+  /** A delta's chunk (text, reasoning or a tool call's arguments), carrying its stream's layout (serializeChatStreamRecord). */
+  private deltaChunk(delta: DeltaChunkDelta): ChatCompletionChunk {
+    const { options } = this;
+    if (this.deltaLayout === undefined || this.deltaLayout.id !== this.id) this.deltaLayout = createDeltaLayout(this.id, options);
+    return new DeltaChunk(this.deltaLayout, this.id, options.created, options.model, delta, options.includeUsage);
+  }
+
+  private finish(reason: FinishReason): ChatStreamRecord[] {
+    if (this.finished) return [];
+    this.finished = true;
+    return [this.chunk({}, reason)];
+  }
 }
 
 /** The JSON text around a stream's delta chunks: up to the delta (the id it was made for) and after it. */
@@ -279,10 +240,11 @@ class DeltaChunk implements ChatCompletionChunk {
 
 /**
  * A stream record as the JSON text of its `data:` line: `[DONE]` as it is, anything else as
- * `JSON.stringify` writes it. Kept for speed: a chunk the transform made for a text, thinking or input
- * JSON delta (a DeltaChunk, its stream's layout in a private field; records are never changed once
- * made) is written as that head, its delta's JSON and the tail, the bytes JSON.stringify writes (a test
- * checks it), without serialising the whole chunk each time (RESULTS.md).
+ * `JSON.stringify` writes it. Kept for speed (RESULTS.md, "Mechanisms kept for speed": the plain string
+ * template, which writes the id and model again for every chunk, cost 2.3 x as much per 200-delta
+ * stream): a chunk the transform made for a text, thinking or input JSON delta (a DeltaChunk, its
+ * stream's layout in a private field; records are never changed once made) is written as that head,
+ * its delta's JSON and the tail. A property test checks it against the plain template and JSON.stringify.
  */
 export function serializeChatStreamRecord(record: ChatStreamRecord): string {
   if (record === '[DONE]') return record;

@@ -32,6 +32,8 @@ export interface OutputItemsOptions extends Pick<ResponseOptions, 'toolNames' | 
   push(record: ResponsesStreamRecord): void;
   /** The next sequence number (taken). */
   nextSequence(): number;
+  /** Count `characters` of generated text, thinking or arguments sent (the output-token floor's measure, stream-base.ts). */
+  countStreamed(characters: number): void;
 }
 
 export interface OutputItems {
@@ -43,8 +45,6 @@ export interface OutputItems {
   close(index: number): void;
   /** Close every block still open (the message stopped). */
   closeAll(): void;
-  /** Characters of generated text, thinking and arguments sent so far. */
-  readonly streamedCharacters: number;
 }
 
 /** What one open native block is becoming. */
@@ -115,9 +115,8 @@ export function readPartialJsonString(json: string, field: string): string {
 }
 
 export function createOutputItems(options: OutputItemsOptions): OutputItems {
-  const { response, emit, push, nextSequence } = options;
+  const { response, emit, push, nextSequence, countStreamed } = options;
   const blocks = new Map<number, OpenBlock>();
-  let streamedCharacters = 0;
 
   const clientItem = (item: ResponsesOutputItem) => viewOutputForClient([item], options.includeEncrypted)[0];
   const add = (open: OpenBlock, item: ResponsesOutputItem) => {
@@ -133,17 +132,17 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
 
   const appendText = (open: OpenBlock, text: string) => {
     open.generated.append(text);
-    streamedCharacters += text.length;
+    countStreamed(text.length);
     push(new ResponsesDeltaEvent('response.output_text.delta', nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendThinking = (open: OpenBlock, text: string) => {
     open.generated.append(text);
-    streamedCharacters += text.length;
+    countStreamed(text.length);
     push(new ResponsesDeltaEvent('response.reasoning_summary_text.delta', nextSequence(), open.itemId, open.outputIndex, text));
   };
   const appendArguments = (open: OpenBlock, json: string) => {
     open.text += json;
-    streamedCharacters += json.length;
+    countStreamed(json.length);
     const type = response.output[open.outputIndex].type;
     if (type === 'function_call') {
       push(new ResponsesDeltaEvent('response.function_call_arguments.delta', nextSequence(), open.itemId, open.outputIndex, json));
@@ -270,9 +269,6 @@ export function createOutputItems(options: OutputItemsOptions): OutputItems {
     close,
     closeAll() {
       for (const index of [...blocks.keys()]) close(index);
-    },
-    get streamedCharacters() {
-      return streamedCharacters;
     },
   };
 }

@@ -22,10 +22,10 @@ import {
   convertUsage, createResponseShell, mapStopReasonToStatus, viewOutputForClient,
   type ResponseOptions,
 } from './responses-response';
-import { createOutputItems } from './responses-stream-items';
-import { emptyUsage, mergeNativeUsage, readThinkingTokenCount } from './usage';
-import { readDeltaEvent } from './native-layout';
-import { ResponsesDeltaEvent } from './responses-delta-events';
+import { createOutputItems, type OutputItems } from './responses-stream-items';
+import { readThinkingTokenCount } from './usage';
+import { eventHandlers, StreamTransformBase } from './stream-base';
+import { ResponsesDeltaEvent, writeResponsesDeltaEvent } from './responses-delta-events';
 import type { ResponsesResponse, ResponsesStreamRecord } from './responses-types';
 
 export interface ResponsesStreamOptions extends ResponseOptions {
@@ -44,8 +44,6 @@ export interface ResponsesStreamTransform extends StreamTransform<ResponsesStrea
 
 const BROKEN_STREAM_STATUS = 502;
 
-type Handler = (data: any) => void;
-
 /** The failure a reply that filled the model's context window ends with. */
 export const CONTEXT_WINDOW_EXCEEDED: WholeReply<ChatErrorBody> = {
   status: 400,
@@ -54,145 +52,130 @@ export const CONTEXT_WINDOW_EXCEEDED: WholeReply<ChatErrorBody> = {
 };
 
 export function createResponsesStreamTransform(options: ResponsesStreamOptions): ResponsesStreamTransform {
-  const response = createResponseShell(options);
-  const usage = emptyUsage();
-  let thinkingTokens: number | undefined;
-  let sequence = 0;
-  let started = false;
-  let closed = false;
-  let stopReason: string | null = null;
-  let error: WholeReply<ChatErrorBody> | undefined;
-  let out: ResponsesStreamRecord[] = [];
+  return new ResponsesStream(options);
+}
 
-  const emit = (type: string, fields: Record<string, unknown>) => {
-    out.push({ type, sequence_number: sequence++, ...fields });
-  };
-  const push = (record: ResponsesStreamRecord) => {
-    out.push(record);
-  };
-  const nextSequence = () => sequence++;
-  const snapshot = (): ResponsesResponse => ({ ...response, output: [...viewOutputForClient(response.output, options.includeEncrypted)] });
-  const start = () => {
-    if (started) return;
-    started = true;
-    emit('response.created', { response: snapshot() });
-    emit('response.in_progress', { response: snapshot() });
-  };
-  const items = createOutputItems({ ...options, response, emit, push, nextSequence });
-  const failWith = (translated: WholeReply<ChatErrorBody>) => {
-    if (closed) return;
-    closed = true;
-    error = translated;
-    start();
-    // Only response.failed, no `error` event before it: the openai SDK's ResponseStream ends on an
-    // `error` event (so its client would never see response.failed), and Codex reads response.failed.
-    const { message, code, type } = translated.body.error;
-    response.status = 'failed';
-    response.error = { code: code ?? type, message };
-    response.usage = convertUsage(usage, thinkingTokens);
-    emit('response.failed', { response: snapshot() });
-  };
-  const broken = (message: string) => failWith(mapNativeErrorToChat(BROKEN_STREAM_STATUS, { type: 'error', error: { type: 'api_error', message } }));
+/** The Responses transform on the stream base (stream-base.ts): one handler per native event type. */
+class ResponsesStream extends StreamTransformBase<ResponsesStreamRecord> implements ResponsesStreamTransform {
+  declare error: WholeReply<ChatErrorBody> | undefined;
+  readonly response: ResponsesResponse;
+  private thinkingTokens: number | undefined;
+  private sequence = 0;
+  private started = false;
+  /** The events of the upstream event being handled, taken by `take` when it is done. */
+  private out: ResponsesStreamRecord[] = [];
+  private readonly items: OutputItems;
 
-  const handlers: Record<string, Handler> = {
-    message_start(data) {
-      mergeNativeUsage(usage, data?.message?.usage);
-      start();
+  constructor(private readonly options: ResponsesStreamOptions) {
+    super();
+    this.response = createResponseShell(options);
+    this.items = createOutputItems({
+      ...options,
+      response: this.response,
+      emit: (type, fields) => this.emit(type, fields),
+      push: (record) => {
+        this.out.push(record);
+      },
+      nextSequence: () => this.sequence++,
+      countStreamed: (characters) => {
+        this.streamedCharacters += characters;
+      },
+    });
+  }
+
+  protected readonly handlers = eventHandlers<ResponsesStreamRecord>({
+    message_start: (data) => {
+      this.mergeUsage(data?.message?.usage, false);
+      this.start();
+      return this.take();
     },
-    content_block_start(data) {
-      start();
-      if (typeof data?.index === 'number') items.open(data.index, data.content_block);
+    content_block_start: (data) => {
+      this.start();
+      if (typeof data?.index === 'number') this.items.open(data.index, data.content_block);
+      return this.take();
     },
-    content_block_delta(data) {
-      items.delta(data?.index, data?.delta);
+    content_block_delta: (data) => {
+      this.items.delta(data?.index, data?.delta);
+      return this.take();
     },
-    content_block_stop(data) {
-      items.close(data?.index);
+    content_block_stop: (data) => {
+      this.items.close(data?.index);
+      return this.take();
     },
-    message_delta(data) {
-      mergeNativeUsage(usage, data?.usage);
-      thinkingTokens = readThinkingTokenCount(data?.usage) ?? thinkingTokens;
-      if (typeof data?.delta?.stop_reason === 'string') stopReason = data.delta.stop_reason;
+    message_delta: (data) => {
+      this.mergeUsage(data?.usage, true);
+      this.thinkingTokens = readThinkingTokenCount(data?.usage) ?? this.thinkingTokens;
+      if (typeof data?.delta?.stop_reason === 'string') this.stopReason = data.delta.stop_reason;
+      return this.take();
     },
-    message_stop() {
-      start();
-      items.closeAll();
-      if (stopReason === 'model_context_window_exceeded') {
+    message_stop: () => {
+      this.start();
+      this.items.closeAll();
+      if (this.stopReason === 'model_context_window_exceeded') {
         // Codex recovers (compacts its history) from response.failed with this code, not from an
         // incomplete response (codex-rs codex-api/src/sse/responses.rs, is_context_window_error).
-        failWith(CONTEXT_WINDOW_EXCEEDED);
-        return;
+        return this.closeWith(() => this.failed(CONTEXT_WINDOW_EXCEEDED));
       }
-      closed = true;
-      Object.assign(response, mapStopReasonToStatus(stopReason));
-      response.usage = convertUsage(usage, thinkingTokens);
-      emit(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: snapshot() });
+      this.closed = true;
+      const { response } = this;
+      Object.assign(response, mapStopReasonToStatus(this.stopReason));
+      response.usage = convertUsage(this.usage, this.thinkingTokens);
+      this.emit(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: this.snapshot() });
+      return this.take();
     },
-    error(data) {
-      failWith(mapStreamErrorToChat(data));
-    },
-  };
+    error: (data) => this.closeWith(() => this.failed(mapStreamErrorToChat(data))),
+  });
 
-  const take = () => {
-    const records = out;
-    out = [];
+  /** A broken stream: `response.failed` with a 502's error. */
+  protected failure(message: string): ResponsesStreamRecord[] {
+    return this.failed(mapNativeErrorToChat(BROKEN_STREAM_STATUS, { type: 'error', error: { type: 'api_error', message } }));
+  }
+
+  /**
+   * The events that end a failed stream: only response.failed, no `error` event before it (the openai
+   * SDK's ResponseStream ends on an `error` event, so its client would never see response.failed, and
+   * Codex reads response.failed); the response's `error` carries the message.
+   */
+  private failed(translated: WholeReply<ChatErrorBody>): ResponsesStreamRecord[] {
+    this.error = translated;
+    this.start();
+    const { message, code, type } = translated.body.error;
+    const { response } = this;
+    response.status = 'failed';
+    response.error = { code: code ?? type, message };
+    response.usage = convertUsage(this.usage, this.thinkingTokens);
+    this.emit('response.failed', { response: this.snapshot() });
+    return this.take();
+  }
+
+  private emit(type: string, fields: Record<string, unknown>): void {
+    this.out.push({ type, sequence_number: this.sequence++, ...fields });
+  }
+
+  private snapshot(): ResponsesResponse {
+    return { ...this.response, output: [...viewOutputForClient(this.response.output, this.options.includeEncrypted)] };
+  }
+
+  /** response.created and response.in_progress, once, before any other event. */
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.emit('response.created', { response: this.snapshot() });
+    this.emit('response.in_progress', { response: this.snapshot() });
+  }
+
+  private take(): ResponsesStreamRecord[] {
+    const records = this.out;
+    this.out = [];
     return records;
-  };
-
-  return {
-    push(event) {
-      if (closed) return [];
-      const name = event.event ?? 'message';
-      const handler = handlers[name];
-      if (!handler) return []; // ping, and event types added later
-      // A text, tool-input or thinking delta in the API's layout is read without parsing (native-layout.ts).
-      let data: unknown = name === 'content_block_delta' ? readDeltaEvent(event.data) : undefined;
-      if (data === undefined) {
-        try {
-          data = JSON.parse(event.data);
-        } catch {
-          broken(`the upstream sent an unreadable ${name} event`);
-          return take();
-        }
-      }
-      handler(data);
-      return take();
-    },
-    end() {
-      if (!closed) broken('the upstream stream ended before the reply was complete');
-      return take();
-    },
-    fail(message) {
-      broken(message);
-      return take();
-    },
-    get usage() {
-      return usage;
-    },
-    get stopReason() {
-      return stopReason;
-    },
-    get streamedCharacters() {
-      return items.streamedCharacters;
-    },
-    get closed() {
-      return closed;
-    },
-    get error() {
-      return error;
-    },
-    get response() {
-      return response;
-    },
-  };
+  }
 }
 
 /**
- * An event as the JSON text of its `data:` line, the bytes `JSON.stringify` writes. Kept for speed: the
- * delta events, most of a stream, write their own JSON (responses-delta-events.ts; a test checks the
- * bytes are the same) instead of `JSON.stringify` walking each (RESULTS.md); any other event goes to
- * JSON.stringify.
+ * An event as the JSON text of its `data:` line, the bytes `JSON.stringify` writes: a delta event, most
+ * of a stream, from its type's plain string template (responses-delta-events.ts; a property test checks
+ * the bytes are the same), any other event by JSON.stringify.
  */
 export function serializeResponsesStreamRecord(record: ResponsesStreamRecord): string {
-  return record instanceof ResponsesDeltaEvent ? record.json() : JSON.stringify(record);
+  return record instanceof ResponsesDeltaEvent ? writeResponsesDeltaEvent(record) : JSON.stringify(record);
 }

@@ -1,8 +1,8 @@
 /**
- * The shape every transform of an upstream stream has (native-to-chat-stream.ts, responses-stream.ts,
- * chat-to-native-stream.ts, chat-passthrough-stream.ts): SSE events in, records of the client's format
- * out, and what it has learnt of the reply so far. The gateway relays any of them the same way
- * (routes/reply.ts).
+ * The shape every transform of an upstream stream has (native-relay-stream.ts, native-to-chat-stream.ts,
+ * responses-stream.ts, which extend stream-base.ts; chat-to-native-stream.ts, chat-passthrough-stream.ts):
+ * SSE events in, records of the client's format out, and what it has learnt of the reply so far. The
+ * gateway relays any of them the same way (routes/reply.ts).
  */
 import type { SseEvent } from './native-types';
 import type { Usage } from './usage';
@@ -45,6 +45,11 @@ export interface StreamTransform<R> {
   readonly stopReason: string | null;
   /** Characters of generated text and arguments sent so far (a floor for output tokens of a cut stream). */
   readonly streamedCharacters: number;
+  /**
+   * Raise `usage.output_tokens` to the estimate of `streamedCharacters` until the final usage came (the
+   * output-token floor, stream-base.ts); absent where nothing is counted (pass-through, reverse).
+   */
+  floorOutputTokens?(): void;
   /** True once the records that end the stream (completed or failed) were produced. */
   readonly closed: boolean;
   /**

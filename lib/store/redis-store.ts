@@ -14,7 +14,8 @@ import { deadlineArg, heldCredits, minUnitsArg, RedisAdmission } from './redis-a
 import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
-import { CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
+import { RedisObjects } from './redis-objects';
+import { RENEW_RESERVATION, RESERVE_CREDITS, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
 import { decodeDailyUsage } from './redis-spend';
 import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
@@ -45,6 +46,7 @@ export class RedisStore implements GatewayStore {
   private readonly admission: RedisAdmission;
   /** The request log, and on a cluster its outboxes and their sweep (redis-request-log.ts). */
   readonly requestLog: RedisRequestLog;
+  private readonly objects: RedisObjects;
 
   private constructor(
     private readonly connection: RedisConnection,
@@ -54,6 +56,7 @@ export class RedisStore implements GatewayStore {
   ) {
     this.admission = new RedisAdmission(connection, keys);
     this.requestLog = new RedisRequestLog(connection, keys, clock, this.pending, onError);
+    this.objects = new RedisObjects(connection, keys, clock);
   }
 
   /** `cluster` when connected to a Redis Cluster, else `single`. */
@@ -208,74 +211,18 @@ export class RedisStore implements GatewayStore {
     this.requestLog.setRetention(retentionMs);
   }
 
-  async claimBudgetAlert(alert: BudgetAlert): Promise<boolean> {
-    const pending: PendingBudgetAlert = { alert, attempts: 0 };
-    const claimed = await this.connection.run(
-      CLAIM_ALERT,
-      [this.keys.alertFired(alert.id), this.keys.alertsDue, this.keys.alertsPending],
-      [alert.id, JSON.stringify(pending), String(this.clock()), String(BUCKET_RETENTION_MS)],
-    );
-    return Number(claimed) === 1;
-  }
-
-  async leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null> {
-    const json = await this.connection.run(LEASE_ALERT, [this.keys.alertsDue, this.keys.alertsPending], [String(now), String(leaseMs)]);
-    return typeof json === 'string' ? (JSON.parse(json) as PendingBudgetAlert) : null;
-  }
-
-  async retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void> {
-    await this.connection.run(RETRY_ALERT, [this.keys.alertsDue, this.keys.alertsPending], [pending.alert.id, JSON.stringify(pending), String(dueAt)]);
-  }
-
-  async finishBudgetAlert(id: string): Promise<void> {
-    await this.connection.commands.multi().zRem(this.keys.alertsDue, id).hDel(this.keys.alertsPending, id).exec();
-  }
-
-  async savePin(pin: PinnedObject, ttlMs: number): Promise<void> {
-    await this.connection.commands.set(this.keys.pin(pin.kind, pin.id), JSON.stringify(pin), { PX: ttlMs });
-  }
-
-  async getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> {
-    const text = await this.connection.commands.get(this.keys.pin(kind, id));
-    return text === null ? null : (JSON.parse(text) as PinnedObject);
-  }
-
-  async getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>> {
-    // One GET per pin, sent together (each in its own slot on a cluster, so not one MGET).
-    const texts = await Promise.all(ids.map((id) => this.connection.commands.get(this.keys.pin(kind, id))));
-    return texts.map((text) => (text === null ? null : (JSON.parse(text) as PinnedObject)));
-  }
-
-  async deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> {
-    return (await this.connection.commands.del(this.keys.pin(kind, id))) > 0;
-  }
-
-  async saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> {
-    const json = JSON.stringify(record);
-    if (maxKeyBytes !== undefined) {
-      // Bytes this key stored in the current window of ttlMs, which starts at its first save (NX: a
-      // save never pushes the window's end back, so a key that stores every day is never locked out;
-      // at most twice the bound is alive at once). Counted up front, given back when refused.
-      const bytes = Buffer.byteLength(json);
-      const counter = this.keys.responseBytes(record.keyId);
-      const [held] = await this.connection.commands.multi().incrBy(counter, bytes).pExpire(counter, ttlMs, 'NX').exec() as unknown as [number];
-      if (Number(held) > maxKeyBytes) {
-        await this.connection.commands.decrBy(counter, bytes);
-        return false;
-      }
-    }
-    await this.connection.commands.set(this.keys.response(record.id), json, { PX: ttlMs });
-    return true;
-  }
-
-  async getResponse(id: string): Promise<StoredResponse | null> {
-    const text = await this.connection.commands.get(this.keys.response(id));
-    return text === null ? null : (JSON.parse(text) as StoredResponse);
-  }
-
-  async deleteResponse(id: string): Promise<boolean> {
-    return (await this.connection.commands.del(this.keys.response(id))) > 0;
-  }
+  // Alerts, pins and stored responses: redis-objects.ts.
+  claimBudgetAlert(alert: BudgetAlert): Promise<boolean> { return this.objects.claimBudgetAlert(alert); }
+  leaseBudgetAlert(now: number, leaseMs: number): Promise<PendingBudgetAlert | null> { return this.objects.leaseBudgetAlert(now, leaseMs); }
+  retryBudgetAlert(pending: PendingBudgetAlert, dueAt: number): Promise<void> { return this.objects.retryBudgetAlert(pending, dueAt); }
+  finishBudgetAlert(id: string): Promise<void> { return this.objects.finishBudgetAlert(id); }
+  savePin(pin: PinnedObject, ttlMs: number): Promise<void> { return this.objects.savePin(pin, ttlMs); }
+  getPin(kind: PinnedObject['kind'], id: string): Promise<PinnedObject | null> { return this.objects.getPin(kind, id); }
+  getPins(kind: PinnedObject['kind'], ids: readonly string[]): Promise<Array<PinnedObject | null>> { return this.objects.getPins(kind, ids); }
+  deletePin(kind: PinnedObject['kind'], id: string): Promise<boolean> { return this.objects.deletePin(kind, id); }
+  saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> { return this.objects.saveResponse(record, ttlMs, maxKeyBytes); }
+  getResponse(id: string): Promise<StoredResponse | null> { return this.objects.getResponse(id); }
+  deleteResponse(id: string): Promise<boolean> { return this.objects.deleteResponse(id); }
 
   async ping(): Promise<void> {
     await this.connection.ping();

@@ -21,11 +21,9 @@ const FOLDERS = ['lib', 'middleware', 'routes', 'translators'];
 const COMPOSITION = ['lib/app.ts', 'lib/gateway.ts', 'lib/index.ts', 'lib/server.ts'];
 /**
  * Files still over 300 lines, with the length they may not pass: each is to be split by responsibility
- * (issue 41); a new file over 300 lines, or one of these growing, fails.
+ * (issue 41; none left); a new file over 300 lines, or one of these growing, fails.
  */
-const LONG_FILES: Record<string, number> = {
-  'lib/store/redis-store.ts': 307,
-};
+const LONG_FILES: Record<string, number> = {};
 /** What every route may share. */
 const SHARED_BY_ROUTES = ['routes/reply.ts', 'routes/reply-reading.ts', 'routes/exchange.ts', 'routes/pinned-upstream.ts'];
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { createChatStreamTransform, serializeChatStreamRecord, type ChatStreamRecord } from '../../../translators/native-to-chat-stream';
+import type { ChatCompletionChunk } from '../../../translators/chat-types';
 import {
   readExpectedRecords,
   readNativeStreamBytes,
@@ -192,23 +193,40 @@ describe('chat stream translator: deltas read without parsing, chunks written wi
     }), { numRuns: 1000 });
   });
 
-  it('writes a text, reasoning or tool-argument chunk from its stream\'s layout, not by serialising it (so the checks above test that path)', () => {
-    const cases = [
-      { block: { type: 'text', text: '' }, type: 'text_delta', field: 'text' },
-      { block: { type: 'thinking', thinking: '' }, type: 'thinking_delta', field: 'thinking' },
-      { block: { type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }, type: 'input_json_delta', field: 'partial_json' },
-    ];
-    for (const { block, type, field } of cases) {
-      const transform = createChatStreamTransform(options(false));
-      transform.push(start);
-      transform.push({ event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index: 0, content_block: block }) });
-      const [record] = transform.push(delta(type, field, 'Hi "there"', false));
-      const written = serializeChatStreamRecord(record);
-      expect(written, type).to.equal(JSON.stringify(record));
-      // A record is never changed once made; changed here, its bytes show where they came from.
-      (record as { model: string }).model = 'changed';
-      expect(serializeChatStreamRecord(record), type).to.equal(written);
-    }
+  /**
+   * The plain version of the kept delta chunk writer (serializeChatStreamRecord, RESULTS.md "Mechanisms
+   * kept for speed"): one string template over the chunk's members, as it is when written.
+   */
+  const writePlainDeltaChunk = (chunk: ChatCompletionChunk): string => {
+    const delta = chunk.choices[0].delta as { content?: string; reasoning_content?: string; tool_calls?: [{ index: number; function: { arguments: string } }] };
+    const deltaJson = delta.content !== undefined ? `{"content":${JSON.stringify(delta.content)}}`
+      : delta.reasoning_content !== undefined ? `{"reasoning_content":${JSON.stringify(delta.reasoning_content)}}`
+        : `{"tool_calls":[{"index":${delta.tool_calls![0].index},"function":{"arguments":${JSON.stringify(delta.tool_calls![0].function.arguments)}}}]}`;
+    const usage = chunk.usage === null ? ',"usage":null' : '';
+    return `{"id":${JSON.stringify(chunk.id)},"object":"chat.completion.chunk","created":${JSON.stringify(chunk.created)},"model":${JSON.stringify(chunk.model)},"choices":[{"index":0,"delta":${deltaJson},"logprobs":null,"finish_reason":null}]${usage}}`;
+  };
+
+  it('writes a text, reasoning or tool-argument chunk as its plain template does, the bytes JSON.stringify writes (any id, model, created, index and text), and not by serialising it', () => {
+    const blocksByDelta = {
+      text_delta: { block: { type: 'text', text: '' }, field: 'text' },
+      thinking_delta: { block: { type: 'thinking', thinking: '' }, field: 'thinking' },
+      input_json_delta: { block: { type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }, field: 'partial_json' },
+    } as const;
+    const text = fc.string({ unit: 'binary', minLength: 1 });
+    fc.assert(fc.property(fc.constantFrom(...(Object.keys(blocksByDelta) as Array<keyof typeof blocksByDelta>)), text, text, fc.string({ unit: 'binary' }), fc.integer(), fc.boolean(), fc.nat(),
+      (type, deltaText, model, id, created, includeUsage, index) => {
+        const { block, field } = blocksByDelta[type];
+        const transform = createChatStreamTransform({ model, created, includeUsage });
+        transform.push({ event: 'message_start', data: JSON.stringify({ type: 'message_start', message: { id, usage: { input_tokens: 3, output_tokens: 1 } } }) });
+        transform.push({ event: 'content_block_start', data: JSON.stringify({ type: 'content_block_start', index, content_block: block }) });
+        const [record] = transform.push({ event: 'content_block_delta', data: JSON.stringify({ type: 'content_block_delta', index, delta: { type, [field]: deltaText } }) });
+        const written = serializeChatStreamRecord(record);
+        expect(written, type).to.equal(writePlainDeltaChunk(record as ChatCompletionChunk));
+        expect(written, type).to.equal(JSON.stringify(record));
+        // Written from the stream's layout, not from the record: changed (which no caller does), its bytes show where they came from.
+        (record as { model: string }).model = `${model}!`;
+        expect(serializeChatStreamRecord(record), type).to.equal(written);
+      }), { numRuns: 1000 });
   });
 
   it('writes every record of the recorded streams as JSON.stringify does', () => {
