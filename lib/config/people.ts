@@ -147,3 +147,31 @@ export function resolveTeams(raw: Array<Record<string, any>> | undefined, modelI
   });
   return teams;
 }
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Refuse at start a sign-in set-up that would be unsafe or cannot work: `auth.oidc` needs `baseUrl`
+ * (the redirect URI is `<baseUrl>/dashboard/callback`), served over https (the session cookie is then
+ * `Secure`) or plain http on a loopback host only; the issuer likewise; and the env variable named by
+ * `clientSecretEnv` must be set.
+ * @throws ConfigError saying how to fix it
+ */
+export function checkSignIn(auth: AuthConfig, baseUrl: string | null, env: Record<string, string | undefined>): void {
+  const { oidc } = auth;
+  if (!oidc) return;
+  if (!baseUrl) throw new ConfigError('invalid configuration: auth.oidc needs baseUrl: the provider redirects to <baseUrl>/dashboard/callback');
+  const plainRemote = (url: string) => {
+    const { protocol, hostname } = new URL(url);
+    return protocol !== 'https:' && !(protocol === 'http:' && LOOPBACK_HOSTS.has(hostname));
+  };
+  if (plainRemote(baseUrl)) {
+    throw new ConfigError(`invalid configuration: baseUrl: "${baseUrl}" must be https with auth.oidc (session cookies are Secure); plain http is allowed only on a loopback host (127.0.0.1, localhost, [::1])`);
+  }
+  if (plainRemote(oidc.issuer)) {
+    throw new ConfigError(`invalid configuration: auth.oidc.issuer: "${oidc.issuer}" must be https; plain http is allowed only on a loopback host`);
+  }
+  if (oidc.clientSecretEnv !== null && !env[oidc.clientSecretEnv]) {
+    throw new ConfigError(`invalid configuration: auth.oidc.clientSecretEnv names env ${oidc.clientSecretEnv}, which is not set (or leave clientSecretEnv out for a public client)`);
+  }
+}

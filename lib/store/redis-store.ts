@@ -19,14 +19,13 @@ import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERV
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
+import { RedisPeopleStore } from './redis-people';
 import { bookingTime, utcDay } from './usage-days';
 import {
-  createKeyRecord,
-  type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
+  createKeyRecord, type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
   type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
-
 
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
@@ -54,6 +53,7 @@ export class RedisStore implements GatewayStore {
     private readonly connection: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
+    /** The people role (sign-ins, sessions, users): people-types.ts. */ readonly people: RedisPeopleStore,
     private readonly onError?: (err: Error) => void,
   ) {
     this.admission = new RedisAdmission(connection, keys);
@@ -82,7 +82,7 @@ export class RedisStore implements GatewayStore {
       await connection.close().catch(() => undefined);
       throw err;
     }
-    return new RedisStore(connection, keys, options.clock ?? systemClock, options.onError);
+    return new RedisStore(connection, keys, options.clock ?? systemClock, new RedisPeopleStore(connection, keys.prefix), options.onError);
   }
 
   async findKeyBySecretHash(sha256: string, now = this.clock()): Promise<KeyRecord | null> {
