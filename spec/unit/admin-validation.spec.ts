@@ -33,7 +33,7 @@ describe('admin body validation', () => {
     ['empty name', { name: '' }, /^name: /],
     ['body not an object', ['name'], /request body must be a JSON object/],
     ['body null', null, /request body must be a JSON object/],
-    ['unknown field', { name: 'a', secret: 'sk-cs4-x' }, /unknown field "secret" \(fields: id, keyGroup, name, rateLimitPerMinute, allowedModels, monthlyCreditCap, alertThresholds\)/],
+    ['unknown field', { name: 'a', secret: 'sk-cs4-x' }, /unknown field "secret" \(fields: id, keyGroup, name, rateLimitPerMinute, allowedModels, monthlyCreditCap, alertThresholds, team, owner\)/],
     ['fractional rate limit', { name: 'a', rateLimitPerMinute: 1.5 }, /^rateLimitPerMinute: must be integer/],
     ['zero rate limit', { name: 'a', rateLimitPerMinute: 0 }, /^rateLimitPerMinute: must be >= 1/],
     ['negative cap', { name: 'a', monthlyCreditCap: -1 }, /^monthlyCreditCap: must be >= 0/],
