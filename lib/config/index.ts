@@ -112,7 +112,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     aliases,
     keys,
     keyGroups,
-    auth: resolveAuth(file.auth),
+    auth: resolveAuth(file.auth, env),
     teams: resolveTeams(file.teams, modelIds),
     defaults: {
       maxTokens: file.defaults?.maxTokens ?? 4096,
@@ -162,7 +162,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     metricsToken: env.METRICS_TOKEN || null,
     adminToken: parseAdminToken(env.ADMIN_TOKEN),
   };
-  checkSignIn(config.auth, config.baseUrl, env);
+  checkSignIn(config.auth, config.baseUrl);
   return deepFreeze(config);
 }
 

@@ -12,6 +12,8 @@ export interface OidcConfig {
   clientId: string;
   /** Name of the env variable holding the client secret; null: a public client (PKCE only). */
   clientSecretEnv: string | null;
+  /** The client secret read from that variable at start (never logged); null: a public client. */
+  clientSecret: string | null;
   /** Scopes asked for; always holds `openid`. Default `["openid", "email", "profile"]`. */
   scopes: string[];
   /** The ID-token (or userinfo) claim holding the user's groups. Default `groups`. */
@@ -93,10 +95,10 @@ export const teamSchema = {
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
 /**
- * Resolve config `auth` (already shape-checked).
+ * Resolve config `auth` (already shape-checked); the client secret is read from `env`.
  * @throws ConfigError when the session lifetime is under a minute
  */
-export function resolveAuth(raw: Record<string, any> | undefined): AuthConfig {
+export function resolveAuth(raw: Record<string, any> | undefined, env: Record<string, string | undefined> = {}): AuthConfig {
   const ttl = raw?.sessionTtl ?? '8h';
   const sessionTtlSeconds = typeof ttl === 'number' ? ttl : Number(ttl.slice(0, -1)) * UNIT_SECONDS[ttl.slice(-1)];
   if (sessionTtlSeconds < 60) throw new ConfigError(`invalid configuration: auth.sessionTtl: "${ttl}" is under a minute`);
@@ -107,6 +109,7 @@ export function resolveAuth(raw: Record<string, any> | undefined): AuthConfig {
       issuer: String(oidc.issuer).replace(/\/+$/, ''),
       clientId: oidc.clientId,
       clientSecretEnv: oidc.clientSecretEnv ?? null,
+      clientSecret: oidc.clientSecretEnv ? env[oidc.clientSecretEnv] || null : null,
       scopes: [...new Set(['openid', ...(oidc.scopes ?? ['email', 'profile'])])],
       groupsClaim: oidc.groupsClaim ?? 'groups',
       adminGroups: oidc.adminGroups ?? [],
@@ -157,7 +160,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
  * `clientSecretEnv` must be set.
  * @throws ConfigError saying how to fix it
  */
-export function checkSignIn(auth: AuthConfig, baseUrl: string | null, env: Record<string, string | undefined>): void {
+export function checkSignIn(auth: AuthConfig, baseUrl: string | null): void {
   const { oidc } = auth;
   if (!oidc) return;
   if (!baseUrl) throw new ConfigError('invalid configuration: auth.oidc needs baseUrl: the provider redirects to <baseUrl>/dashboard/callback');
@@ -171,7 +174,7 @@ export function checkSignIn(auth: AuthConfig, baseUrl: string | null, env: Recor
   if (plainRemote(oidc.issuer)) {
     throw new ConfigError(`invalid configuration: auth.oidc.issuer: "${oidc.issuer}" must be https; plain http is allowed only on a loopback host`);
   }
-  if (oidc.clientSecretEnv !== null && !env[oidc.clientSecretEnv]) {
+  if (oidc.clientSecretEnv !== null && !oidc.clientSecret) {
     throw new ConfigError(`invalid configuration: auth.oidc.clientSecretEnv names env ${oidc.clientSecretEnv}, which is not set (or leave clientSecretEnv out for a public client)`);
   }
 }

@@ -33,8 +33,6 @@ export interface PeopleOptions {
   teams: () => readonly TeamConfig[];
   /** Epoch ms. */
   now: () => number;
-  /** Where the client secret is read (`auth.oidc.clientSecretEnv`). Default: process.env. */
-  env?: Record<string, string | undefined>;
   /** Told of every sign-in. Default: `createOnSignIn(logger)` (a log line). */
   onSignIn?: OnSignIn;
 }
@@ -52,11 +50,9 @@ export function createPeople(options: PeopleOptions): People | null {
   if (!store) throw new ConfigError('invalid configuration: auth.oidc needs a store with the people role (the memory and Redis stores have it; a custom store must provide `people`)');
   if (!config.baseUrl) throw new ConfigError('invalid configuration: auth.oidc needs baseUrl');
   const baseUrl = config.baseUrl.replace(/\/+$/, '');
-  const env = options.env ?? process.env;
-  const clientSecret = oidc.clientSecretEnv ? env[oidc.clientSecretEnv] : undefined;
   const sessions = createSessions({ people: store, ttlSeconds: config.auth.sessionTtlSeconds, secure: baseUrl.startsWith('https:'), now: options.now });
   const signInRouter = createSignInRouter({
-    relyingParty: createRelyingParty(oidc, `${baseUrl}/dashboard/callback`, clientSecret),
+    relyingParty: createRelyingParty(oidc, `${baseUrl}/dashboard/callback`, oidc.clientSecret ?? undefined),
     sessions, people: store, baseUrl,
     adminGroups: () => oidc.adminGroups,
     teams: options.teams,

@@ -5,6 +5,7 @@
  * ESM-only and loaded with a real dynamic `import()` the first time a sign-in starts, so a gateway
  * without `auth.oidc` never loads it.
  */
+import { pathToFileURL } from 'node:url';
 import type * as OpenIdClient from 'openid-client';
 import type { OidcConfig } from '../config/people';
 import type { PendingSignIn } from '../store/people-types';
@@ -63,7 +64,7 @@ export function createRelyingParty(oidc: OidcConfig, redirectUri: string, client
   let loaded: Promise<{ client: typeof OpenIdClient; config: OpenIdClient.Configuration }> | null = null;
   const load = () => {
     loaded ??= (async () => {
-      const client = (await importEsm('openid-client')) as typeof OpenIdClient;
+      const client = (await importEsm(pathToFileURL(require.resolve('openid-client')).href)) as typeof OpenIdClient;
       const config = await client.discovery(
         new URL(oidc.issuer), oidc.clientId, clientSecret, clientSecret === undefined ? client.None() : client.ClientSecretPost(clientSecret),
         isLoopbackHttp(oidc.issuer) ? { execute: [client.allowInsecureRequests] } : undefined,

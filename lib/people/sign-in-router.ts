@@ -82,7 +82,9 @@ export function createSignInRouter(options: SignInRouterOptions): Router {
     try {
       claims = await relyingParty.finish(new URL(`${options.baseUrl}/dashboard/callback${query}`), pending);
     } catch (err) {
-      const detail = (err as Error).message.slice(0, 300);
+      // openid-client's errors carry the provider's OAuth error code and description (RFC 6749, 5.2).
+      const { error, error_description: description } = err as { error?: unknown; error_description?: unknown };
+      const detail = [(err as Error).message, error, description].filter((part) => typeof part === 'string' && part).join(': ').slice(0, 300);
       await options.onSignIn(null, false, detail, req.ip);
       throw signInFailed(detail);
     }
