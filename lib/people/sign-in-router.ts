@@ -5,7 +5,8 @@
  *   serves the callback) and redirects to the provider;
  * - `GET /dashboard/callback`: the redirect URI `<baseUrl>/dashboard/callback`; finishes the sign-in,
  *   records the user, opens a session and redirects to the dashboard;
- * - `POST /dashboard/logout`: ends the session (with its CSRF token in `x-csrf-token`).
+ * - `POST /dashboard/logout`: ends the session (with its CSRF token in `x-csrf-token`);
+ * - `GET /dashboard/sign-in.json`: tells the dashboard that sign-in is on.
  * Errors are GatewayErrors, rendered in the admin API's (native) shape.
  */
 import { Router, type Request } from 'express';
@@ -16,6 +17,9 @@ import type { RelyingParty, SignInClaims } from './oidc';
 import { resolveMembership } from './roles';
 import { CSRF_HEADER, csrfTokenMatches, randomToken, readCookie, SIGN_IN_COOKIE, type Sessions } from './sessions';
 import type { OnSignIn } from './sign-in-hook';
+
+/** Where a signed-in person lands: their own keys and, for a team admin, their teams' (dashboard/people.html). */
+export const SIGNED_IN_PAGE = '/dashboard/people.html';
 
 /** How long a sign-in may take at the provider, seconds. */
 export const PENDING_SIGN_IN_SECONDS = 600;
@@ -54,10 +58,15 @@ export function createSignInRouter(options: SignInRouterOptions): Router {
     return user;
   };
 
+  // Tells the dashboard's sign-in panel that sign-in is on (without auth.oidc this path is a 404).
+  router.get('/sign-in.json', (_req, res) => {
+    res.json({ signIn: '/dashboard/login' });
+  });
+
   router.get('/login', async (_req, res) => {
     let started;
     try {
-      started = await relyingParty.start('/dashboard/');
+      started = await relyingParty.start(SIGNED_IN_PAGE);
     } catch (err) {
       throw new GatewayError(502, 'api_error', `the identity provider cannot be reached: ${(err as Error).message.slice(0, 200)}`, { chatCode: 'upstream_error' });
     }
