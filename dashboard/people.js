@@ -133,7 +133,9 @@ async function start() {
   $('#team-keys-table').addEventListener('click', onTeamKeyAction);
   $('#people-sign-out').addEventListener('click', signOut);
   const me = await attempt($('#people-signed-out-error'), () => call('GET', '/me'));
-  if (!me || !me.user) return showSignedOut(me ? 'Signed in with the admin token: use the main dashboard.' : undefined);
+  // A refused call (401) has shown the sign-in panel with its reason already.
+  if (!me) return;
+  if (!me.user) return showSignedOut('Signed in with the admin token: use the main dashboard.');
   state.me = me;
   state.csrf = me.csrfToken;
   $('#me-name').textContent = me.user.name ?? me.user.email ?? me.user.subject;
