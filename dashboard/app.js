@@ -427,3 +427,5 @@ initSpend(attempt);
 initSessions(attempt);
 if (readToken()) void enter();
 else $('#admin-token').focus();
+// Sign-in through the company's identity provider, when the gateway has it (`auth.oidc`).
+void fetch('/dashboard/sign-in.json', { cache: 'no-store' }).then((response) => { $('#oidc-sign-in').hidden = !response.ok; }, () => undefined);

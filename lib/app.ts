@@ -11,15 +11,15 @@
  * The rate limit counts only authenticated requests for a model the key may use; the credit
  * reservation comes last among the checks so nothing is held for a request a cheaper check refuses.
  *
- * Beside the public API: the admin API (`/admin/v1`) and dashboard (`/dashboard`), when ADMIN_TOKEN is set.
+ * Beside the public API: the admin API (`/admin/v1`) and dashboard (`/dashboard`), when ADMIN_TOKEN or
+ * sign-in (`auth.oidc`, lib/people/) is set.
  */
 import { Router, type RequestHandler } from 'express';
 import { createLiveCatalogue, type Catalogue } from './config/catalogue';
-import { createAdminRouter } from './admin/admin-router';
+import { createAdminSurface } from './admin/admin-surface';
 import type { AlertDispatcher } from './alerts/alert-dispatcher';
 import { createBudgetAlerts } from './alerts/budget-alerts';
 import { registerSpendGauge, SPEND_GAUGE_NAME } from './alerts/spend-gauge';
-import { createDashboard } from './admin/dashboard';
 import type { GatewayConfig } from './config';
 import { createConfigSource, type ConfigSource } from './config/config-source';
 import { createAfterResponse, type AfterResponseStep } from './pipeline/after-response';
@@ -33,7 +33,7 @@ import { createSettlement } from './billing/settlement';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import type { Tracing } from './observability/tracing';
-import { ADMIN_API_PATH, DASHBOARD_PATH, PUBLIC_ROUTES } from './pipeline/route-table';
+import { PUBLIC_ROUTES } from './pipeline/route-table';
 import { createUpstreamPool, type UpstreamClient, type UpstreamPool } from './upstream';
 import { createAuth, type AuthHeaders } from '../middleware/auth';
 import { createChatCompletions } from '../routes/chat-completions';
@@ -281,19 +281,14 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.get('/v1/files/:id', ...batchSteps, named('filesMetadata', files.metadata));
   router.get('/v1/files/:id/content', ...batchSteps, named('filesContent', files.content));
   router.delete('/v1/files/:id', ...batchSteps, named('filesDelete', files.remove));
-  if (config.adminToken) {
-    router.use(ADMIN_API_PATH, createAdminRouter({
-      store, catalogue, logger, adminToken: config.adminToken, clock,
-      upstreams: () => upstreams.describe(catalogue.keyGroups),
-      aliases: () => source.config.aliases,
-      defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
-      alerts: () => ({ thresholds: source.config.alerts.thresholds, webhookConfigured: deps.alerts !== undefined }),
-    }));
-    router.use(DASHBOARD_PATH, createDashboard());
-    logger.info({ message: `admin API on at ${ADMIN_API_PATH} and dashboard at ${DASHBOARD_PATH} (bearer ADMIN_TOKEN)` });
-  } else {
-    logger.info({ message: `admin API and dashboard are off: set ADMIN_TOKEN to enable ${ADMIN_API_PATH} and ${DASHBOARD_PATH}` });
-  }
+  router.use(createAdminSurface({
+    config, store, catalogue, logger, clock,
+    teams: () => source.config.teams,
+    upstreams: () => upstreams.describe(catalogue.keyGroups),
+    aliases: () => source.config.aliases,
+    defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
+    alerts: () => ({ thresholds: source.config.alerts.thresholds, webhookConfigured: deps.alerts !== undefined }),
+  }));
   router.use(createNotFound({ routes: PUBLIC_ROUTES }));
   router.use(createErrorHandler({ logger, bodyLimitBytes: config.limits.bodyBytes }));
   return router;

@@ -9,22 +9,26 @@
  */
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Catalogue } from '../config/catalogue';
-import { getContext } from '../pipeline/context';
+import type { TeamConfig } from '../config/people';
 import { errors, GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
-import { DEFAULT_KEY_PREFIX } from '../config/key-groups';
-import { DEVELOPMENT_KEY_RETIRED, retireDevelopmentKey } from '../keys/development-key';
-import { randomBase62 } from '../keys/secrets';
-import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../config/key-groups';
+import { DEFAULT_KEY_GROUP } from '../config/key-groups';
 import { DeclaredKeyError } from '../store/declared-keys';
-import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
+import { restoreApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
+import type { PeopleStore } from '../store/people-types';
 import type { KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
+import { checkTeamPolicy } from '../people/team-policy';
+import { isOrgAdmin, mayManageKey } from '../people/roles';
+import type { Sessions } from '../people/sessions';
+import { actorOf, type Actor } from './actor';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
-import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
+import { checkAllowedModels, createAdminValidators } from './admin-schemas';
+import { createKeyActions, conflict, sortThresholds } from './key-actions';
 import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
+import { addSelfServiceRoutes, requireTeam } from './self-service-routes';
 import { addSpendRoutes } from './spend-routes';
 import { daysOfMonth, sumByDay } from './usage-query';
 
@@ -34,8 +38,8 @@ export interface AdminRouterOptions {
   /** Alias -> canonical catalogue ID, shown next to each model (read per request: the config may be reloaded). */
   aliases: () => Readonly<Record<string, string>>;
   logger: Logger;
-  /** The ADMIN_TOKEN every request must carry as a bearer token. */
-  adminToken: string;
+  /** The ADMIN_TOKEN a request may carry as a bearer token; null: sign-in only (`auth.oidc`). */
+  adminToken: string | null;
   /** Rate limit of a key created without one, requests per minute (read per request). */
   defaultRateLimitPerMinute: () => number;
   /** Clock, epoch ms (the current UTC month and rotation expiries). Default: the real clock. */
@@ -44,12 +48,12 @@ export interface AdminRouterOptions {
   alerts?: () => { thresholds: readonly number[]; webhookConfigured: boolean };
   /** Each key group's upstream targets with their state, for `GET /upstreams`. Default: none listed. */
   upstreams?: () => KeyGroupUpstreamStatus[];
+  /** Signed-in users (only when `auth.oidc` is set): sessions, the people store, the teams now. */
+  people?: { sessions: Sessions; store: PeopleStore; teams: () => readonly TeamConfig[] };
 }
 
 /** Largest admin request body, in bytes. */
 const BODY_LIMIT_BYTES = 64 * 1024;
-
-const conflict = (message: string) => new GatewayError(409, 'invalid_request_error', message, { chatCode: 'conflict' });
 
 /** Admin bodies: JSON when present (415 otherwise); no body at all is read as absent. */
 function createAdminJsonBody(): RequestHandler {
@@ -64,43 +68,24 @@ function createAdminJsonBody(): RequestHandler {
   };
 }
 
-/** Thresholds in ascending order, as they are kept. */
-const sortThresholds = (thresholds: number[]) => [...thresholds].sort((a, b) => a - b);
+/** 403 for a route only organisation admins may use. */
+const forbidden = (req: Request) =>
+  new GatewayError(403, 'permission_error', `${req.method} ${req.baseUrl}${req.path.slice(0, 100)} is for organisation admins`, { chatCode: 'forbidden' });
 
 /** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
 export function createAdminRouter(options: AdminRouterOptions): Router {
   const { store, catalogue, logger } = options;
   const now = options.clock ?? systemClock;
   const validators = createAdminValidators();
-  /**
-   * The key group a new key joins (default: the basic one), read from the live catalogue.
-   * @throws GatewayError 400 naming the key groups when there is no such group
-   */
-  const requireKeyGroup = (id = DEFAULT_KEY_GROUP): KeyGroupConfig => {
-    const group = catalogue.keyGroup(id);
-    if (!group) throw errors.invalidRequest(`keyGroup: "${id.slice(0, 64)}" is not a key group (key groups: ${catalogue.keyGroups.map((g) => g.id).join(', ')})`);
-    return group;
-  };
-  /** Catalogue IDs a key of `keyGroup` may be allowed (its model family), now. */
-  const modelIdsOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.models ?? catalogue.models.map((model) => model.id);
-  /** Prefix of new secrets of a key of `keyGroup`. */
-  const prefixOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  const actions = createKeyActions({ store, catalogue, logger, now });
+  const teams = () => options.people?.teams() ?? [];
   const router = Router({ strict: false });
 
-  /** One audit line per change. `changes` holds settings only, never a secret. */
-  const audit = (req: Request, action: string, keyId: string, changes: Record<string, unknown> = {}) => {
-    logger.info({ message: 'admin audit', who: 'admin', action, key_id: keyId, changes, request_id: getContext(req.res!)?.requestId });
-  };
-
-  const requireKey = async (id: string): Promise<KeyRecord> => {
+  /** The key `id` if `actor` may see it; 404 otherwise (another's key is not named to a member). */
+  const requireKey = async (actor: Actor, id: string): Promise<KeyRecord> => {
     const key = await store.getKey(id);
-    if (!key) throw errors.notFound(`no key with id "${id.slice(0, 100)}"`);
+    if (!key || !mayManageKey(actor, key)) throw errors.notFound(`no key with id "${id.slice(0, 100)}"`);
     return key;
-  };
-
-  const viewOf = async (key: KeyRecord) => {
-    const month = utcMonth(now());
-    return formatKeyView(key, month, await store.getMonthSpend(key.id, month));
   };
 
   router.use((_req, res, next) => {
@@ -108,97 +93,77 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.setHeader('cache-control', 'no-store');
     next();
   });
-  router.use(createAdminAuthLimit({ token: options.adminToken }), createAdminAuth({ token: options.adminToken }));
+  router.use(createAdminAuthLimit({ token: options.adminToken }), createAdminAuth({ token: options.adminToken, sessions: options.people?.sessions }));
   router.use(createAdminJsonBody());
 
-  router.get('/keys', async (_req, res) => {
+  router.get('/keys', async (req, res) => {
     const month = utcMonth(now());
-    const keys = await store.listKeys();
+    const actor = actorOf(req);
+    const keys = (await store.listKeys()).filter((key) => mayManageKey(actor, key));
     keys.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
     const data = await Promise.all(keys.map(async (key) => formatKeyView(key, month, await store.getMonthSpend(key.id, month))));
     const alerts = options.alerts?.() ?? { thresholds: [50, 80, 100], webhookConfigured: false };
     res.json({ data, month, monthResetsAt: monthResetsAt(month), alerts: { defaultThresholds: alerts.thresholds, webhookConfigured: alerts.webhookConfigured } });
   });
 
+  // An org admin creates any key; a team admin a key of a team they administer, within its policy.
   router.post('/keys', async (req, res) => {
+    const actor = actorOf(req);
     const body = validators.createKey(req.body);
-    const group = requireKeyGroup(body.keyGroup);
-    checkAllowedModels(body.allowedModels, group.models, group.id);
-    const id = body.id ?? `key_${randomBase62(12)}`;
-    if (await store.getKey(id)) throw conflict(`a key with id "${id}" already exists`);
-    const { key, secret } = await createApiKey(store, {
-      id,
-      name: body.name,
-      rateLimitPerMinute: body.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
-      allowedModels: body.allowedModels ?? null,
-      monthlyCreditCap: body.monthlyCreditCap ?? null,
-      keyGroup: group.id,
-      keyPrefix: group.keyPrefix,
-    });
-    const created = body.alertThresholds ? await setKeyLimits(store, key.id, { alertThresholds: sortThresholds(body.alertThresholds) }) : key;
-    audit(req, 'key.create', key.id, {
-      name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
-      monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
-    });
-    if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED, request_id: getContext(res)?.requestId });
-    res.status(201).json({ key: await viewOf(created), secret });
+    const team = body.team === undefined ? null : requireTeam(teams(), body.team);
+    if (!isOrgAdmin(actor)) {
+      if (!team || actor.kind !== 'user' || !actor.adminOf.includes(team.id)) {
+        throw new GatewayError(403, 'permission_error', 'a team admin creates keys of a team they administer: give "team" (GET /admin/v1/me)', { chatCode: 'forbidden' });
+      }
+      checkTeamPolicy(team, body, options.defaultRateLimitPerMinute());
+    }
+    const rateLimitPerMinute = body.rateLimitPerMinute ?? team?.rateLimitPerMinute ?? options.defaultRateLimitPerMinute();
+    res.status(201).json(await actions.create(req, { ...body, rateLimitPerMinute, team: team?.id ?? null, owner: body.owner ?? null }));
   });
 
   router.get('/keys/:id', async (req, res) => {
-    res.json(await viewOf(await requireKey(String(req.params.id))));
+    res.json(await actions.viewOf(await requireKey(actorOf(req), String(req.params.id))));
   });
 
   router.patch('/keys/:id', async (req, res) => {
     const id = String(req.params.id);
-    const current = await requireKey(id);
+    const actor = actorOf(req);
+    const current = await requireKey(actor, id);
     const patch: KeyPatch = validators.patchKey(req.body);
     if (patch.alertThresholds) patch.alertThresholds = sortThresholds(patch.alertThresholds);
-    checkAllowedModels(patch.allowedModels, modelIdsOf(current.keyGroup), current.keyGroup);
+    checkAllowedModels(patch.allowedModels, actions.modelIdsOf(current.keyGroup), current.keyGroup);
+    // Below an org admin, a key changes only within its team's policy (a key of no team: not at all).
+    if (!isOrgAdmin(actor)) checkTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, options.defaultRateLimitPerMinute());
     const key = await setKeyLimits(store, id, patch);
-    audit(req, 'key.update', id, { ...patch });
-    res.json(await viewOf(key));
+    actions.audit(req, 'key.update', id, { ...patch });
+    res.json(await actions.viewOf(key));
   });
 
   router.post('/keys/:id/rotate', async (req, res) => {
-    const id = String(req.params.id);
-    const current = await requireKey(id);
-    if (current.revoked) throw conflict(`key "${id}" is revoked; a revoked key cannot be rotated`);
-    const { gracePeriodSeconds = DEFAULT_GRACE_PERIOD_SECONDS } = validators.rotateKey(req.body ?? {});
-    const at = now();
-    // A new secret in the key's own group prefix; the current ones expire after the grace period.
-    const { key, secret } = await rotateApiKey(store, id, gracePeriodSeconds * 1000, at, prefixOf(current.keyGroup));
-    audit(req, 'key.rotate', id, { gracePeriodSeconds });
-    res.json({
-      key: await viewOf(key),
-      secret,
-      previousSecretExpiresAt: new Date(at + gracePeriodSeconds * 1000).toISOString(),
-    });
+    const current = await requireKey(actorOf(req), String(req.params.id));
+    const { gracePeriodSeconds } = validators.rotateKey(req.body ?? {});
+    res.json(await actions.rotate(req, current, gracePeriodSeconds));
   });
 
   router.post('/keys/:id/revoke', async (req, res) => {
-    const id = String(req.params.id);
-    const current = await requireKey(id);
+    const current = await requireKey(actorOf(req), String(req.params.id));
     validators.revokeKey(req.body ?? {});
-    // A declared key the file revokes is revoked at run time too, so it stays so when the file changes.
-    const already = current.revoked && (!current.declaredIn || current.revokedAtRunTime === true);
-    const key = already ? current : await revokeApiKey(store, id);
-    if (!already) audit(req, 'key.revoke', id);
-    res.json(await viewOf(key));
+    res.json(await actions.revoke(req, current));
   });
 
   // Undo a revocation: the key's secrets work again as they were (an expired rotated one stays expired).
   router.post('/keys/:id/restore', async (req, res) => {
     const id = String(req.params.id);
-    const current = await requireKey(id);
+    const current = await requireKey(actorOf(req), id);
     validators.revokeKey(req.body ?? {});
     const key = current.revoked ? await restoreApiKey(store, id) : current;
-    if (current.revoked) audit(req, 'key.restore', id);
-    res.json(await viewOf(key));
+    if (current.revoked) actions.audit(req, 'key.restore', id);
+    res.json(await actions.viewOf(key));
   });
 
   router.get('/keys/:id/usage', async (req, res) => {
     const id = String(req.params.id);
-    const key = await requireKey(id);
+    const key = await requireKey(actorOf(req), id);
     const monthParam = req.query.month;
     if (monthParam !== undefined && (typeof monthParam !== 'string' || !isUtcMonth(monthParam))) {
       throw errors.invalidRequest('month: must be a UTC calendar month written YYYY-MM, e.g. 2025-07');
@@ -210,6 +175,9 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals, days });
   });
 
+  if (options.people) addSelfServiceRoutes(router, { actions, validators, people: options.people.store, teams, defaultRateLimitPerMinute: options.defaultRateLimitPerMinute, store });
+  // Everything below (spend, models, upstreams) is the organisation admins'.
+  router.use((req, _res, next) => next(isOrgAdmin(actorOf(req)) ? undefined : forbidden(req)));
   addSpendRoutes(router, { store, now });
 
   router.get('/models', (_req, res) => {

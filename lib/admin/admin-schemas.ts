@@ -22,10 +22,22 @@ export interface CreateKeyBody {
   monthlyCreditCap?: number | null;
   /** Budget alert thresholds, percent of the monthly credit cap; null/absent: the config's `alerts.thresholds`. */
   alertThresholds?: number[] | null;
+  /** The team the key belongs to (a team admin must give one of theirs). */
+  team?: string;
+  /** The member (OIDC subject) the key belongs to. */
+  owner?: string;
 }
 
 /** `PATCH /admin/v1/keys/:id`: at least one field. */
-export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup'>>;
+export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup' | 'team' | 'owner'>>;
+
+/** `POST /admin/v1/me/keys`: the caller's own key; its team defaults to their only team. */
+export type CreateOwnKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup' | 'owner'>>;
+
+/** `POST /admin/v1/teams/:id/members`: a member added by email (providers without groups). */
+export interface AddMemberBody {
+  email: string;
+}
 
 /** `POST /admin/v1/keys/:id/rotate`. */
 export interface RotateKeyBody {
@@ -36,6 +48,8 @@ export interface RotateKeyBody {
 export interface AdminValidators {
   createKey(body: unknown): CreateKeyBody;
   patchKey(body: unknown): PatchKeyBody;
+  createOwnKey(body: unknown): CreateOwnKeyBody;
+  addMember(body: unknown): AddMemberBody;
   rotateKey(body: unknown): RotateKeyBody;
   /** Revocation (and its undoing, restore) takes no fields; an empty object (or no body) is accepted. */
   revokeKey(body: unknown): Record<string, never>;
@@ -81,10 +95,16 @@ export function checkAllowedModels(allowedModels: string[] | null | undefined, m
 export function createAdminValidators(): AdminValidators {
   const ajv = new Ajv({ allErrors: false, strict: true });
   const fields = keyFieldSchemas();
+  const team = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' };
   const schemas = {
     createKey: {
       type: 'object', additionalProperties: false, required: ['name'],
-      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, keyGroup: { type: 'string', minLength: 1, maxLength: 64 }, ...fields },
+      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, keyGroup: { type: 'string', minLength: 1, maxLength: 64 }, ...fields, team, owner: { type: 'string', minLength: 1, maxLength: 255 } },
+    },
+    createOwnKey: { type: 'object', additionalProperties: false, properties: { ...fields, team } },
+    addMember: {
+      type: 'object', additionalProperties: false, required: ['email'],
+      properties: { email: { type: 'string', minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$' } },
     },
     patchKey: { type: 'object', additionalProperties: false, minProperties: 1, properties: fields },
     rotateKey: {
@@ -105,6 +125,8 @@ export function createAdminValidators(): AdminValidators {
   return {
     createKey: compile<CreateKeyBody>(schemas.createKey),
     patchKey: compile<PatchKeyBody>(schemas.patchKey),
+    createOwnKey: compile<CreateOwnKeyBody>(schemas.createOwnKey),
+    addMember: compile<AddMemberBody>(schemas.addMember),
     rotateKey: compile<RotateKeyBody>(schemas.rotateKey),
     revokeKey: compile<Record<string, never>>(schemas.revokeKey),
   };

@@ -42,8 +42,8 @@ export function createConfigSource(initial: GatewayConfig): ConfigSource {
 const RESTART_FIELDS: ReadonlySet<string> = new Set([
   'port', 'redisUrl', 'redisPrefix', 'redisClusterNodes', 'redisTlsCaFile', 'redisConnectTimeoutMs', 'stateFile', 'baseUrl', 'logLevel',
   'metricsToken', 'adminToken', 'requestLog', 'alerts', 'alertsWebhookSecret',
-  // The store guard is built at start.
-  'store',
+  // The store guard is built at start; so is sign-in (its provider and cookies).
+  'store', 'auth',
 ]);
 
 /**

@@ -12,7 +12,7 @@ import { UPSTREAM_DEFAULTS } from '../upstream/client';
 import { DEFAULT_KEY_GROUP, DEFAULT_KEY_PREFIX, findKeyGroupBySecret, resolveKeyGroups, type KeyGroupConfig } from './key-groups';
 import { DEFAULT_THINKING_BUDGETS } from '../../translators/responses-request';
 import { resolveTopLevelTargets } from './upstream-targets';
-import { resolveAuth, resolveTeams } from './people';
+import { resolveAuth, resolveTeams, checkSignIn } from './people';
 import { configSchema } from './schema';
 import { mergeModels, readShippedCatalogue } from './shipped-catalogue';
 import type { ConfigEnv, GatewayConfig, KeyConfig, ModelConfig, UpstreamConfig } from './types';
@@ -112,7 +112,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     aliases,
     keys,
     keyGroups,
-    auth: resolveAuth(file.auth),
+    auth: resolveAuth(file.auth, env),
     teams: resolveTeams(file.teams, modelIds),
     defaults: {
       maxTokens: file.defaults?.maxTokens ?? 4096,
@@ -162,6 +162,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     metricsToken: env.METRICS_TOKEN || null,
     adminToken: parseAdminToken(env.ADMIN_TOKEN),
   };
+  checkSignIn(config.auth, config.baseUrl);
   return deepFreeze(config);
 }
 

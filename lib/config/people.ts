@@ -12,6 +12,8 @@ export interface OidcConfig {
   clientId: string;
   /** Name of the env variable holding the client secret; null: a public client (PKCE only). */
   clientSecretEnv: string | null;
+  /** The client secret read from that variable at start (never logged); null: a public client. */
+  clientSecret: string | null;
   /** Scopes asked for; always holds `openid`. Default `["openid", "email", "profile"]`. */
   scopes: string[];
   /** The ID-token (or userinfo) claim holding the user's groups. Default `groups`. */
@@ -93,10 +95,10 @@ export const teamSchema = {
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
 /**
- * Resolve config `auth` (already shape-checked).
+ * Resolve config `auth` (already shape-checked); the client secret is read from `env`.
  * @throws ConfigError when the session lifetime is under a minute
  */
-export function resolveAuth(raw: Record<string, any> | undefined): AuthConfig {
+export function resolveAuth(raw: Record<string, any> | undefined, env: Record<string, string | undefined> = {}): AuthConfig {
   const ttl = raw?.sessionTtl ?? '8h';
   const sessionTtlSeconds = typeof ttl === 'number' ? ttl : Number(ttl.slice(0, -1)) * UNIT_SECONDS[ttl.slice(-1)];
   if (sessionTtlSeconds < 60) throw new ConfigError(`invalid configuration: auth.sessionTtl: "${ttl}" is under a minute`);
@@ -107,6 +109,7 @@ export function resolveAuth(raw: Record<string, any> | undefined): AuthConfig {
       issuer: String(oidc.issuer).replace(/\/+$/, ''),
       clientId: oidc.clientId,
       clientSecretEnv: oidc.clientSecretEnv ?? null,
+      clientSecret: oidc.clientSecretEnv ? env[oidc.clientSecretEnv] || null : null,
       scopes: [...new Set(['openid', ...(oidc.scopes ?? ['email', 'profile'])])],
       groupsClaim: oidc.groupsClaim ?? 'groups',
       adminGroups: oidc.adminGroups ?? [],
@@ -146,4 +149,32 @@ export function resolveTeams(raw: Array<Record<string, any>> | undefined, modelI
     teams.push(resolveTeam(entry, `teams.${index}`, modelIds));
   });
   return teams;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Refuse at start a sign-in set-up that would be unsafe or cannot work: `auth.oidc` needs `baseUrl`
+ * (the redirect URI is `<baseUrl>/dashboard/callback`), served over https (the session cookie is then
+ * `Secure`) or plain http on a loopback host only; the issuer likewise; and the env variable named by
+ * `clientSecretEnv` must be set.
+ * @throws ConfigError saying how to fix it
+ */
+export function checkSignIn(auth: AuthConfig, baseUrl: string | null): void {
+  const { oidc } = auth;
+  if (!oidc) return;
+  if (!baseUrl) throw new ConfigError('invalid configuration: auth.oidc needs baseUrl: the provider redirects to <baseUrl>/dashboard/callback');
+  const plainRemote = (url: string) => {
+    const { protocol, hostname } = new URL(url);
+    return protocol !== 'https:' && !(protocol === 'http:' && LOOPBACK_HOSTS.has(hostname));
+  };
+  if (plainRemote(baseUrl)) {
+    throw new ConfigError(`invalid configuration: baseUrl: "${baseUrl}" must be https with auth.oidc (session cookies are Secure); plain http is allowed only on a loopback host (127.0.0.1, localhost, [::1])`);
+  }
+  if (plainRemote(oidc.issuer)) {
+    throw new ConfigError(`invalid configuration: auth.oidc.issuer: "${oidc.issuer}" must be https; plain http is allowed only on a loopback host`);
+  }
+  if (oidc.clientSecretEnv !== null && !oidc.clientSecret) {
+    throw new ConfigError(`invalid configuration: auth.oidc.clientSecretEnv names env ${oidc.clientSecretEnv}, which is not set (or leave clientSecretEnv out for a public client)`);
+  }
 }

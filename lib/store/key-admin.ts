@@ -24,6 +24,10 @@ export interface CreateApiKeyInput {
   keyGroup?: string;
   /** Prefix of the secret: the key group's. Default `sk-cs4-`. */
   keyPrefix?: string;
+  /** The member (OIDC subject) the key belongs to; absent: none. */
+  owner?: string | null;
+  /** The team the key belongs to; absent: none. */
+  team?: string | null;
 }
 
 /** A key and the secret that was just issued for it (shown once, never stored). */
@@ -52,6 +56,8 @@ export async function createApiKey(store: KeyStore, input: CreateApiKeyInput): P
     allowedModels: input.allowedModels ?? null,
     monthlyCreditCap: input.monthlyCreditCap ?? null,
     keyGroup: input.keyGroup,
+    owner: input.owner,
+    team: input.team,
   });
   return { key, secret };
 }

@@ -20,6 +20,7 @@ import { systemClock, type Clock } from './month';
 import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
+import { MemoryPeopleStore } from './memory-people';
 import { bookingTime, utcDay } from './usage-days';
 import { atEndOfTurn } from '../http/turn';
 import { copyRecord, emptyTotals, snapshotOf, type MemorySnapshot } from './memory-key-records';
@@ -40,6 +41,8 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
   private readonly responses = new MemoryResponses(() => this.clock());
   private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity, Infinity), file: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity, Infinity) };
   private readonly rateWindows = new MemoryRateWindows();
+  /** The people role (sign-ins, sessions, users): people-types.ts. */
+  readonly people = new MemoryPeopleStore(() => this.clock());
 
 
   constructor(clock: Clock = systemClock) {

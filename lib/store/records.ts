@@ -64,6 +64,9 @@ export interface NewKey {
   /** See KeyRecord. */
   declaredIn?: string;
   fileRevoked?: boolean;
+  /** See KeyRecord (a self-service key: its member and team). */
+  owner?: string | null;
+  team?: string | null;
 }
 
 /** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
@@ -78,6 +81,8 @@ export function createKeyRecord(input: NewKey, now: number): KeyRecord {
     allowedModels: input.allowedModels ? [...input.allowedModels] : null,
     monthlyCreditCap: input.monthlyCreditCap,
     keyGroup: input.keyGroup ?? 'default',
+    ...(input.owner ? { owner: input.owner } : {}),
+    ...(input.team ? { team: input.team } : {}),
     ...(input.declaredIn === undefined ? {} : { declaredIn: input.declaredIn, fileRevoked: input.fileRevoked ?? false, revokedAtRunTime: false }),
   };
 }

@@ -24,7 +24,7 @@ export interface RedisConnectionOptions {
 
 /** Commands the store sends; a cluster client routes each by its first key. */
 export type RedisCommands = Pick<RedisClientType,
-  'get' | 'set' | 'del' | 'exists' | 'pExpire' | 'hGet' | 'hGetAll' | 'hSet' | 'sMembers' | 'sAdd' | 'xRange' | 'zRem' | 'hDel' | 'multi' | 'pTTL' | 'type' | 'zRangeWithScores' | 'zAdd' | 'xAdd' | 'rename' | 'decrBy'>;
+  'get' | 'getDel' | 'set' | 'del' | 'exists' | 'pExpire' | 'hGet' | 'hGetAll' | 'hSet' | 'sMembers' | 'sAdd' | 'xRange' | 'zRem' | 'hDel' | 'multi' | 'pTTL' | 'type' | 'zRangeWithScores' | 'zAdd' | 'xAdd' | 'rename' | 'decrBy'>;
 
 export interface RedisConnection {
   readonly mode: 'single' | 'cluster';

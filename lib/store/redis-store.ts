@@ -20,14 +20,13 @@ import { decodeDailyUsage } from './redis-spend';
 import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
+import { RedisPeopleStore } from './redis-people';
 import { bookingTime, utcDay } from './usage-days';
 import {
-  createKeyRecord,
-  type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
+  createKeyRecord, type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
   type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
 } from './types';
-
 
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
@@ -52,6 +51,7 @@ export class RedisStore implements GatewayStore {
     private readonly connection: RedisConnection,
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
+    /** The people role (sign-ins, sessions, users): people-types.ts. */ readonly people: RedisPeopleStore,
     onError?: (err: Error) => void,
   ) {
     this.admission = new RedisAdmission(connection, keys);
@@ -82,7 +82,7 @@ export class RedisStore implements GatewayStore {
       await connection.close().catch(() => undefined);
       throw err;
     }
-    const store = new RedisStore(connection, keys, options.clock ?? systemClock, options.onError);
+    const store = new RedisStore(connection, keys, options.clock ?? systemClock, new RedisPeopleStore(connection, keys.prefix), options.onError);
     store.requestLog.startSweeping();
     return store;
   }
