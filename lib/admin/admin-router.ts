@@ -1,8 +1,9 @@
 /**
  * The admin API, mounted at `/admin/v1` when ADMIN_TOKEN is set: list, create, read, change, rotate
  * and revoke keys, read a key's usage, read the catalogue. Every change is one store call, so it holds
- * on the next API request of every instance sharing the store, and writes one audit log line
- * (who "admin", what, key id; never a secret). `GET /upstreams` shows the upstream targets' health.
+ * on the next API request of every instance sharing the store, and is recorded in the audit log
+ * (audit-routes.ts: who, what, the fields before and after, from which address; never a secret) and
+ * in one log line. `GET /upstreams` shows the upstream targets' health; `GET /audit` the audit log.
  *
  * Errors are GatewayErrors, rendered by the gateway's error handler in its native shape:
  * `{"type":"error","error":{"type","message"},"request_id"}`.
@@ -19,7 +20,9 @@ import { DEFAULT_KEY_GROUP, type KeyGroupConfig } from '../config/key-groups';
 import { DeclaredKeyError } from '../store/declared-keys';
 import { createApiKey, restoreApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
-import type { KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
+import type { AuditLogStore, KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
+import { changedFields } from '../audit/audit-log';
+import { addAuditRoutes, recordAdminAudit } from './audit-routes';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
@@ -29,7 +32,7 @@ import { addSpendRoutes } from './spend-routes';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
-  store: KeyStore & LedgerStore & RequestLogStore;
+  store: KeyStore & LedgerStore & RequestLogStore & AuditLogStore;
   catalogue: Catalogue;
   /** Alias -> canonical catalogue ID, shown next to each model (read per request: the config may be reloaded). */
   aliases: () => Readonly<Record<string, string>>;
@@ -87,9 +90,13 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   const prefixOf = (keyGroup: string) => catalogue.keyGroup(keyGroup)?.keyPrefix ?? DEFAULT_KEY_PREFIX;
   const router = Router({ strict: false });
 
-  /** One audit line per change. `changes` holds settings only, never a secret. */
-  const audit = (req: Request, action: string, keyId: string, changes: Record<string, unknown> = {}) => {
-    logger.info({ message: 'admin audit', who: 'admin', action, key_id: keyId, changes, request_id: getContext(req.res!)?.requestId });
+  /**
+   * One audit log entry and one log line per change to `key`. `before`/`after` hold settings only
+   * (recordAudit strips any secret field besides); the log line shows `after` as `changes`.
+   */
+  const audit = async (req: Request, action: string, key: KeyRecord, change: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}) => {
+    logger.info({ message: 'admin audit', who: 'admin', action, key_id: key.id, changes: change.after ?? {}, request_id: getContext(req.res!)?.requestId });
+    await recordAdminAudit(store, req, { action, object: { type: 'key', id: key.id }, team: key.team ?? null, ...change });
   };
 
   const requireKey = async (id: string): Promise<KeyRecord> => {
@@ -136,10 +143,10 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       keyPrefix: group.keyPrefix,
     });
     const created = body.alertThresholds ? await setKeyLimits(store, key.id, { alertThresholds: sortThresholds(body.alertThresholds) }) : key;
-    audit(req, 'key.create', key.id, {
+    await audit(req, 'key.create', created, { after: {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
       monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
-    });
+    } });
     if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED, request_id: getContext(res)?.requestId });
     res.status(201).json({ key: await viewOf(created), secret });
   });
@@ -155,7 +162,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     if (patch.alertThresholds) patch.alertThresholds = sortThresholds(patch.alertThresholds);
     checkAllowedModels(patch.allowedModels, modelIdsOf(current.keyGroup), current.keyGroup);
     const key = await setKeyLimits(store, id, patch);
-    audit(req, 'key.update', id, { ...patch });
+    await audit(req, 'key.update', key, changedFields(current, key, Object.keys(patch)));
     res.json(await viewOf(key));
   });
 
@@ -167,7 +174,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const at = now();
     // A new secret in the key's own group prefix; the current ones expire after the grace period.
     const { key, secret } = await rotateApiKey(store, id, gracePeriodSeconds * 1000, at, prefixOf(current.keyGroup));
-    audit(req, 'key.rotate', id, { gracePeriodSeconds });
+    await audit(req, 'key.rotate', key, { after: { gracePeriodSeconds } });
     res.json({
       key: await viewOf(key),
       secret,
@@ -182,7 +189,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     // A declared key the file revokes is revoked at run time too, so it stays so when the file changes.
     const already = current.revoked && (!current.declaredIn || current.revokedAtRunTime === true);
     const key = already ? current : await revokeApiKey(store, id);
-    if (!already) audit(req, 'key.revoke', id);
+    if (!already) await audit(req, 'key.revoke', key, { before: { revoked: current.revoked }, after: { revoked: key.revoked } });
     res.json(await viewOf(key));
   });
 
@@ -192,7 +199,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const current = await requireKey(id);
     validators.revokeKey(req.body ?? {});
     const key = current.revoked ? await restoreApiKey(store, id) : current;
-    if (current.revoked) audit(req, 'key.restore', id);
+    if (current.revoked) await audit(req, 'key.restore', key, { before: { revoked: true }, after: { revoked: key.revoked } });
     res.json(await viewOf(key));
   });
 
@@ -211,6 +218,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   });
 
   addSpendRoutes(router, { store, now });
+  addAuditRoutes(router, { store });
 
   router.get('/models', (_req, res) => {
     const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);

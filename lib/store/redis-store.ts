@@ -24,9 +24,9 @@ import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
   type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
-  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
+  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord, type AuditDraft, type AuditEntry, type AuditHead,
 } from './types';
-
+import { RedisAuditLog } from '../audit/redis-audit-log';
 
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
@@ -55,18 +55,14 @@ export class RedisStore implements GatewayStore {
     private readonly keys: RedisKeys,
     private readonly clock: Clock,
     private readonly onError?: (err: Error) => void,
+    private readonly audit = new RedisAuditLog(connection, keys.prefix, clock),
   ) {
     this.admission = new RedisAdmission(connection, keys);
   }
 
   /** `cluster` when connected to a Redis Cluster, else `single`. */
-  get mode(): 'single' | 'cluster' {
-    return this.connection.mode;
-  }
-
-  get prefix(): string {
-    return this.keys.prefix;
-  }
+  get mode(): 'single' | 'cluster' { return this.connection.mode; }
+  get prefix(): string { return this.keys.prefix; }
 
   /**
    * Connect to Redis, and move a store written in the earlier layout to this one (redis-migration.ts).
@@ -292,6 +288,10 @@ export class RedisStore implements GatewayStore {
   async deleteResponse(id: string): Promise<boolean> {
     return (await this.connection.commands.del(this.keys.response(id))) > 0;
   }
+
+  appendAudit(draft: AuditDraft): Promise<AuditEntry> { return this.audit.append(draft); }
+  readAudit(afterId: number, limit: number): Promise<AuditEntry[]> { return this.audit.read(afterId, limit); }
+  readAuditHead(): Promise<AuditHead | null> { return this.audit.readHead(); }
 
   async ping(): Promise<void> {
     await this.connection.ping();
