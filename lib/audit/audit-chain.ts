@@ -90,6 +90,7 @@ export function createAuditVerifier(): AuditVerifier {
     finish(head) {
       if (broken) return { intact: false, entries: count, firstBrokenId: broken.id, reason: broken.reason };
       const last = previous as AuditHead | null;
+      if (!head && last) return { intact: false, entries: count, firstBrokenId: last.id, reason: 'the log has entries but no head (the head was removed)' };
       if (head && (!last || head.id !== last.id || head.hash !== last.hash)) {
         const firstBrokenId = (last?.id ?? 0) + 1;
         return { intact: false, entries: count, firstBrokenId, reason: `the log ends at entry ${last?.id ?? 0}, its head names entry ${head.id} (entries removed from the end)` };

@@ -34,8 +34,9 @@ export class MemoryAuditLog {
     return this.head && { ...this.head };
   }
 
+  /** The entries themselves, not copies (an entry is never changed once kept): the state file's periodic write stays cheap. */
   snapshot(): MemoryAuditSnapshot {
-    return structuredClone({ entries: this.entries, head: this.head });
+    return { entries: [...this.entries], head: this.head && { ...this.head } };
   }
 
   /** Replace the log with a snapshot's (an absent one, from a file written before the log existed: empty). */

@@ -168,7 +168,7 @@ describe('audit log on the memory store (admin API, key CLI, config.json)', func
     expect(intact.body).to.deep.include({ intact: true });
     expect(intact.body.entries).to.be.greaterThan(10);
     const store = running.store as MemoryStore;
-    const snapshot = store.snapshot();
+    const snapshot = JSON.parse(JSON.stringify(store.snapshot())) as ReturnType<MemoryStore['snapshot']>;
     snapshot.audit!.entries[4].actor = 'cli';
     store.restore(snapshot);
     const broken = await admin(gw, 'GET', '/audit/verify');

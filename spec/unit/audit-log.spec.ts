@@ -77,6 +77,7 @@ describe('audit log: canonical JSON and the hash chain', () => {
     expect(verify([...entries.slice(0, 2), ...entries.slice(3)], { id: 5, hash: entries[4].hash })).to.deep.include({ intact: false, firstBrokenId: 3 });
     expect(verify(entries.slice(1), { id: 5, hash: entries[4].hash })).to.deep.include({ intact: false, firstBrokenId: 1 });
     expect(verify(entries.slice(0, 4), { id: 5, hash: entries[4].hash })).to.deep.include({ intact: false, firstBrokenId: 5 });
+    expect(verify(entries, null)).to.deep.include({ intact: false, firstBrokenId: 5, reason: 'the log has entries but no head (the head was removed)' });
   });
 
   it('finds entries reordered, and renumbered to hide it', () => {
