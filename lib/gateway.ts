@@ -17,6 +17,7 @@ import { startSimulatedUpstream, type SimulatedUpstream } from './upstream/simul
 import { createStore, MemoryStore, seedConfigKeys } from './store';
 import { openKeyChannel } from './keys/key-control';
 import { logDeclaredKeyChanges } from './store/declared-keys';
+import { recordConfigReload } from './audit/config-audit';
 import { createStoreGuard } from './store/guard';
 import { keepMemoryState, loadMemoryState, saveMemoryState } from './store/memory-persistence';
 import { systemClock, type Clock } from './store/month';
@@ -248,7 +249,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       logger.error({ message: 'configuration reload refused; the current configuration stays', reason: error });
       return { ok: false, error };
     }
-    const change = describeConfigChange(source.config, next);
+    const previous = source.config;
+    const change = describeConfigChange(previous, next);
     source.replace(next);
     upstreams.retireUnused(next.keyGroups);
     try {
@@ -256,6 +258,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     } catch (err) {
       logger.error({ message: 'configuration reloaded, but seeding its keys failed', reason: (err as Error).message });
     }
+    await recordConfigReload(store, previous, next, change, logger);
     logger.info({ message: 'configuration reloaded', reloaded: change.reloaded, models: next.models.length, key_groups: next.keyGroups.map((g) => g.id) });
     if (change.needsRestart.length > 0) {
       logger.warn({ message: 'configuration fields changed that take effect only after a restart', fields: change.needsRestart });

@@ -33,6 +33,6 @@ export type { KeyGroupConfig } from './config/key-groups';
 // Stores: the built-in ones, and the interface a store of your own implements.
 export { createStore, MemoryStore } from './store';
 export type {
-  AlertQueueStore, GatewayStore, KeyRecord, KeyStore, LedgerStore, NewKey, RequestLogStore, Reservation, ResponseStore, StoreConnection, UsageEntry, UsageTotals,
+  AlertQueueStore, AuditLogStore, GatewayStore, KeyRecord, KeyStore, LedgerStore, NewKey, RequestLogStore, Reservation, ResponseStore, StoreConnection, UsageEntry, UsageTotals,
 } from './store/types';
 export type { Logger } from './observability/logger';

@@ -1,8 +1,9 @@
 /**
  * The admin API, mounted at `/admin/v1` when ADMIN_TOKEN is set: list, create, read, change, rotate
  * and revoke keys, read a key's usage, read the catalogue. Every change is one store call, so it holds
- * on the next API request of every instance sharing the store, and writes one audit log line
- * (who "admin", what, key id; never a secret). `GET /upstreams` shows the upstream targets' health.
+ * on the next API request of every instance sharing the store, and is recorded in the audit log
+ * (audit-routes.ts: who, what, the fields before and after, from which address; never a secret) and
+ * in one log line. `GET /upstreams` shows the upstream targets' health; `GET /audit` the audit log.
  *
  * Errors are GatewayErrors, rendered by the gateway's error handler in its native shape:
  * `{"type":"error","error":{"type","message"},"request_id"}`.
@@ -17,7 +18,9 @@ import { DeclaredKeyError } from '../store/declared-keys';
 import { restoreApiKey, setKeyLimits } from '../store/key-admin';
 import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { PeopleStore } from '../store/people-types';
-import type { KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
+import type { AuditLogStore, KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
+import { changedFields } from '../audit/audit-log';
+import { addAuditRoutes } from './audit-routes';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
 import { checkTeamPolicy } from '../people/team-policy';
@@ -33,7 +36,7 @@ import { addSpendRoutes } from './spend-routes';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
-  store: KeyStore & LedgerStore & RequestLogStore;
+  store: KeyStore & LedgerStore & RequestLogStore & AuditLogStore;
   catalogue: Catalogue;
   /** Alias -> canonical catalogue ID, shown next to each model (read per request: the config may be reloaded). */
   aliases: () => Readonly<Record<string, string>>;
@@ -135,7 +138,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     // Below an org admin, a key changes only within its team's policy (a key of no team: not at all).
     if (!isOrgAdmin(actor)) checkTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, options.defaultRateLimitPerMinute());
     const key = await setKeyLimits(store, id, patch);
-    actions.audit(req, 'key.update', id, { ...patch });
+    await actions.audit(req, 'key.update', key, changedFields(current, key, Object.keys(patch)));
     res.json(await actions.viewOf(key));
   });
 
@@ -157,7 +160,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const current = await requireKey(actorOf(req), id);
     validators.revokeKey(req.body ?? {});
     const key = current.revoked ? await restoreApiKey(store, id) : current;
-    if (current.revoked) actions.audit(req, 'key.restore', id);
+    if (current.revoked) await actions.audit(req, 'key.restore', key, { before: { revoked: true }, after: { revoked: key.revoked } });
     res.json(await actions.viewOf(key));
   });
 
@@ -179,6 +182,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   // Everything below (spend, models, upstreams) is the organisation admins'.
   router.use((req, _res, next) => next(isOrgAdmin(actorOf(req)) ? undefined : forbidden(req)));
   addSpendRoutes(router, { store, now });
+  addAuditRoutes(router, { store });
 
   router.get('/models', (_req, res) => {
     const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);

@@ -14,13 +14,14 @@ import type { Logger } from '../observability/logger';
 import { getContext } from '../pipeline/context';
 import { createApiKey, revokeApiKey, rotateApiKey, setKeyLimits } from '../store/key-admin';
 import { utcMonth, type Clock } from '../store/month';
-import type { KeyRecord, KeyStore, LedgerStore } from '../store/types';
+import type { AuditLogStore, KeyRecord, KeyStore, LedgerStore } from '../store/types';
+import { recordAdminAudit } from './audit-routes';
 import { actorName, actorOf } from './actor';
 import { checkAllowedModels, DEFAULT_GRACE_PERIOD_SECONDS, type CreateKeyBody } from './admin-schemas';
 import { formatKeyView } from './key-view';
 
 export interface KeyActionsOptions {
-  store: KeyStore & LedgerStore;
+  store: KeyStore & LedgerStore & AuditLogStore;
   catalogue: Catalogue;
   logger: Logger;
   /** Epoch ms. */
@@ -46,13 +47,15 @@ export function createKeyActions(options: KeyActionsOptions) {
   const { store, catalogue, logger, now } = options;
 
   /**
-   * One audit line per change: who (`admin` for ADMIN_TOKEN, as before sign-in existed, or the user's
-   * subject), what, which key. `changes` holds settings only.
+   * One audit log entry (lib/audit/) and one log line per change to `key`: who (`admin` in the log line
+   * for ADMIN_TOKEN, as before sign-in existed; `admin-token` in the audit log; or the user's subject),
+   * what, which key. `before`/`after` hold settings only (recordAudit strips any secret field besides).
    */
-  const audit = (req: Request, action: string, keyId: string, changes: Record<string, unknown> = {}) => {
+  const audit = async (req: Request, action: string, key: KeyRecord, change: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}) => {
     const actor = actorOf(req);
     const who = actor.kind === 'admin-token' ? 'admin' : actorName(actor);
-    logger.info({ message: 'admin audit', who, action, key_id: keyId, changes, request_id: getContext(req.res!)?.requestId });
+    logger.info({ message: 'admin audit', who, action, key_id: key.id, changes: change.after ?? {}, request_id: getContext(req.res!)?.requestId });
+    await recordAdminAudit(store, req, { action, object: { type: 'key', id: key.id }, team: key.team ?? null, ...change });
   };
 
   /**
@@ -90,11 +93,11 @@ export function createKeyActions(options: KeyActionsOptions) {
         monthlyCreditCap: input.monthlyCreditCap ?? null, keyGroup: group.id, keyPrefix: group.keyPrefix, owner: input.owner, team: input.team,
       });
       const created = input.alertThresholds ? await setKeyLimits(store, key.id, { alertThresholds: sortThresholds(input.alertThresholds) }) : key;
-      audit(req, 'key.create', key.id, {
+      await audit(req, 'key.create', created, { after: {
         name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
         monthlyCreditCap: key.monthlyCreditCap, ...(key.owner ? { owner: key.owner } : {}), ...(key.team ? { team: key.team } : {}),
         ...(input.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
-      });
+      } });
       if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED, request_id: getContext(req.res!)?.requestId });
       return { key: await viewOf(created), secret };
     },
@@ -109,7 +112,7 @@ export function createKeyActions(options: KeyActionsOptions) {
       // A new secret in the key's own group prefix.
       const prefix = catalogue.keyGroup(current.keyGroup)?.keyPrefix ?? DEFAULT_KEY_PREFIX;
       const { key, secret } = await rotateApiKey(store, current.id, gracePeriodSeconds * 1000, at, prefix);
-      audit(req, 'key.rotate', current.id, { gracePeriodSeconds });
+      await audit(req, 'key.rotate', key, { after: { gracePeriodSeconds } });
       return { key: await viewOf(key), secret, previousSecretExpiresAt: new Date(at + gracePeriodSeconds * 1000).toISOString() };
     },
 
@@ -118,7 +121,7 @@ export function createKeyActions(options: KeyActionsOptions) {
       // A declared key the file revokes is revoked at run time too, so it stays so when the file changes.
       const already = current.revoked && (!current.declaredIn || current.revokedAtRunTime === true);
       const key = already ? current : await revokeApiKey(store, current.id);
-      if (!already) audit(req, 'key.revoke', current.id);
+      if (!already) await audit(req, 'key.revoke', key, { before: { revoked: current.revoked }, after: { revoked: key.revoked } });
       return viewOf(key);
     },
   };

@@ -16,7 +16,8 @@ import { CSRF_HEADER } from '../people/sessions';
 import { checkTeamPolicy, withTeamDefaults } from '../people/team-policy';
 import { isOrgAdmin, rolesOf } from '../people/roles';
 import type { PeopleStore } from '../store/people-types';
-import type { KeyRecord, KeyStore } from '../store/types';
+import type { AuditLogStore, KeyRecord, KeyStore } from '../store/types';
+import { recordAdminAudit } from './audit-routes';
 import { actorOf, type UserActor } from './actor';
 import type { AdminValidators } from './admin-schemas';
 import type { KeyActions } from './key-actions';
@@ -25,7 +26,7 @@ export interface SelfServiceOptions {
   actions: KeyActions;
   validators: AdminValidators;
   people: PeopleStore;
-  store: KeyStore;
+  store: KeyStore & AuditLogStore;
   teams: () => readonly TeamConfig[];
   /** `defaults.rateLimitPerMinute` (read per request). */
   defaultRateLimitPerMinute: () => number;
@@ -132,7 +133,7 @@ export function addSelfServiceRoutes(router: Router, options: SelfServiceOptions
     }
     const { email } = validators.addMember(req.body);
     await people.addTeamMemberByEmail(team.id, email);
-    actions.audit(req, 'team.member.add', team.id, { email: email.toLowerCase() });
+    await recordAdminAudit(store, req, { action: 'team.member.add', object: { type: 'team', id: team.id }, team: team.id, after: { email: email.toLowerCase() } });
     res.status(201).json({ team: team.id, email: email.toLowerCase(), joinsAt: 'next sign-in' });
   });
 }

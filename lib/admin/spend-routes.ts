@@ -52,7 +52,7 @@ export function formatCsvField(value: unknown): string {
 }
 
 /** Write `chunk`, resolving once the client has taken it (or has gone). */
-async function writeWithBackpressure(res: Response, chunk: string): Promise<void> {
+export async function writeWithBackpressure(res: Response, chunk: string): Promise<void> {
   if (res.write(chunk) || res.destroyed) return;
   await new Promise<void>((resolve) => {
     const done = () => {

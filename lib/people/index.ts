@@ -7,6 +7,7 @@ import type { Router } from 'express';
 import type { GatewayConfig } from '../config';
 import { ConfigError } from '../config/config-error';
 import type { TeamConfig } from '../config/people';
+import type { AuditLogStore } from '../store/types';
 import type { Logger } from '../observability/logger';
 import type { PeopleStore, WithPeopleStore } from '../store/people-types';
 import { createRelyingParty } from './oidc';
@@ -56,7 +57,7 @@ export function createPeople(options: PeopleOptions): People | null {
     sessions, people: store, baseUrl,
     adminGroups: () => oidc.adminGroups,
     teams: options.teams,
-    onSignIn: options.onSignIn ?? createOnSignIn(options.logger),
+    onSignIn: options.onSignIn ?? createOnSignIn(options.logger, 'appendAudit' in options.store ? options.store as AuditLogStore : undefined),
     now: options.now,
   });
   return { sessions, store, signInRouter };

@@ -1,9 +1,11 @@
 /**
- * What happens on every sign-in, accepted or refused: one log line now; the audit log (issue 44,
- * item 6) records it here too, as `onSignIn` is the one place every sign-in outcome passes.
+ * What happens on every sign-in, accepted or refused: one log line and one audit log entry
+ * (`signin` or `signin.failed`, lib/audit/), as `onSignIn` is the one place every sign-in outcome passes.
  */
 import type { UserActor } from '../admin/actor';
+import { recordSignIn } from '../audit/audit-log';
 import type { Logger } from '../observability/logger';
+import type { AuditLogStore } from '../store/types';
 
 /**
  * Told of each sign-in at the callback.
@@ -14,11 +16,21 @@ import type { Logger } from '../observability/logger';
  */
 export type OnSignIn = (actor: UserActor | null, ok: boolean, detail: string, ip: string | undefined) => void | Promise<void>;
 
-/** The sign-in hook: logs accepted sign-ins at info and failed ones at warn (never a token or a cookie). */
-export function createOnSignIn(logger: Logger): OnSignIn {
-  return function onSignIn(actor, ok, detail, ip) {
+/**
+ * The sign-in hook: logs accepted sign-ins at info and failed ones at warn, and records each in the
+ * audit log when `audit` is given (never a token or a cookie in either).
+ * @returns a hook whose promise rejects when the audit log cannot be written (the store is down)
+ */
+export function createOnSignIn(logger: Logger, audit?: AuditLogStore): OnSignIn {
+  return async function onSignIn(actor, ok, detail, ip) {
     const line = { message: ok ? 'sign-in' : 'sign-in failed', subject: actor?.subject ?? null, email: actor?.email ?? null, detail: detail.slice(0, 300), ip };
     if (ok) logger.info(line);
     else logger.warn(line);
+    if (!audit) return;
+    const roles = actor ? [...(actor.orgAdmin ? ['org-admin'] : []), ...(actor.adminOf.length > 0 ? ['team-admin'] : []), 'member'] : undefined;
+    await recordSignIn(audit, {
+      subject: actor?.subject ?? null, email: actor?.email ?? null, ip: ip ?? null,
+      ...(ok ? { groups: actor?.groups, roles } : { failure: detail.slice(0, 300) }),
+    });
   };
 }

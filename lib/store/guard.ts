@@ -149,7 +149,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
    * not wait for ever, or a shutdown would). A failure is a 503 for an admin request; the finish step
    * and the dispatcher log it.
    */
-  const bounded = <K extends 'getKey' | 'listKeys' | 'getUsage' | 'getMonthSpend' | 'getDailyUsage' | 'appendRequestLog' | 'readRequestLog' | 'claimBudgetAlert' | 'leaseBudgetAlert' | 'retryBudgetAlert' | 'finishBudgetAlert'>(name: K) =>
+  const bounded = <K extends 'getKey' | 'listKeys' | 'getUsage' | 'getMonthSpend' | 'getDailyUsage' | 'appendRequestLog' | 'readRequestLog' | 'claimBudgetAlert' | 'leaseBudgetAlert' | 'retryBudgetAlert' | 'finishBudgetAlert' | 'readAudit' | 'readAuditHead'>(name: K) =>
     ((...args: unknown[]) => call(name, () => (store[name] as (...a: unknown[]) => Promise<unknown>).apply(store, args))) as GatewayStore[K];
 
   const overrides: Partial<GatewayStore> = {
@@ -160,6 +160,9 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     getDailyUsage: bounded('getDailyUsage'),
     appendRequestLog: bounded('appendRequestLog'),
     readRequestLog: bounded('readRequestLog'),
+    // Audit reads are bounded; an append is a change, unbounded as the key changes are (a timeout would not stop it landing).
+    readAudit: bounded('readAudit'),
+    readAuditHead: bounded('readAuditHead'),
     claimBudgetAlert: bounded('claimBudgetAlert'),
     leaseBudgetAlert: bounded('leaseBudgetAlert'),
     retryBudgetAlert: bounded('retryBudgetAlert'),

@@ -5,7 +5,8 @@ import { MemoryStore } from './memory-store';
 import { systemClock, type Clock } from './month';
 import { RedisStore } from './redis-store';
 import { syncDeclaredKeys, type DeclaredKeyChange } from './declared-keys';
-import type { GatewayStore, KeyStore } from './types';
+import { recordDeclaredKeyChanges } from '../audit/config-audit';
+import type { AuditLogStore, GatewayStore, KeyStore } from './types';
 
 export type { GatewayStore } from './types';
 export { MemoryStore } from './memory-store';
@@ -41,11 +42,14 @@ export async function createStore(config: GatewayConfig, options: CreateStoreOpt
 
 /**
  * Put the config.json keys in the store, as the file sets them (declared-keys.ts): at every start and
- * reload. With `createOnly` (the CLI), only keys missing from the store are made.
+ * reload. With `createOnly` (the CLI), only keys missing from the store are made. Each key changed is
+ * recorded in the audit log, actor `config` (lib/audit/config-audit.ts).
  * @returns the changes made, one per field, for the log
  */
-export function seedConfigKeys(store: KeyStore, config: GatewayConfig, createOnly = false): Promise<DeclaredKeyChange[]> {
-  return syncDeclaredKeys(store, config, createOnly);
+export async function seedConfigKeys(store: KeyStore & AuditLogStore, config: GatewayConfig, createOnly = false): Promise<DeclaredKeyChange[]> {
+  const changes = await syncDeclaredKeys(store, config, createOnly);
+  await recordDeclaredKeyChanges(store, changes);
+  return changes;
 }
 
 /**

@@ -4,6 +4,7 @@
  * copies both use.
  */
 import type { MemorySpendSnapshot } from './memory-spend';
+import type { MemoryAuditSnapshot } from '../audit/memory-audit-log';
 import type { KeyRecord, KeySecret, KeySnapshot, PinnedObject, UsageTotals } from './types';
 
 export interface StoredKey {
@@ -33,6 +34,8 @@ export interface MemorySnapshot {
    * restart, so it is billed once its results are read. Absent in files written before it existed.
    */
   pins?: Array<{ pin: PinnedObject; expiresAt: number }>;
+  /** The audit log (lib/audit/): its entries and head. Absent in files written before it existed. */
+  audit?: MemoryAuditSnapshot;
 }
 
 /** The record handed to requests (one frozen copy until the record changes) and its version. */

@@ -23,6 +23,8 @@ import { MemoryResponses } from './memory-responses';
 import { MemoryPeopleStore } from './memory-people';
 import { bookingTime, utcDay } from './usage-days';
 import { atEndOfTurn } from '../http/turn';
+import { MemoryAuditLog } from '../audit/memory-audit-log';
+import type { AuditDraft, AuditEntry, AuditHead } from '../audit/audit-types';
 import { copyRecord, emptyTotals, snapshotOf, type MemorySnapshot } from './memory-key-records';
 import type {
   AdmissionRequest, AdmissionResult, GatewayStore, KeySnapshot, KeyRecord, Reservation, ReserveResult, PinnedObject, StoredResponse, UsageEntry, UsageTotals,
@@ -44,6 +46,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
   /** The people role (sign-ins, sessions, users): people-types.ts. */
   readonly people = new MemoryPeopleStore(() => this.clock());
 
+  private readonly auditLog = new MemoryAuditLog();
 
   constructor(clock: Clock = systemClock) {
     super(clock);
@@ -186,6 +189,21 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     return this.responses.delete(id);
   }
 
+  /** Appended and written to the state file (as a key change is) before the call resolves. */
+  async appendAudit(draft: AuditDraft): Promise<AuditEntry> {
+    const entry = this.auditLog.append(draft, this.clock());
+    this.keysChanged();
+    return entry;
+  }
+
+  async readAudit(afterId: number, limit: number): Promise<AuditEntry[]> {
+    return this.auditLog.read(afterId, limit);
+  }
+
+  async readAuditHead(): Promise<AuditHead | null> {
+    return this.auditLog.readHead();
+  }
+
   /** Keys, secrets (hashes only), spend and ledger as plain JSON; reservations in flight are left out. */
   snapshot(): MemorySnapshot {
     return {
@@ -195,6 +213,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
       ledger: Object.fromEntries([...this.ledger].map(([k, v]) => [k, { ...v }])),
       spendState: { dayLedger: this.dayLedger.snapshot(), requestLog: this.requestLog.snapshot(), ...this.alerts.snapshot() },
       pins: [...this.pins.batch.entries(), ...this.pins.file.entries()].map(({ record, expiresAt }) => ({ pin: record, expiresAt })),
+      audit: this.auditLog.snapshot(),
     };
   }
 
@@ -218,6 +237,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     this.dayLedger.restore(snapshot.spendState?.dayLedger ?? {});
     this.requestLog.restore(snapshot.spendState?.requestLog ?? []);
     this.alerts.restore(snapshot.spendState ?? {});
+    this.auditLog.restore(snapshot.audit);
     for (const { pin, expiresAt } of snapshot.pins ?? []) {
       this.pins[pin.kind].restore(pin, expiresAt);
       const batch = pin.data as { billed?: boolean; holds?: Array<{ reservation: Reservation }> };

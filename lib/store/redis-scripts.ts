@@ -24,6 +24,8 @@
  * - `P{alerts}:fired:<alert id>` set once when a budget alert is claimed (never again that month)
  * - `P{alerts}:due`             sorted set: pending alert id -> epoch ms it is due (or its lease ends)
  * - `P{alerts}:pending`         hash: pending alert id -> `{alert, attempts}` as JSON
+ * - `P{audit}:entries`          list: the audit log's entries as JSON, in id order (lib/audit/redis-audit-log.ts)
+ * - `P{audit}:head`             hash: `id`, `hash` of the last entry (appends check it in one script)
  * - `P response:<id>`           a stored response (Responses API), JSON
  * - `P layout`                  `2` once this layout is in place (redis-migration.ts moves layout 1)
  *

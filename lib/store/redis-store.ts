@@ -25,8 +25,9 @@ import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord, type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
   type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
-  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
+  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord, type AuditDraft, type AuditEntry, type AuditHead,
 } from './types';
+import { RedisAuditLog } from '../audit/redis-audit-log';
 
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
@@ -53,6 +54,7 @@ export class RedisStore implements GatewayStore {
     private readonly clock: Clock,
     /** The people role (sign-ins, sessions, users): people-types.ts. */ readonly people: RedisPeopleStore,
     onError?: (err: Error) => void,
+    private readonly audit = new RedisAuditLog(connection, keys.prefix, clock),
   ) {
     this.admission = new RedisAdmission(connection, keys);
     this.requestLog = new RedisRequestLog(connection, keys, clock, this.pending, onError);
@@ -60,13 +62,8 @@ export class RedisStore implements GatewayStore {
   }
 
   /** `cluster` when connected to a Redis Cluster, else `single`. */
-  get mode(): 'single' | 'cluster' {
-    return this.connection.mode;
-  }
-
-  get prefix(): string {
-    return this.keys.prefix;
-  }
+  get mode(): 'single' | 'cluster' { return this.connection.mode; }
+  get prefix(): string { return this.keys.prefix; }
 
   /**
    * Connect to Redis, and move a store written in the earlier layout to this one (redis-migration.ts).
@@ -223,6 +220,10 @@ export class RedisStore implements GatewayStore {
   saveResponse(record: StoredResponse, ttlMs: number, maxKeyBytes?: number): Promise<boolean> { return this.objects.saveResponse(record, ttlMs, maxKeyBytes); }
   getResponse(id: string): Promise<StoredResponse | null> { return this.objects.getResponse(id); }
   deleteResponse(id: string): Promise<boolean> { return this.objects.deleteResponse(id); }
+
+  appendAudit(draft: AuditDraft): Promise<AuditEntry> { return this.audit.append(draft); }
+  readAudit(afterId: number, limit: number): Promise<AuditEntry[]> { return this.audit.read(afterId, limit); }
+  readAuditHead(): Promise<AuditHead | null> { return this.audit.readHead(); }
 
   async ping(): Promise<void> {
     await this.connection.ping();

@@ -6,10 +6,12 @@
  */
 import type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
 import type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
+import type { AuditLogStore } from '../audit/audit-types';
 
 export type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
 export { createKeyRecord } from './records';
 export type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
+export type { AuditDraft, AuditEntry, AuditHead, AuditLogStore } from '../audit/audit-types';
 
 /** Token counts and credits of one settled request, for the ledger. */
 export interface UsageEntry {
@@ -291,4 +293,4 @@ export interface StoreConnection {
  * custom store passed to `createGateway`). Each pipeline step is typed with the roles it uses, so its
  * reader sees only what it may touch.
  */
-export type GatewayStore = KeyStore & LedgerStore & ResponseStore & RequestLogStore & AlertQueueStore & StoreConnection;
+export type GatewayStore = KeyStore & LedgerStore & ResponseStore & RequestLogStore & AlertQueueStore & AuditLogStore & StoreConnection;

@@ -3,6 +3,7 @@
  * per role of lib/store/types.ts (store-contract/), each typed with the roles it uses.
  */
 import { describeAlertQueueStoreContract } from './store-contract/alert-queue';
+import { describeAuditLogStoreContract } from './store-contract/audit-log';
 import { describeDeclaredKeyContract } from './store-contract/declared-keys';
 import { describeKeyStoreContract } from './store-contract/keys';
 import { describeLedgerStoreContract } from './store-contract/ledger';
@@ -31,4 +32,5 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
   describe('RequestLogStore', () => describeRequestLogStoreContract(current));
   describe('AlertQueueStore', () => describeAlertQueueStoreContract(current));
   describe('ResponseStore (stored responses and pins)', () => describeResponseStoreContract(current));
+  describe('AuditLogStore', () => describeAuditLogStoreContract(current));
 }
