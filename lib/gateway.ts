@@ -23,7 +23,7 @@ import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createTracing, tracesEndpointOf, type TracingEnv } from './observability/tracing';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
-import { createUpstreamPool, type UpstreamPool } from './upstream';
+import { createUpstreamPool, targetOptionsOf, type UpstreamPool } from './upstream';
 import { checkUpstreamCredentials, isPlainObject, mergeConfigObjects } from './config/merge';
 
 export { checkUpstreamCredentials, mergeConfigObjects } from './config/merge';
@@ -195,10 +195,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const upstream = createUpstreamClient({
     targets: simulated
       ? [{ url: simulated.url }]
-      : config.upstream.targets.map((target) => ({
-        id: target.id, url: target.url, weight: target.weight, models: target.models,
-        apiKeys: target.apiKeyEnvs.map((name) => process.env[name] ?? ''),
-      })),
+      : config.upstream.targets.map((target) => targetOptionsOf(target, process.env)),
     timeoutMs: config.upstream.timeoutMs,
     ...faults,
   });
