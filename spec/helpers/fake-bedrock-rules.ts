@@ -39,7 +39,10 @@ const malformed = (detail: string) => refuse(400, 'ValidationException', `Malfor
 /**
  * Judge an InvokeModel body (also the one CountTokens counts) as Bedrock does; null when accepted.
  * Rules ("Request and Response" page above):
- * - `anthropic_version` is required and must be `bedrock-2023-05-31`;
+ * - `anthropic_version` is required: `bedrock-2023-05-31`, or a first-party API version (`YYYY-MM-DD` from
+ *   2023-06-01), which the official client (@anthropic-ai/bedrock-sdk 1.x, `#adaptRequest` in src/client.ts)
+ *   sends from its `anthropic-version` header; anything else "Invalid API version: <value>" (the wording
+ *   boto3 users report, boto/boto3#4218);
  * - `max_tokens` and `messages` are required;
  * - the model comes from the path: a body `model` or `stream` is an extraneous key;
  * - `anthropic_beta` holds only flags of {@link BEDROCK_BETAS};
@@ -50,7 +53,9 @@ export function checkInvokeBody(body: any): BedrockRefusal | null {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return malformed('#: expected type: JSONObject');
   for (const key of ['model', 'stream']) if (key in body) return malformed(`#: extraneous key [${key}] is not permitted`);
   if (!('anthropic_version' in body)) return malformed('#: required key [anthropic_version] not found');
-  if (body.anthropic_version !== 'bedrock-2023-05-31') return refuse(400, 'ValidationException', 'Invalid API version');
+  const version = body.anthropic_version;
+  const firstParty = typeof version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= '2023-06-01';
+  if (version !== 'bedrock-2023-05-31' && !firstParty) return refuse(400, 'ValidationException', `Invalid API version: ${version}`);
   for (const key of ['max_tokens', 'messages']) if (!(key in body)) return malformed(`#: required key [${key}] not found`);
   if (body.anthropic_beta !== undefined) {
     if (!Array.isArray(body.anthropic_beta)) return malformed('#/anthropic_beta: expected type: JSONArray');
