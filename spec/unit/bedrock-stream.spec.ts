@@ -4,6 +4,7 @@
  * or corrupted ends the stream with an error event; and the pure parts of the provider (body, model IDs,
  * error mapping, usage from headers).
  */
+import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -76,6 +77,17 @@ describe('Bedrock event stream to SSE', () => {
     expect(await convert([huge])).to.match(/^event: error\ndata: .*declares 67108864 bytes/);
   });
 
+  it('fills only the usage fields the events lack from the invocation metrics', async () => {
+    const events = nativeTextEvents(['Hi']).map((e) => (e.event === 'message_start'
+      ? { ...e, data: { ...(e.data as any), message: { ...(e.data as any).message, usage: {} } } } : e));
+    const stream = Buffer.concat(events.map((e, i) => encodeChunkFrame(i === events.length - 1 ? { ...(e.data as object), 'amazon-bedrock-invocationMetrics': { ...METRICS, inputTokenCount: 77, outputTokenCount: 99 } } : e.data)));
+    const text = await convert([stream]);
+    const delta = text.split('\n\n').find((record) => record.startsWith('event: message_delta'))!;
+    // The event's own output count (5) stands; the input count it lacked comes from the metrics.
+    expect(JSON.parse(delta.split('data: ')[1]).usage).to.deep.equal({ input_tokens: 77, output_tokens: 5 });
+    expect(text.indexOf('event: message_delta')).to.be.lessThan(text.indexOf('event: message_stop'));
+  });
+
   it('turns an exception frame into an error event with Bedrock\'s wording, ignoring what follows', async () => {
     const stream = Buffer.concat([encodeChunkFrame(EVENTS[0].data), encodeExceptionFrame('throttlingException', 'Too many tokens, please wait before trying again.'), encodeChunkFrame(EVENTS[1].data)]);
     expect(await convert([stream])).to.equal(`event: message_start\ndata: ${JSON.stringify(EVENTS[0].data)}\n\n`
@@ -84,6 +96,20 @@ describe('Bedrock event stream to SSE', () => {
 });
 
 describe('Bedrock request and reply mapping', () => {
+  it('loads no AWS package until a Bedrock provider is made, and no signer or credential chain for an API key', () => {
+    const probe = (make: string) => execFileSync(process.execPath, ['-e', `
+      const loaded = () => Object.keys(require.cache).filter((f) => /node_modules[\\/]@(smithy|aws-sdk|aws-crypto)[\\/]/.test(f)).map((f) => f.split(/node_modules[\\/]/).pop().split(/[\\/]/).slice(0, 2).join('/'));
+      const { createBedrockProvider } = require(${JSON.stringify(require.resolve('../../lib/upstream/providers/bedrock'))});
+      const before = loaded();
+      ${make};
+      console.log(JSON.stringify({ before, after: [...new Set(loaded())] }));`], { encoding: 'utf8' });
+    const withKey = JSON.parse(probe(`createBedrockProvider({ region: 'us-east-1', apiKey: 'k' })`));
+    expect(withKey.before).to.deep.equal([]);
+    expect(withKey.after).to.include('@smithy/eventstream-codec').and.not.include('@smithy/signature-v4').and.not.include('@aws-sdk/credential-provider-node');
+    const signed = JSON.parse(probe(`createBedrockProvider({ region: 'us-east-1' })`));
+    expect(signed.after).to.include.members(['@smithy/signature-v4', '@aws-crypto/sha256-js', '@aws-sdk/credential-provider-node']);
+  });
+
   it('builds the Bedrock body: version and betas set, model, stream and a client\'s own version or betas dropped', () => {
     const body = Buffer.from(JSON.stringify({ model: 'm', stream: true, anthropic_version: 'x', anthropic_beta: ['smuggled'], max_tokens: 5, messages: [] }));
     expect(convertBody(body, 'a-1, b-2,,a-1')).to.deep.equal({ anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['a-1', 'b-2'], max_tokens: 5, messages: [] });

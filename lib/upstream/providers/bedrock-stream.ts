@@ -52,9 +52,10 @@ function formatError(type: string, message: string): string {
  * A transform from Bedrock's event-stream bytes to the API's SSE bytes. It keeps backpressure (a
  * Transform: the reply is read no faster than its reader takes the SSE) and holds at most one frame.
  *
- * Usage: a `message_delta` without `usage` (the first-party API always sends it; Bedrock may not) is
- * held until the next frame, whose `amazon-bedrock-invocationMetrics` then fill it; every other event
- * leaves as soon as its frame is whole.
+ * Usage: a `message_delta` without its output count, or after a `message_start` without its input count
+ * (the first-party API always sends both; Bedrock may not), is held until the next frame, whose
+ * `amazon-bedrock-invocationMetrics` then fill the missing fields of its `usage`; every other event leaves
+ * as soon as its frame is whole.
  * @param codec the AWS SDK's event-stream codec (new per stream: it keeps no state between frames here)
  */
 export function createEventStreamToSse(codec: EventStreamCodec): Transform {
@@ -64,9 +65,12 @@ export function createEventStreamToSse(codec: EventStreamCodec): Transform {
   let heldDelta: any;
   let metricsUsage: Record<string, number> | undefined;
 
+  let startHadInput = false;
+
   const releaseDelta = (out: string[]) => {
     if (heldDelta === undefined) return;
-    if (metricsUsage && Object.keys(metricsUsage).length > 0) heldDelta.usage = metricsUsage;
+    // The metrics fill only the fields the events lacked: the events' own counts stand.
+    if (metricsUsage && Object.keys(metricsUsage).length > 0) heldDelta.usage = { ...metricsUsage, ...heldDelta.usage };
     out.push(formatRecord('message_delta', heldDelta));
     heldDelta = undefined;
   };
@@ -100,7 +104,9 @@ export function createEventStreamToSse(codec: EventStreamCodec): Transform {
     }
     releaseDelta(out);
     if (typeof event?.type !== 'string') return;
-    if (event.type === 'message_delta' && (event.usage === undefined || event.usage === null)) heldDelta = event;
+    if (event.type === 'message_start') startHadInput = typeof event.message?.usage?.input_tokens === 'number';
+    const lacksUsage = event.type === 'message_delta' && (typeof event.usage?.output_tokens !== 'number' || !startHadInput);
+    if (lacksUsage) heldDelta = event;
     else out.push(formatRecord(event.type, event));
   };
 
