@@ -3,6 +3,8 @@
  * request, and Google's error shape rewritten in the native one. Against the fake Vertex AI and the
  * official client: spec/integration/vertex-provider.spec.ts.
  */
+import type http from 'node:http';
+import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import type { NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
 import { createVertexProvider, formatVertexOrigin, VERTEX_ANTHROPIC_VERSION } from '../../lib/upstream/providers/vertex';
@@ -124,5 +126,63 @@ describe('vertex provider: Google errors in the native shape', () => {
     expect(convertGoogleErrorBody(502, Buffer.from('<html>Bad Gateway</html>'))).to.equal(null);
     expect(convertGoogleErrorBody(500, Buffer.from('{"error":"oops"}'))).to.equal(null);
     expect(convertGoogleErrorBody(500, Buffer.from('[]'))).to.equal(null);
+  });
+});
+
+describe('vertex provider: adaptReply', () => {
+  const provider = createVertexProvider({ projectId: 'p', region: 'us-east5', authClient: credentials });
+  const request = nativeRequest({ model: 'm', max_tokens: 1, messages: [] });
+  /** An upstream reply: a stream with the status and headers the routes read. */
+  function upstreamReply(statusCode: number, headers: http.IncomingHttpHeaders): PassThrough & { statusCode: number; headers: http.IncomingHttpHeaders; complete: boolean } {
+    const reply = Object.assign(new PassThrough(), { statusCode, headers, complete: false });
+    reply.on('end', () => (reply.complete = true));
+    return reply;
+  }
+  const read = (stream: NodeJS.ReadableStream) => new Promise<Buffer>((resolve) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve(Buffer.concat(chunks)));
+  });
+
+  it('returns a 200 reply itself', () => {
+    const reply = upstreamReply(200, { 'content-type': 'text/event-stream' });
+    expect(provider.adaptReply(reply as unknown as http.IncomingMessage, request)).to.equal(reply);
+  });
+
+  it('rewrites a Google error, status kept, content-length that of the new body', async () => {
+    const google = JSON.stringify({ error: { code: 429, message: 'Quota exceeded', status: 'RESOURCE_EXHAUSTED' } });
+    const reply = upstreamReply(429, { 'content-type': 'application/json; charset=UTF-8', 'content-length': String(google.length) });
+    const adapted = provider.adaptReply(reply as unknown as http.IncomingMessage, request);
+    expect(adapted.headers).to.not.have.property('content-length');
+    reply.end(google);
+    const body = await read(adapted);
+    expect(adapted.statusCode).to.equal(429);
+    expect(JSON.parse(body.toString())).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Quota exceeded' } });
+    expect(adapted.headers['content-length']).to.equal(String(body.length));
+  });
+
+  it('passes an error body over 64 KiB unchanged, byte for byte', async () => {
+    const big = Buffer.alloc(200 * 1024, 'x');
+    const reply = upstreamReply(500, { 'content-type': 'text/html' });
+    const adapted = provider.adaptReply(reply as unknown as http.IncomingMessage, request);
+    reply.end(big);
+    expect((await read(adapted)).equals(big)).to.equal(true);
+  });
+
+  it('destroys the upstream reply when the adapted one is destroyed, and fails when the upstream fails or is cut', async () => {
+    const reply = upstreamReply(503, {});
+    provider.adaptReply(reply as unknown as http.IncomingMessage, request).destroy();
+    await new Promise((r) => setImmediate(r));
+    expect(reply.destroyed).to.equal(true);
+    const failing = upstreamReply(503, {});
+    const adapted = provider.adaptReply(failing as unknown as http.IncomingMessage, request);
+    const failed = new Promise<Error>((resolve) => adapted.on('error', resolve));
+    failing.destroy(new Error('socket hang up'));
+    expect((await failed).message).to.equal('socket hang up');
+    const cut = upstreamReply(429, {});
+    const cutAdapted = provider.adaptReply(cut as unknown as http.IncomingMessage, request);
+    const cutFailed = new Promise<Error>((resolve) => cutAdapted.on('error', resolve));
+    cut.write('{"error":');
+    cut.destroy();
+    expect((await cutFailed).message).to.include('cut before its end');
   });
 });

@@ -119,6 +119,10 @@ function adaptErrorReply(response: http.IncomingMessage): http.IncomingMessage {
     adapted.end(body);
   });
   response.on('error', (error) => adapted.destroy(error));
+  // A socket lost mid-body: the adapted reply must not end as if whole.
+  response.on('close', () => {
+    if (!response.complete && !adapted.writableEnded) adapted.destroy(new Error('the Vertex AI error reply was cut before its end'));
+  });
   adapted.on('close', () => {
     if (!response.complete) response.destroy();
   });
