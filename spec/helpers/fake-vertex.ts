@@ -139,7 +139,12 @@ async function writeReply(req: http.IncomingMessage, res: http.ServerResponse, r
     if (res.destroyed) return;
     if ('pauseMs' in item) await new Promise((r) => setTimeout(r, item.pauseMs));
     else if ('until' in item) await item.until.catch(() => undefined);
-    else if ('raw' in item && !('times' in item)) res.write(item.raw);
+    else if ('times' in item) {
+      for (let i = 0; i < item.times && !res.destroyed; i++) {
+        item.sent.bytes += Buffer.byteLength(item.raw);
+        if (!res.write(item.raw)) await new Promise((r) => res.once('drain', r).once('close', r));
+      }
+    } else if ('raw' in item) res.write(item.raw);
     else if ('event' in item) res.write(`event: ${item.event}\ndata: ${JSON.stringify(item.data)}\n\n`);
   }
   res.end();
