@@ -213,7 +213,11 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       // A pool with a cloud target: the request goes only where what it needs is offered.
       route ??= {};
       route.needs = featuresNeeded({ path: request.path, headers: passed, body: request.contentType ? undefined : request.body });
-      choice.checkOffered(route);
+      try {
+        choice.checkOffered(route);
+      } catch (err) {
+        return Promise.reject(err);
+      }
     }
     const model = route?.model;
     return exchange((credential, target) => {
