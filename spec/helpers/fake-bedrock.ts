@@ -41,6 +41,8 @@ export interface BedrockRecord {
 export type BedrockScript =
   | { kind: 'reply'; text?: string; usage?: { input_tokens: number; output_tokens: number }; omitUsage?: boolean }
   | { kind: 'error'; status: number; errorType: string; message: string }
+  /** A whole native message, given as it is (with the token-count headers of its usage). */
+  | { kind: 'message'; body: Record<string, any> }
   | { kind: 'events'; events: Array<{ event: string; data: any }>; metrics?: Record<string, number>; omitUsage?: boolean;
     /** After this many events, an exception frame (`:exception-type`) ends the stream. */
     exception?: { after: number; type: string; message: string };
@@ -196,6 +198,15 @@ async function sendStream(res: http.ServerResponse, script: Extract<BedrockScrip
   res.end();
 }
 
+/** A whole reply with InvokeModel's token-count headers (InvokeModel "Response Syntax"). */
+function sendMessage(res: http.ServerResponse, message: unknown, usage: { input_tokens: number; output_tokens: number }): void {
+  res.writeHead(200, {
+    'content-type': 'application/json', 'x-amzn-requestid': 'fake-request-1', 'x-amzn-bedrock-invocation-latency': '120',
+    'x-amzn-bedrock-input-token-count': String(usage.input_tokens), 'x-amzn-bedrock-output-token-count': String(usage.output_tokens),
+  });
+  res.end(JSON.stringify(message));
+}
+
 /** The default script: a text reply (streamed when the path asks), metrics on the last chunk. */
 function defaultScript(record: BedrockRecord): BedrockScript {
   if (record.url.includes('/invoke-with-response-stream')) {
@@ -237,14 +248,11 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
       const next = script(record);
       if (next.kind === 'error') return sendError(res, refuse(next.status, next.errorType, next.message));
       if (next.kind === 'events') return void sendStream(res, next);
+      if (next.kind === 'message') return sendMessage(res, next.body, next.body.usage ?? { input_tokens: 0, output_tokens: 0 });
       const usage = next.usage ?? { input_tokens: 10, output_tokens: 5 };
       const message = nativeMessage(next.text ?? 'Hello, world', usage, 'claude-bedrock');
       if (next.omitUsage) delete message.usage;
-      res.writeHead(200, {
-        'content-type': 'application/json', 'x-amzn-requestid': 'fake-request-1', 'x-amzn-bedrock-invocation-latency': '120',
-        'x-amzn-bedrock-input-token-count': String(usage.input_tokens), 'x-amzn-bedrock-output-token-count': String(usage.output_tokens),
-      });
-      res.end(JSON.stringify(message));
+      sendMessage(res, message, usage);
     });
   });
   const { url, close } = await listenOnLoopback(server);

@@ -1,0 +1,188 @@
+/**
+ * Issue 43, "Done when": one gateway process (as deployed: dist/lib/server.js, its config file and env)
+ * whose pool holds an Amazon Bedrock, a Google Vertex AI and a Microsoft Foundry target, each `url` a
+ * local fake that checks what its cloud checks (cloud-gateway.ts: SigV4 recomputed with the AWS SDK's
+ * signer, OAuth tokens issued by a local token endpoint and fetched by google-auth-library through an
+ * HTTPS proxy, the Foundry key). Driven with the official clients (@anthropic-ai/sdk, openai): native
+ * whole and streamed replies, chat-completions, Responses and count_tokens through each target; the
+ * key's usage (admin API) equals the usage the fakes reported; a Bedrock ThrottlingException moves the
+ * request to another cloud before the first byte; a session stays on its target; a request with a
+ * `file_id` goes to the first-party target only.
+ */
+import Anthropic, { toFile } from '@anthropic-ai/sdk';
+import { expect } from 'chai';
+import OpenAI from 'openai';
+import { createAgentUpstream, TEXT_PIECES, type ReportedUsage } from '../helpers/agent-upstream';
+import { KEYS, startCloudFakes, startCloudGateway, type CloudFakes, type CloudGateway } from '../helpers/cloud-gateway';
+import { THROTTLED } from '../helpers/fake-bedrock';
+import { createFakeFiles } from '../helpers/fake-files';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+
+const MODEL = 'model-sonnet-4.6';
+const FILES_BETA = 'files-api-2025-04-14';
+const TEXT = TEXT_PIECES.join('');
+const ask = { model: MODEL, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Hello' }] };
+
+/** Requests each fake admitted past its credential check, by cloud (prediction calls only). */
+function served(fakes: CloudFakes): Record<'bedrock' | 'vertex' | 'foundry', number> {
+  return {
+    bedrock: fakes.bedrock.records.filter((r) => /\/(invoke|invoke-with-response-stream|count-tokens)$/.test(r.url)).length,
+    vertex: fakes.vertex.requests.length,
+    foundry: fakes.foundry.accepted.length,
+  };
+}
+
+const sum = (usage: ReportedUsage[], field: 'input_tokens' | 'output_tokens') => usage.reduce((total, u) => total + u[field], 0);
+
+describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool (gateway process)', function () {
+  this.timeout(90_000);
+  const agent = createAgentUpstream();
+  let fakes: CloudFakes;
+  let gw: CloudGateway | undefined;
+
+  before(async () => {
+    fakes = await startCloudFakes(agent.handler);
+  });
+  afterEach(async () => {
+    await gw?.stop();
+    gw = undefined;
+  });
+  after(async () => fakes?.close());
+
+  const anthropic = () => new Anthropic({ apiKey: KEYS.all, baseURL: gw!.url, maxRetries: 0 });
+  const openai = () => new OpenAI({ apiKey: KEYS.all, baseURL: `${gw!.url}/v1`, maxRetries: 0 });
+
+  it('serves every route through each cloud and bills the usage each reported', async () => {
+    gw = await startCloudGateway(fakes, [fakes.target('bedrock'), fakes.target('vertex'), fakes.target('foundry')]);
+    const before = served(fakes);
+    const reportedBefore = agent.reported.length;
+    // Equal weights: smooth weighted round-robin sends each three requests in a row to the three targets.
+    for (let i = 0; i < 3; i++) {
+      const whole = await anthropic().messages.create(ask);
+      expect(whole.content).to.deep.equal([{ type: 'text', text: TEXT }]);
+    }
+    for (let i = 0; i < 3; i++) {
+      const stream = anthropic().messages.stream(ask);
+      const deltas: string[] = [];
+      stream.on('text', (text) => deltas.push(text));
+      const final = await stream.finalMessage();
+      expect(deltas.join('')).to.equal(TEXT);
+      expect(final.usage.output_tokens).to.be.greaterThan(1);
+    }
+    for (let i = 0; i < 3; i++) {
+      const chat = await openai().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello' }] });
+      expect(chat.choices[0].message.content).to.equal(TEXT);
+    }
+    for (let i = 0; i < 3; i++) {
+      const chunks: string[] = [];
+      for await (const chunk of await openai().chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Hello' }], stream: true })) {
+        chunks.push(chunk.choices[0]?.delta?.content ?? '');
+      }
+      expect(chunks.join('')).to.equal(TEXT);
+    }
+    for (let i = 0; i < 3; i++) {
+      const response = await openai().responses.create({ model: MODEL, input: 'Hello', store: false });
+      expect(response.output_text).to.equal(TEXT);
+    }
+    for (let i = 0; i < 3; i++) {
+      const counted = await anthropic().messages.countTokens({ model: MODEL, messages: ask.messages });
+      expect(counted.input_tokens).to.be.a('number').greaterThan(0);
+    }
+    const after = served(fakes);
+    // Six routes, each served once by each cloud.
+    expect({ bedrock: after.bedrock - before.bedrock, vertex: after.vertex - before.vertex, foundry: after.foundry - before.foundry })
+      .to.deep.equal({ bedrock: 6, vertex: 6, foundry: 6 });
+    // Every signature and token was accepted: no refusal reached a client (each call above succeeded),
+    // and Vertex AI's tokens came from the token endpoint through the proxy.
+    expect(fakes.vertex.tokensIssued.length).to.be.at.least(1);
+    expect(fakes.tokenProxy.tunnelled.length).to.be.at.least(1);
+    expect(fakes.tokenProxy.refused).to.deep.equal([]);
+
+    const reported = agent.reported.slice(reportedBefore);
+    expect(reported).to.have.length(15);
+    const usage = await gw.usage(15);
+    expect({ requests: usage.requests, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens })
+      .to.deep.equal({ requests: 15, inputTokens: sum(reported, 'input_tokens'), outputTokens: sum(reported, 'output_tokens') });
+    // No credential of any target in the gateway's output.
+    for (const secret of [fakes.env.AWS_SECRET_ACCESS_KEY, fakes.env.FOUNDRY_API_KEY, ...fakes.vertex.tokensIssued]) expect(gw.output()).not.to.include(secret);
+  });
+
+  it('moves a request off a throttled Bedrock target (ThrottlingException) to another cloud before the first byte', async () => {
+    gw = await startCloudGateway(fakes, [fakes.target('bedrock'), fakes.target('vertex'), fakes.target('foundry')]);
+    fakes.bedrock.setScript(() => THROTTLED);
+    try {
+      const bedrockBefore = fakes.bedrock.records.length;
+      const before = served(fakes);
+      const reportedBefore = agent.reported.length;
+      for (let i = 0; i < 3; i++) {
+        // Streamed: the client reads a clean stream, nothing of the 429 (it came before the first byte).
+        const stream = anthropic().messages.stream(ask);
+        const deltas: string[] = [];
+        stream.on('text', (text) => deltas.push(text));
+        await stream.finalMessage();
+        expect(deltas.join('')).to.equal(TEXT);
+      }
+      const after = served(fakes);
+      // The first request tried Bedrock first (config order breaks the tie), was throttled once, and moved;
+      // Bedrock then cools down and the others take the traffic.
+      expect(fakes.bedrock.records.length - bedrockBefore, 'attempts on Bedrock').to.equal(1);
+      expect(after.vertex - before.vertex + after.foundry - before.foundry).to.equal(3);
+      const reported = agent.reported.slice(reportedBefore);
+      const usage = await gw.usage(3);
+      expect([usage.requests, usage.inputTokens, usage.outputTokens]).to.deep.equal([3, sum(reported, 'input_tokens'), sum(reported, 'output_tokens')]);
+    } finally {
+      fakes.setHandler(agent.handler);
+    }
+  });
+
+  it("keeps a session (Claude Code's x-claude-code-session-id) on its target while other traffic rotates", async () => {
+    gw = await startCloudGateway(fakes, [fakes.target('bedrock'), fakes.target('vertex'), fakes.target('foundry')]);
+    const session = 'c0ffee00-0000-4000-8000-000000000043';
+    const sessionClient = new Anthropic({ apiKey: KEYS.all, baseURL: gw.url, maxRetries: 0, defaultHeaders: { 'x-claude-code-session-id': session } });
+    const seen: Array<'bedrock' | 'vertex' | 'foundry'> = [];
+    const others = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      let before = served(fakes);
+      await sessionClient.messages.create(ask);
+      let after = served(fakes);
+      seen.push((['bedrock', 'vertex', 'foundry'] as const).find((cloud) => after[cloud] > before[cloud])!);
+      before = after;
+      await anthropic().messages.create(ask);
+      after = served(fakes);
+      others.add((['bedrock', 'vertex', 'foundry'] as const).find((cloud) => after[cloud] > before[cloud])!);
+    }
+    expect(new Set(seen).size, `the session's targets: ${seen.join(', ')}`).to.equal(1);
+    expect(others.size, 'requests without a session rotate').to.be.at.least(2);
+  });
+
+  it('sends a request with a file_id only to the first-party target (no cloud here offers Files)', async () => {
+    const files = createFakeFiles(agent.handler);
+    const firstParty: FakeUpstream = await startFakeUpstream(files.handler);
+    try {
+      gw = await startCloudGateway(
+        fakes, [{ id: 'anthropic', url: firstParty.url, apiKeyEnv: 'FIRST_PARTY_KEY' }, fakes.target('bedrock'), fakes.target('vertex')],
+        {}, { FIRST_PARTY_KEY: 'first-party-secret-never-shown' },
+      );
+      const client = anthropic();
+      const file = await client.beta.files.upload({ file: await toFile(Buffer.from('The answer is 42.'), 'notes.txt', { type: 'text/plain' }), betas: [FILES_BETA] });
+      const before = served(fakes);
+      for (let i = 0; i < 3; i++) {
+        const reply = await client.beta.messages.create({
+          ...ask, betas: [FILES_BETA],
+          messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: file.id } }, { type: 'text', text: 'Summarise it.' }] }],
+        });
+        expect(reply.content[0]).to.deep.include({ type: 'text' });
+      }
+      expect(served(fakes)).to.deep.equal(before);
+      const messages = firstParty.requests.filter((r) => r.url.split('?')[0] === '/v1/messages');
+      expect(messages).to.have.length(3);
+      expect(messages.every((r) => JSON.stringify(r.body).includes(file.id))).to.equal(true);
+      // The same pool still sends requests without a file to the clouds.
+      for (let i = 0; i < 3; i++) await client.messages.create(ask);
+      const after = served(fakes);
+      expect(after.bedrock - before.bedrock + after.vertex - before.vertex).to.be.at.least(1);
+    } finally {
+      await firstParty.close();
+    }
+  });
+});
