@@ -185,4 +185,36 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
       await firstParty.close();
     }
   });
+
+  it("moves a request off Vertex AI's RESOURCE_EXHAUSTED (429) to Bedrock before the first byte", async () => {
+    gw = await startCloudGateway(fakes, [fakes.target('vertex'), fakes.target('bedrock')]);
+    const before = served(fakes);
+    fakes.vertex.exhaust(1);
+    const stream = anthropic().messages.stream(ask);
+    const deltas: string[] = [];
+    stream.on('text', (text) => deltas.push(text));
+    await stream.finalMessage();
+    expect(deltas.join('')).to.equal(TEXT);
+    const after = served(fakes);
+    expect([after.vertex - before.vertex, after.bedrock - before.bedrock]).to.deep.equal([1, 1]);
+  });
+
+  it("gives the client the native error with Bedrock's own wording when no target can serve (429, and ModelNotReady as 503)", async () => {
+    gw = await startCloudGateway(fakes, [fakes.target('bedrock')], { maxRetries: 0 });
+    try {
+      fakes.bedrock.setScript(() => THROTTLED);
+      const throttled = await anthropic().messages.create(ask).then(() => null, (error: InstanceType<typeof Anthropic.APIError>) => error);
+      expect(throttled?.status).to.equal(429);
+      expect((throttled?.error as any)?.error?.type).to.equal('rate_limit_error');
+      expect((throttled?.error as any)?.error?.message).to.include((THROTTLED as { message: string }).message);
+      // Raw Bedrock answers ModelNotReadyException with 429; nothing ran: the pool and the client see a 503.
+      fakes.bedrock.setScript(() => ({ kind: 'error', status: 429, errorType: 'ModelNotReadyException', message: 'Model is not ready to serve inference requests.' }));
+      const notReady = await anthropic().messages.create(ask).then(() => null, (error: InstanceType<typeof Anthropic.APIError>) => error);
+      expect(notReady?.status).to.equal(503);
+      expect((notReady?.error as any)?.error?.type).to.equal('overloaded_error');
+      expect((notReady?.error as any)?.error?.message).to.include('Model is not ready to serve inference requests.');
+    } finally {
+      fakes.setHandler(agent.handler);
+    }
+  });
 });
