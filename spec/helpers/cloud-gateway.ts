@@ -24,6 +24,8 @@ import { tempDir } from './temp-dir';
 export const AWS_CREDENTIALS = { accessKeyId: 'AKIAGATEWAYTEST00001', secretAccessKey: 'gateway-test-aws-secret-never-shown', sessionToken: 'gateway-test-aws-session-token' };
 export const AWS_REGION = 'us-east-1';
 export const FOUNDRY_SECRET = 'gateway-test-foundry-secret-never-shown';
+/** A Bedrock API key (bearer token) the fake also accepts, for a target with `apiKeyEnv: "BEDROCK_API_KEY"`. */
+export const BEDROCK_API_KEY = 'ABSKgateway-test-bedrock-api-key-never-shown';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const CATALOGUE: Array<{ id: string; upstreamModel: string }> = require('../../../config.json').models;
@@ -61,7 +63,7 @@ export async function startCloudFakes(handler: FakeHandler = defaultHandler): Pr
   const dir = tempDir('cloud-fakes-');
   const bedrockModels = Object.values(MODEL_IDS.bedrock);
   const [bedrock, vertex, foundry] = await Promise.all([
-    startFakeBedrock({ region: AWS_REGION, credentials: AWS_CREDENTIALS, models: [...bedrockModels, ...bedrockModels.map((id) => id.replace(/^us\./, ''))] }),
+    startFakeBedrock({ region: AWS_REGION, credentials: AWS_CREDENTIALS, apiKey: BEDROCK_API_KEY, models: [...bedrockModels, ...bedrockModels.map((id) => id.replace(/^us\./, ''))] }),
     startFakeVertex({ models: nativeNames(MODEL_IDS.vertex) }),
     startFakeFoundry({ apiKey: FOUNDRY_SECRET, deployments: Object.values(MODEL_IDS.foundry) }),
   ]);
@@ -87,7 +89,7 @@ export async function startCloudFakes(handler: FakeHandler = defaultHandler): Pr
       // Nothing but the environment keys: no shared files of the machine's, no instance metadata.
       AWS_SHARED_CREDENTIALS_FILE: path.join(dir, 'no-aws-credentials'), AWS_CONFIG_FILE: path.join(dir, 'no-aws-config'), AWS_EC2_METADATA_DISABLED: 'true',
       GOOGLE_APPLICATION_CREDENTIALS: account.keyFile, HOME: dir,
-      FOUNDRY_API_KEY: FOUNDRY_SECRET,
+      FOUNDRY_API_KEY: FOUNDRY_SECRET, BEDROCK_API_KEY,
       ...tokenProxy.env,
     },
     async close() {

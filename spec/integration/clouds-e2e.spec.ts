@@ -13,7 +13,7 @@ import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { createAgentUpstream, TEXT_PIECES, type ReportedUsage } from '../helpers/agent-upstream';
-import { KEYS, startCloudFakes, startCloudGateway, type CloudFakes, type CloudGateway } from '../helpers/cloud-gateway';
+import { BEDROCK_API_KEY, KEYS, startCloudFakes, startCloudGateway, type CloudFakes, type CloudGateway } from '../helpers/cloud-gateway';
 import { THROTTLED } from '../helpers/fake-bedrock';
 import { createFakeFiles } from '../helpers/fake-files';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
@@ -216,5 +216,30 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
     } finally {
       fakes.setHandler(agent.handler);
     }
+  });
+
+  it('sends a Bedrock API key as a bearer token and never shows it, even when Bedrock echoes it', async () => {
+    gw = await startCloudGateway(fakes, [fakes.target('bedrock', { apiKeyEnv: 'BEDROCK_API_KEY' })]);
+    const from = fakes.bedrock.records.length;
+    const whole = await anthropic().messages.create(ask);
+    expect(whole.content).to.deep.equal([{ type: 'text', text: TEXT }]);
+    const stream = anthropic().messages.stream(ask);
+    await stream.finalMessage();
+    const sent = fakes.bedrock.records.slice(from);
+    expect(sent.map((r) => r.headers.authorization)).to.deep.equal([`Bearer ${BEDROCK_API_KEY}`, `Bearer ${BEDROCK_API_KEY}`]);
+    expect(sent.every((r) => r.headers['x-api-key'] === undefined && r.headers['x-amz-date'] === undefined)).to.equal(true);
+    try {
+      fakes.bedrock.setScript(() => ({ kind: 'error', status: 400, errorType: 'ValidationException', message: `The request with key ${BEDROCK_API_KEY} is malformed.` }));
+      const response = await fetch(`${gw.url}/v1/messages`, {
+        method: 'POST', headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify(ask),
+      });
+      const text = await response.text();
+      expect(response.status, text).to.equal(400);
+      expect(JSON.parse(text).error.type).to.equal('invalid_request_error');
+      expect(text).not.to.include(BEDROCK_API_KEY);
+    } finally {
+      fakes.setHandler(agent.handler);
+    }
+    expect(gw.output()).not.to.include(BEDROCK_API_KEY);
   });
 });
