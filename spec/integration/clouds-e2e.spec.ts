@@ -12,6 +12,9 @@
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
+import { priceUsage } from '../../lib/billing/pricing';
+import type { ModelConfig } from '../../lib/config/types';
+import { emptyUsage } from '../../lib/pipeline/context';
 import { createAgentUpstream, TEXT_PIECES, type ReportedUsage } from '../helpers/agent-upstream';
 import { BEDROCK_API_KEY, KEYS, startCloudFakes, startCloudGateway, type CloudFakes, type CloudGateway } from '../helpers/cloud-gateway';
 import { THROTTLED } from '../helpers/fake-bedrock';
@@ -20,6 +23,8 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 
 const MODEL = 'model-sonnet-4.6';
 const FILES_BETA = 'files-api-2025-04-14';
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const CATALOGUE: ModelConfig[] = require('../../../config.json').models;
 const TEXT = TEXT_PIECES.join('');
 const ask = { model: MODEL, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Hello' }] };
 
@@ -241,5 +246,26 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
       fakes.setHandler(agent.handler);
     }
     expect(gw.output()).not.to.include(BEDROCK_API_KEY);
+  });
+
+  it("bills each cloud's reply at the catalogue price x that target's priceMultiplier", async () => {
+    const multipliers = { bedrock: 1.5, vertex: 1, foundry: 2 };
+    gw = await startCloudGateway(fakes, (['bedrock', 'vertex', 'foundry'] as const).map((cloud) => fakes.target(cloud, { priceMultiplier: multipliers[cloud] })));
+    const model = CATALOGUE.find((entry) => entry.id === MODEL)!;
+    let expected = 0;
+    for (let i = 0; i < 6; i++) {
+      const before = served(fakes);
+      const reportedBefore = agent.reported.length;
+      if (i % 2 === 0) await anthropic().messages.create(ask);
+      else await anthropic().messages.stream(ask).finalMessage();
+      const after = served(fakes);
+      const cloud = (['bedrock', 'vertex', 'foundry'] as const).find((name) => after[name] > before[name])!;
+      const [{ model: _name, ...usage }] = agent.reported.slice(reportedBefore);
+      expected += multipliers[cloud] * priceUsage(model, { ...emptyUsage(), ...usage });
+    }
+    const usage = await gw.usage(6);
+    expect(usage.requests).to.equal(6);
+    expect(expected).to.be.greaterThan(0);
+    expect(usage.credits).to.be.closeTo(expected, 1e-9);
   });
 });
