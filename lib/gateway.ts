@@ -200,6 +200,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
     ...faults,
   });
   const upstreams = createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets, faults });
+  // Every key group's client at start: a cloud target whose provider cannot be made stops the start, never a request.
+  upstreams.inUse(config.keyGroups);
   const source = createConfigSource(config);
   const keyChannel = stateFile ? await openKeyChannel(stateFile, store, () => source.config, logger) : undefined;
   const metrics = createMetrics();

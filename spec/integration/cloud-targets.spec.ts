@@ -181,6 +181,16 @@ for (const cloud of CLOUDS) {
       await firstParty.close();
     });
 
+    it('keeps a session on its target across providers', async () => {
+      const firstBefore = firstParty.requests.length;
+      const cloudBefore = under.accepted().length;
+      const headers: Array<[string, string]> = [...nativeHeaders(), ['x-claude-code-session-id', 'cloud-spec-session-1']];
+      for (let i = 0; i < 6; i++) expect((await post(pool, '/v1/messages', hello, headers)).status).to.equal(200);
+      const toFirst = firstParty.requests.length - firstBefore;
+      const toCloud = under.accepted().length - cloudBefore;
+      expect([toFirst, toCloud].sort()).to.deep.equal([0, 6]);
+    });
+
     it('moves a request the cloud throttles (429) to the first-party target before the first byte', async () => {
       under.fake.setHandler(() => ({ kind: 'json', status: 429, headers: { 'retry-after': '30' }, body: { type: 'error', error: { type: 'rate_limit_error', message: 'Rate limit reached' } } }));
       try {

@@ -6,6 +6,8 @@
 import { expect } from 'chai';
 import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
 import { startFakeFoundry, type FakeFoundry } from '../helpers/fake-foundry';
+import { createUpstreamClient } from '../../lib/upstream/client';
+import { createFoundryProvider } from '../../lib/upstream/providers/foundry';
 
 describe('fake Foundry, shown with @anthropic-ai/foundry-sdk', function () {
   this.timeout(20_000);
@@ -44,5 +46,18 @@ describe('fake Foundry, shown with @anthropic-ai/foundry-sdk', function () {
     const beta = await client.beta.messages.create({ ...hello, betas: ['claude-code-20250219'] }).catch((err) => err);
     expect(beta.status).to.equal(400);
     expect(beta.error.error.message).to.include('claude-code-20250219');
+  });
+
+  it('takes the gateway\'s Foundry provider with a Microsoft Entra ID token, the deployment as model', async () => {
+    const client = createUpstreamClient({
+      targets: [{ id: 'foundry', url: fake.endpoint, provider: createFoundryProvider({ tokenProvider: async () => 'entra-token-1' }), modelIds: { 'model-sonnet-4.6': 'my-sonnet' } }],
+      timeoutMs: 5000,
+    });
+    const body = Buffer.from(JSON.stringify({ ...hello, model: 'model-sonnet-4.6' }));
+    const reply = await client.send({ path: '/v1/messages', headers: { 'anthropic-version': '2023-06-01' }, body }, undefined, { model: { id: 'model-sonnet-4.6' } });
+    reply.response.resume();
+    expect(reply.response.statusCode).to.equal(200);
+    expect(fake.accepted.at(-1)!.headers.authorization).to.equal('Bearer entra-token-1');
+    expect(fake.accepted.at(-1)!.body.model).to.equal('my-sonnet');
   });
 });
