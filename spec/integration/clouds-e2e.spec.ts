@@ -19,6 +19,8 @@ import { createAgentUpstream, TEXT_PIECES, type ReportedUsage } from '../helpers
 import { BEDROCK_API_KEY, KEYS, startCloudFakes, startCloudGateway, type CloudFakes, type CloudGateway } from '../helpers/cloud-gateway';
 import { THROTTLED } from '../helpers/fake-bedrock';
 import { createFakeFiles } from '../helpers/fake-files';
+import { createServiceAccount } from '../helpers/fake-vertex';
+import { tempDir } from '../helpers/temp-dir';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 
 const MODEL = 'model-sonnet-4.6';
@@ -267,5 +269,30 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
     expect(usage.requests).to.equal(6);
     expect(expected).to.be.greaterThan(0);
     expect(usage.credits).to.be.closeTo(expected, 1e-9);
+  });
+
+  it('fails over, nothing sent, when Vertex AI credentials cannot be had (a key its token endpoint refuses); alone, a 502 in the native shape', async () => {
+    // A service-account key the token endpoint does not trust: google-auth-library's token request gets invalid_grant.
+    const untrusted = createServiceAccount(tempDir('untrusted-key-'), { ...fakes.vertex, trustKey: () => undefined });
+    const env = { GOOGLE_APPLICATION_CREDENTIALS: untrusted.keyFile };
+    gw = await startCloudGateway(fakes, [fakes.target('vertex'), fakes.target('bedrock')], {}, env);
+    const before = served(fakes);
+    const whole = await anthropic().messages.create(ask);
+    expect(whole.content).to.deep.equal([{ type: 'text', text: TEXT }]);
+    let after = served(fakes);
+    expect([after.vertex - before.vertex, after.bedrock - before.bedrock]).to.deep.equal([0, 1]);
+    await gw.stop();
+
+    gw = await startCloudGateway(fakes, [fakes.target('vertex')], { maxRetries: 0 }, env);
+    const response = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify(ask),
+    });
+    const body = (await response.json()) as any;
+    expect(response.status, JSON.stringify(body)).to.equal(502);
+    expect(body.type).to.equal('error');
+    expect(body.error.type).to.be.a('string');
+    after = served(fakes);
+    expect(after.vertex - before.vertex, 'nothing reached Vertex AI').to.equal(0);
+    expect(JSON.stringify(body)).not.to.include(untrusted.json.private_key.slice(40, 80));
   });
 });
