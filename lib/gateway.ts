@@ -24,7 +24,7 @@ import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createTracing, tracesEndpointOf, type TracingEnv } from './observability/tracing';
 import { createUpstreamClient, faultOptionsOf } from './upstream';
-import { createUpstreamPool, type UpstreamPool } from './upstream';
+import { createUpstreamPool, targetOptionsOf, type UpstreamPool } from './upstream';
 import { checkUpstreamCredentials, isPlainObject, mergeConfigObjects } from './config/merge';
 
 export { checkUpstreamCredentials, mergeConfigObjects } from './config/merge';
@@ -196,14 +196,13 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   const upstream = createUpstreamClient({
     targets: simulated
       ? [{ url: simulated.url }]
-      : config.upstream.targets.map((target) => ({
-        id: target.id, url: target.url, weight: target.weight, models: target.models,
-        apiKeys: target.apiKeyEnvs.map((name) => process.env[name] ?? ''),
-      })),
+      : config.upstream.targets.map((target) => targetOptionsOf(target, process.env)),
     timeoutMs: config.upstream.timeoutMs,
     ...faults,
   });
   const upstreams = createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets, faults });
+  // Every key group's client at start: a cloud target whose provider cannot be made stops the start, never a request.
+  upstreams.inUse(config.keyGroups);
   const source = createConfigSource(config);
   const keyChannel = stateFile ? await openKeyChannel(stateFile, store, () => source.config, logger) : undefined;
   const metrics = createMetrics();

@@ -27,6 +27,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { Catalogue } from '../lib/config/catalogue';
 import type { GatewayConfig } from '../lib/config';
+import { DEFAULT_KEY_GROUP, holdPriceMultiplier } from '../lib/config/key-groups';
 import { getContext, type RequestContext } from '../lib/pipeline/context';
 import { GatewayError } from '../lib/http/errors';
 import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
@@ -34,7 +35,7 @@ import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/sto
 import type { LedgerStore, Reservation } from '../lib/store/types';
 import { isUtf8 } from 'node:buffer';
 import {
-  boundInputTokens, choicesOf, describeWorstCase, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, worstCaseCredits,
+  boundInputTokens, choicesOf, describeWorstCase, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, scaleWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from '../lib/billing/worst-case';
 import { holdAtMeasuredInput } from './measured-input';
@@ -58,6 +59,7 @@ export interface CreditReservationOptions {
    */
   measureWith?: (ctx: RequestContext) => UpstreamClient | undefined;
 }
+
 
 export {
   boundInputTokens, boundServerToolRequests, IMAGE_INPUT_TOKENS, maxOutputTokens, priceWorstCase, type CreditReservationFormat,
@@ -111,8 +113,8 @@ function createWorstCaseEstimate(options: CreditReservationOptions): (req: Reque
     const reservation = reservationNow();
     const contextWindow = contextWindowOf(model, options.format === 'native' && asksWideWindow(req.headers?.['anthropic-beta']));
     const input = boundInput(req.body, { bytes, reservation, contextWindow, extra: ctx.previous?.items, files: ctx.files });
-    const worst = estimateWorstCase(model, req.body, input.tokens, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
-      choicesOf(req, options.format));
+    const worst = scaleWorstCase(estimateWorstCase(model, req.body, input.tokens, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
+      choicesOf(req, options.format)), holdPriceMultiplier(options.catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), ctx.model!.id));
     return { worst, input, minOutputTokens: reservation.minOutputTokens };
   };
 }
@@ -217,6 +219,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         measured = upstream ? await holdAtMeasuredInput(req, ctx, {
           store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
           maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format),
+          priceMultiplier: holdPriceMultiplier(options.catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), ctx.model!.id),
         }) : null;
         if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, describeWorstCase(ctx.model!, input));
       }

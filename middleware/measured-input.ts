@@ -18,7 +18,7 @@ import type { LedgerStore, Reservation } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import type { InputBound } from '../lib/billing/input-bound';
 import { callUpstream, parseJson } from '../lib/upstream/pinned-call';
-import { estimateWorstCase, worstCaseCredits, type WorstCase } from '../lib/billing/worst-case';
+import { estimateWorstCase, scaleWorstCase, worstCaseCredits, type WorstCase } from '../lib/billing/worst-case';
 
 /** Share of the measured input held on top of it (the count is an estimate, see the module comment). */
 export const MEASURE_MARGIN = 0.05;
@@ -66,13 +66,15 @@ export function measuredInputTokens(measured: number, bound: InputBound, overhea
 export async function holdAtMeasuredInput(req: Request, ctx: RequestContext, options: {
   store: LedgerStore; upstream: UpstreamClient; bound: InputBound; reservation: GatewayConfig['reservation'];
   maxTokens: number; choices: number; month: string; ttlMs: number;
+  /** The largest `priceMultiplier` of the targets that may serve it. Default 1. */
+  priceMultiplier?: number;
 }): Promise<{ reservation: Reservation; worst: WorstCase; credits: number } | null> {
   const { reservation } = options;
   const measured = await measureInputTokens(options.upstream, req, ctx);
   if (measured === null) return null;
   const tokens = measuredInputTokens(measured, options.bound, reservation.overheadInputTokens);
   if (tokens >= options.bound.tokens) return null;
-  const worst = estimateWorstCase(ctx.model!, req.body, tokens, options.maxTokens, reservation, options.choices);
+  const worst = scaleWorstCase(estimateWorstCase(ctx.model!, req.body, tokens, options.maxTokens, reservation, options.choices), options.priceMultiplier ?? 1);
   const credits = worstCaseCredits(worst);
   const minCredits = worstCaseCredits(worst, Math.min(worst.maxTokens, reservation.minOutputTokens));
   const key = ctx.key!;

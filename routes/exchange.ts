@@ -76,6 +76,10 @@ export async function sendForClient(res: Response, upstream: UpstreamClient, req
     return undefined;
   }
   ctx.upstreamTarget = reply.target;
+  const served = upstream.targets.length === 1 ? upstream.targets[0] : upstream.targets.find((target) => target.id === reply!.target);
+  // Set only for a target priced apart (config `priceMultiplier`): a first-party reply adds nothing to the context.
+  if (served !== undefined && served.priceMultiplier !== 1) ctx.priceMultiplier = served.priceMultiplier;
+  if (reply.dropped) setTranslationHeaders(res, [], reply.dropped);
   recordReply(ctx, { status: reply.response.statusCode ?? 502 });
   return reply;
 }
@@ -126,9 +130,14 @@ export function chatRequest(body: unknown): UpstreamRequest {
 /**
  * The headers of a translated request's reply that tell the client what the translation changed:
  * `x-gateway-warning` (lossy conversions, `; `-separated) and `x-gateway-dropped-params` (the sampling
- * fields the model refuses, dropped before the upstream saw them, `, `-separated). Unset when empty.
+ * fields the model refuses, and the beta flags and body fields the chosen cloud target refuses
+ * (lib/upstream/providers/capabilities.ts), dropped before the upstream saw them, `, `-separated). Unset when empty.
  */
 export function setTranslationHeaders(res: Response, warnings: readonly string[], droppedParams: readonly string[]): void {
   if (warnings.length > 0) res.setHeader('x-gateway-warning', warnings.join('; '));
-  if (droppedParams.length > 0) res.setHeader('x-gateway-dropped-params', droppedParams.join(', '));
+  if (droppedParams.length > 0) {
+    // The translation's and the target's (what the chosen cloud target refuses: exchange) add up.
+    const before = res.getHeader('x-gateway-dropped-params');
+    res.setHeader('x-gateway-dropped-params', typeof before === 'string' && before !== '' ? `${before}, ${droppedParams.join(', ')}` : droppedParams.join(', '));
+  }
 }

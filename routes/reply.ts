@@ -17,7 +17,9 @@ import { sendJson } from '../lib/http/json-reply';
 import { readBody } from '../lib/http/read-body';
 import { createStreamWriter } from '../lib/http/sse';
 import { endOfTurn } from '../lib/http/turn';
+import type { UpstreamReply } from '../lib/upstream/attempt';
 import { boundReason, noteLastReason, readErrorReason } from '../lib/upstream/attempt-chain';
+import { nativeCloudErrorBody } from '../lib/upstream/providers/cloud-errors';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from '../lib/upstream/client';
 import { sendForClient } from './exchange';
 import { followUpstreamStream } from './reply-reading';
@@ -95,7 +97,7 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
         throw errors.upstreamUnreachable(`the upstream answered ${status} (a redirect), which the gateway does not follow`);
       }
       if (status !== 200) {
-        const text = await readUpstreamError(response, upstream);
+        const text = await readUpstreamError(reply, upstream);
         return sendUpstreamError(res, response, text, route.upstreamError(response, text, ctx));
       }
       if (route.isStream ? route.isStream(response, ctx) : ctx.stream) {
@@ -230,10 +232,13 @@ const ERROR_BODY_LIMIT = 1024 * 1024;
 
 /**
  * The body of an upstream error reply, with every upstream credential replaced by `[redacted]`: an
- * upstream may quote the gateway's own key back, and it must never reach a client.
+ * upstream may quote the gateway's own key back, and it must never reach a client. A cloud target's
+ * error is given in the native shape.
  */
-export async function readUpstreamError(response: http.IncomingMessage, upstream: UpstreamClient): Promise<string> {
-  return upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
+export async function readUpstreamError({ response, provider }: UpstreamReply, upstream: UpstreamClient): Promise<string> {
+  const text = upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
+  // A cloud's error in the native shape, its wording kept (lib/upstream/providers/cloud-errors.ts).
+  return provider === undefined ? text : nativeCloudErrorBody(provider, response.statusCode ?? 502, response.headers, text);
 }
 
 /**

@@ -58,7 +58,8 @@ export function createSettlement(store: LedgerStore & RequestLogStore & Pick<Sto
     // The upstream may have run (and billed) a request whose head never came: the hold, its worst case.
     const atHold = ctx.usage === undefined && ctx.upstreamOutcomeUnknown === true;
     if (atHold) logger?.warn({ message: 'billed at the hold: no reply head came, but the upstream may have run the request', request_id: ctx.requestId, credits: reservation.credits });
-    const credits = impossible || atHold ? reservation.credits : priceUsage(ctx.model, usage);
+    // A target priced apart (its `priceMultiplier`, set on the context by the upstream step) scales the usage's price.
+    const credits = impossible || atHold ? reservation.credits : priceUsage(ctx.model, usage) * (ctx.priceMultiplier ?? 1);
     ctx.credits = credits;
     for (const name of unpricedUsage(ctx.model, usage)) {
       if (warned.has(name)) continue;

@@ -144,6 +144,15 @@ export function estimateWorstCase(model: ModelConfig, body: unknown, inputTokens
   return { fixedCredits: fixed, creditsPerOutputToken: perToken, maxTokens };
 }
 
+/**
+ * `worst` priced `multiplier` times (a target's `priceMultiplier`, the largest among those that may
+ * serve the request); `worst` itself for 1.
+ */
+export function scaleWorstCase(worst: WorstCase, multiplier: number): WorstCase {
+  if (multiplier === 1) return worst;
+  return { fixedCredits: worst.fixedCredits * multiplier, creditsPerOutputToken: worst.creditsPerOutputToken * multiplier, maxTokens: worst.maxTokens };
+}
+
 /** Credits of a worst case with `outputTokens` output tokens. */
 export function worstCaseCredits(worst: WorstCase, outputTokens = worst.maxTokens): number {
   return worst.fixedCredits + outputTokens * worst.creditsPerOutputToken;

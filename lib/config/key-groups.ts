@@ -8,7 +8,7 @@
  * claims belong to `default`.
  */
 import { ConfigError } from './config-error';
-import { checkTargetsServe, resolveUpstreamTargets, singleTarget, upstreamTargetsSchema, type UpstreamTargetConfig } from './upstream-targets';
+import { checkTargetsServe, largestPriceMultiplier, resolveUpstreamTargets, singleTarget, upstreamTargetsSchema, type UpstreamTargetConfig } from './upstream-targets';
 
 /** What an upstream speaks: the native messages format or chat-completions. */
 export type UpstreamKind = 'native' | 'chat-completions';
@@ -120,7 +120,10 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
     if (ownTargets && (entry.upstream.url !== undefined || entry.upstream.apiKeyEnv !== undefined)) {
       throw fail(`${index}.upstream`, 'give either "targets" or "url" / "apiKeyEnv" (one target), not both');
     }
-    const url: string | null = ownTargets ? ownTargets[0].url : entry.upstream?.url ?? null;
+    const url: string | null = ownTargets ? ownTargets[0].url ?? null : entry.upstream?.url ?? null;
+    if (kind !== 'native' && ownTargets?.some((target) => (target.provider ?? 'anthropic') !== 'anthropic')) {
+      throw fail(`${index}.upstream.targets`, 'a cloud target ("provider") serves the native messages API: put it in a native group');
+    }
     if (kind === 'chat-completions' && !url) {
       throw fail(`${index}.upstream.url`, 'a chat-completions group needs its upstream URL (there is no simulated one)');
     }
@@ -200,4 +203,12 @@ export function resolveKeyGroups(raw: Array<Record<string, any>> | undefined, mo
 /** The group whose prefix a secret starts with, or undefined. */
 export function findKeyGroupBySecret(groups: readonly KeyGroupConfig[], secret: string): KeyGroupConfig | undefined {
   return groups.find((group) => secret.startsWith(group.keyPrefix));
+}
+
+/**
+ * What a request's credit hold is multiplied by: the largest `priceMultiplier` among the targets of
+ * `group`'s upstream that may serve `modelId` (so the cap holds whichever serves it); 1 without a group.
+ */
+export function holdPriceMultiplier(group: KeyGroupConfig | undefined, modelId: string): number {
+  return group ? largestPriceMultiplier(group.upstream.targets, modelId) : 1;
 }

@@ -4,20 +4,23 @@
  * credential, weight and, optionally, the catalogue models it serves. The single `url` / `apiKeyEnv`
  * form is one target. lib/upstream/ routes requests over them (weights, health, session affinity).
  */
+import { cloudTargetProperties, resolveCloudFields, type CloudTargetFields } from './cloud-targets';
 import { ConfigError } from './config-error';
 
-/** One resolved upstream target. */
-export interface UpstreamTargetConfig {
+export { largestPriceMultiplier, PROVIDER_NAMES, type TargetProviderName } from './cloud-targets';
+
+/** One resolved upstream target (its cloud fields: cloud-targets.ts). */
+export interface UpstreamTargetConfig extends CloudTargetFields {
   /** Names the target in logs, metrics, /health and the admin API (`[A-Za-z0-9._-]{1,64}`). Single form: `default`. */
   id: string;
-  /** Base URL, without a trailing slash (a path is kept as a prefix). */
-  url: string;
-  /** Names of the env variables holding this target's credentials, used in turn (see credentials.ts). */
+  /**
+   * Names of the env variables holding this target's credentials: `anthropic`, API keys used in turn
+   * (see credentials.ts); `bedrock`, an optional Bedrock API key (else the AWS credential chain);
+   * `foundry`, an optional API key (else Microsoft Entra ID); `vertex`, none (Application Default Credentials).
+   */
   apiKeyEnvs: string[];
   /** Share of the requests without session affinity: weight / sum of the weights of the targets serving the model. Default 1. */
   weight: number;
-  /** Catalogue IDs this target serves; null: every model of its key group. */
-  models: string[] | null;
   /**
    * True in the `targets` form: each env variable must be set at start-up. The single form keeps its
    * old leniency (an unset variable sends no credential, e.g. to a local upstream that needs none).
@@ -31,7 +34,7 @@ export const MAX_TARGETS = 16;
 /** JSON schema of one `targets[]` entry. */
 export const upstreamTargetSchema = {
   type: 'object',
-  required: ['id', 'url'],
+  required: ['id'],
   additionalProperties: false,
   properties: {
     id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
@@ -44,6 +47,7 @@ export const upstreamTargetSchema = {
     },
     weight: { type: 'integer', minimum: 1, maximum: 1000 },
     models: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+    ...cloudTargetProperties,
   },
 } as const;
 
@@ -65,12 +69,13 @@ export function resolveUpstreamTargets(raw: Array<Record<string, any>>, where: s
     for (const model of entry.models ?? []) {
       if (!modelIds.has(model)) throw new ConfigError(`invalid configuration: ${where}.${index}.models: "${model}" is not a catalogue model id`);
     }
+    const cloud = resolveCloudFields(entry, `${where}.${index}`, modelIds);
     targets.push({
       id: entry.id,
-      url: String(entry.url).replace(/\/+$/, ''),
-      apiKeyEnvs: [entry.apiKeyEnv ?? defaultApiKeyEnv].flat(),
+      ...cloud,
+      // A cloud target has its own credential chain: only an `apiKeyEnv` it names is read.
+      apiKeyEnvs: cloud.provider === 'anthropic' ? [entry.apiKeyEnv ?? defaultApiKeyEnv].flat() : [entry.apiKeyEnv ?? []].flat(),
       weight: entry.weight ?? 1,
-      models: entry.models ?? null,
       credentialRequired: true,
     });
   });
@@ -79,7 +84,7 @@ export function resolveUpstreamTargets(raw: Array<Record<string, any>>, where: s
 
 /** The one target of the single `url` / `apiKeyEnv` form. */
 export function singleTarget(url: string, apiKeyEnvs: string[]): UpstreamTargetConfig {
-  return { id: 'default', url, apiKeyEnvs, weight: 1, models: null, credentialRequired: false };
+  return { id: 'default', url, apiKeyEnvs, weight: 1, models: null, credentialRequired: false, provider: 'anthropic', modelIds: null, priceMultiplier: 1 };
 }
 
 /**

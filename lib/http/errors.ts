@@ -125,5 +125,7 @@ export function mapUpstreamSocketError(err: NodeJS.ErrnoException, timedOut: boo
   if (timedOut || err.code === 'ETIMEDOUT' || err.code === 'ESOCKETTIMEDOUT') {
     return errors.upstreamTimeout('the upstream did not answer in time');
   }
+  // A cloud target's request that could not be prepared (its credentials): nothing was sent.
+  if (err.code === 'UPSTREAM_NOT_STARTED') return errors.upstreamUnreachable(`the upstream request could not be prepared: ${err.message.slice(0, 300)}`);
   return errors.upstreamUnreachable(`the upstream could not be reached (${err.code ?? 'connection error'})`);
 }

@@ -97,6 +97,8 @@ export interface RequestContext {
   target?: string;
   /** Id of the upstream target that sent the reply head (lib/upstream/target.ts), when one did. */
   upstreamTarget?: string;
+  /** That target's `priceMultiplier` when it is not 1: the settlement multiplies the priced usage by it. */
+  priceMultiplier?: number;
   /** Milliseconds from arrival to the first byte written to the client. */
   firstByteMs?: number;
   /** Warnings about lossy conversions, sent in the `x-gateway-warning` header. */

@@ -57,6 +57,10 @@ export interface UpstreamReply {
   abort(): void;
   /** Id of the upstream target that sent the reply (set by the client's retry loop). */
   target?: string;
+  /** The cloud of the target that sent it (providers/provider.ts); absent for the first-party API. */
+  provider?: 'bedrock' | 'vertex' | 'foundry';
+  /** What was removed from the request for that target (beta flags, body fields): `x-gateway-dropped-params`. */
+  dropped?: readonly string[];
 }
 
 /** Why an attempt brought no reply head: its socket error, and whether the head timeout caused it. */

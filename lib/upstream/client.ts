@@ -12,7 +12,9 @@ import type http from 'node:http';
 import { errors, mapUpstreamSocketError } from '../http/errors';
 import { discardReply, noteAttempt } from './attempt-chain';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
+import { startCloudAttempt, type StartedAttempt } from './cloud-attempt';
 import type { UpstreamCredential } from './credentials';
+import { asksStream, featuresNeeded } from './providers/request-for-target';
 import { isPassedRequestHeader } from './request-headers';
 import { attemptError, isIdleSocketReset, isNotStarted, parseRetryAfter } from './retry-policy';
 import { createHeldTarget, describeTarget, type HeldTarget, type TargetStatus, type UpstreamTarget } from './target';
@@ -43,8 +45,11 @@ export interface UpstreamRequest {
   affinity?: string;
 }
 
-/** Starts one attempt with `credential` at `target`: the request it sent. */
-export type StartAttempt = (credential: UpstreamCredential, target: UpstreamTarget) => http.ClientRequest;
+/**
+ * Starts one attempt with `credential` at `target`: the request it sent, or (a cloud target's,
+ * cloud-attempt.ts) a promise of it, rejected when it could not be sent (the attempt is not started).
+ */
+export type StartAttempt = (credential: UpstreamCredential, target: UpstreamTarget) => http.ClientRequest | Promise<StartedAttempt>;
 
 export interface UpstreamClient {
   /** The first target's URL and agent. */
@@ -133,6 +138,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   const targets = configured.map((target, index) => createHeldTarget(target, index, targetSettings));
   const single = targets.length === 1 ? targets[0] : undefined;
   const choice = createTargetChoice(targets);
+  const clouds = targets.some((target) => target.provider !== undefined);
 
   async function exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply> {
     let tried = 0;
@@ -147,17 +153,24 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       const credential = target.credentials.pick(affinity);
       let outcome: AttemptOutcome;
       let reply: UpstreamReply | undefined;
-      let request: http.ClientRequest;
+      let started: http.ClientRequest | Promise<StartedAttempt>;
       try {
-        request = start(credential, target);
+        started = start(credential, target);
       } catch (err) {
         target.health.released();
         // Not a socket failure but a request that could not be built: no retry can help.
         throw errors.upstreamUnreachable(`the upstream request could not be sent: ${(err as Error)?.message ?? String(err)}`);
       }
       try {
-        reply = await awaitReplyHead(request, options.timeoutMs, settings.streamIdleTimeoutMs, signal);
+        // Only a cloud target's attempt is a promise: a first-party attempt is not awaited here.
+        const cloud = started instanceof Promise ? await started.catch(notStarted) : undefined;
+        reply = await awaitReplyHead(cloud ? cloud.request : started as http.ClientRequest, options.timeoutMs, settings.streamIdleTimeoutMs, signal);
         reply.target = target.id;
+        if (cloud) {
+          reply.response = cloud.adapt(reply.response);
+          reply.provider = target.provider!.name as UpstreamReply['provider'];
+          if (cloud.dropped.length > 0) reply.dropped = cloud.dropped;
+        }
         outcome = { status: reply.response.statusCode ?? 502, headers: reply.response.headers };
       } catch (failure) {
         outcome = failure as AttemptFailure;
@@ -209,7 +222,22 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
   function send(request: UpstreamRequest, signal?: CancelSignal, route?: UpstreamRoute): Promise<UpstreamReply> {
     const passed: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.headers)) if (isPassedRequestHeader(name)) passed[name] = value;
+    if (clouds && route?.target === undefined) {
+      // A pool with a cloud target: the request goes only where what it needs is offered.
+      route ??= {};
+      route.needs = featuresNeeded({ path: request.path, headers: passed, body: request.contentType ? undefined : request.body });
+      try {
+        choice.checkOffered(route);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    const model = route?.model;
     return exchange((credential, target) => {
+      if (target.provider) {
+        const native = { method: request.method ?? 'POST', path: request.path, headers: passed, body: request.body, stream: asksStream(request.body) };
+        return startCloudAttempt(target, native, (model && target.modelIds?.[model.id]) ?? '', request.contentType);
+      }
       const { url } = target;
       const body = request.body;
       const req = target.transport.request({
@@ -260,4 +288,11 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       return targets.map((target) => describeTarget(target, at));
     },
   };
+}
+
+/** A cloud attempt that could not be sent (its credentials, its request): failed before anything left. */
+function notStarted(err: unknown): never {
+  const error: NodeJS.ErrnoException = err instanceof Error ? err : new Error(String(err));
+  error.code ??= 'UPSTREAM_NOT_STARTED';
+  throw { error, timedOut: false, reusedSocket: false, requestSent: false } satisfies AttemptFailure;
 }

@@ -2,7 +2,7 @@
 export * from './attempt';
 export * from './client';
 export { createCredentialRotation, type CredentialRotation, type UpstreamCredential } from './credentials';
-export { createUpstreamPool, type KeyGroupUpstreamStatus, type PooledUpstream, type UpstreamPool, type UpstreamPoolOptions } from './pool';
+export { createUpstreamPool, targetOptionsOf, type KeyGroupUpstreamStatus, type PooledUpstream, type UpstreamPool, type UpstreamPoolOptions } from './pool';
 export { isOutcomeUnknown, parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
 export type { TargetCounters, TargetStatus, UpstreamTarget, UpstreamTargetOptions } from './target';
 export { MAX_SESSIONS, type UpstreamRoute } from './target-choice';

@@ -12,7 +12,8 @@ import type { Agent } from 'node:http';
 import type { KeyGroupConfig } from '../config/key-groups';
 import type { UpstreamTargetConfig } from '../config/upstream-targets';
 import { createUpstreamClient, type UpstreamClient, type UpstreamFaultOptions } from './client';
-import type { TargetStatus } from './target';
+import { createProvider } from './providers';
+import type { TargetStatus, UpstreamTargetOptions } from './target';
 
 /** One client of the pool, named for metrics and /health. */
 export interface PooledUpstream {
@@ -65,7 +66,27 @@ export interface UpstreamPoolOptions {
 
 /** The identity of a list of targets (what tells two upstreams apart). */
 function identityOf(targets: readonly UpstreamTargetConfig[]): string {
-  return JSON.stringify(targets.map((target) => [target.id, target.url, target.apiKeyEnvs, target.weight, target.models]));
+  return JSON.stringify(targets.map((target) => [
+    target.id, target.url, target.apiKeyEnvs, target.weight, target.models,
+    target.provider, target.modelIds, target.region, target.projectId, target.priceMultiplier,
+  ]));
+}
+
+/**
+ * A configured target as the upstream client takes it: its credentials read from `env` and, on a
+ * cloud, its provider (providers/index.ts: the cloud's module is loaded here, only for a cloud target).
+ * A cloud target's `apiKeyEnv` value goes to its provider; it is also in `apiKeys` so that replies are
+ * redacted of it (the client sends a cloud target's requests with the provider's headers only).
+ */
+export function targetOptionsOf(target: UpstreamTargetConfig, env: Record<string, string | undefined>): UpstreamTargetOptions {
+  const apiKeys = target.apiKeyEnvs.map((name) => env[name] ?? '');
+  return {
+    id: target.id, url: target.url, weight: target.weight, models: target.models, apiKeys, priceMultiplier: target.priceMultiplier,
+    ...(target.provider === 'anthropic' ? {} : {
+      provider: createProvider({ provider: target.provider, region: target.region, projectId: target.projectId, apiKey: apiKeys[0] }),
+      modelIds: target.modelIds,
+    }),
+  };
 }
 
 /** The pool of a gateway's upstream clients around its default (top-level) one. */
@@ -82,10 +103,7 @@ export function createUpstreamPool(options: UpstreamPoolOptions): UpstreamPool {
     let pooled = clients.get(key);
     if (!pooled) {
       const client = createUpstreamClient({
-        targets: targets.map((target) => ({
-          id: target.id, url: target.url, weight: target.weight, models: target.models,
-          apiKeys: target.apiKeyEnvs.map((name) => env[name] ?? ''),
-        })),
+        targets: targets.map((target) => targetOptionsOf(target, env)),
         timeoutMs, auth: kind === 'native' ? 'x-api-key' : 'bearer', ...options.faults,
       });
       pooled = { name: group.id, client };

@@ -11,6 +11,7 @@
  * Sessions (lib/observability/session-id.ts) are remembered per instance, the most recent `MAX_SESSIONS` of them.
  */
 import { errors } from '../http/errors';
+import { featureNames } from './providers/capabilities';
 import type { AttemptChainHolder } from './attempt-chain';
 import type { HeldTarget } from './target';
 
@@ -28,6 +29,11 @@ export interface UpstreamRoute extends AttemptChainHolder {
    * failover to another. Absent: any target serving the model.
    */
   readonly target?: string;
+  /**
+   * The features the request needs (providers/capabilities.ts FEATURES bits): only targets offering
+   * them all are chosen. Set by the client for pools with a cloud target; absent: none.
+   */
+  needs?: number;
 }
 
 /** A bit per target index (at most 16 targets, lib/config/upstream-targets.ts). */
@@ -45,6 +51,11 @@ export interface TargetChoice {
   hasUntried(route: UpstreamRoute | undefined, tried: number, now: number): boolean;
   /** The session's requests go to `target` from now on. */
   pin(sessionId: string, target: HeldTarget): void;
+  /**
+   * Check that some target serving the route's model offers every feature it needs.
+   * @throws GatewayError 400 naming the features missing and what each target serving the model offers
+   */
+  checkOffered(route: UpstreamRoute | undefined): void;
 }
 
 /**
@@ -53,8 +64,11 @@ export interface TargetChoice {
  */
 export function createTargetChoice(targets: readonly HeldTarget[]): TargetChoice {
   const sessions = new Map<string, HeldTarget>();
-  const serves = (target: HeldTarget, route: UpstreamRoute | undefined) =>
+  const servesModel = (target: HeldTarget, route: UpstreamRoute | undefined) =>
     target.models === null || route?.model === undefined || target.models.has(route.model.id);
+  // A request without needs (every first-party pool's) is not checked further.
+  const serves = (target: HeldTarget, route: UpstreamRoute | undefined) =>
+    servesModel(target, route) && (!route?.needs || (route.needs & ~target.capabilities.features) === 0);
 
   /** Smooth weighted round-robin over the targets passing `eligible`; undefined when none does. */
   function byWeight(route: UpstreamRoute | undefined, tried: number, now: number, skipTried: boolean): HeldTarget | undefined {
@@ -94,6 +108,17 @@ export function createTargetChoice(targets: readonly HeldTarget[]): TargetChoice
     },
     hasUntried(route, tried, now) {
       return route?.target === undefined && targets.some((target) => (tried & bit(target)) === 0 && serves(target, route) && target.health.available(now));
+    },
+    checkOffered(route) {
+      const needs = route?.needs;
+      if (!needs || route.target !== undefined || targets.some((target) => serves(target, route))) return;
+      const serving = targets.filter((target) => servesModel(target, route));
+      const missing = featureNames(needs & ~serving.reduce((all, target) => all | target.capabilities.features, 0));
+      const offers = serving.map((target) => `"${target.id}" (${target.provider?.name ?? 'anthropic'}: ${featureNames(needs & target.capabilities.features).join(', ') || 'none of them'})`);
+      throw errors.invalidRequest(
+        `this request needs ${featureNames(needs).join(', ')}; no upstream target ${route.model ? `serving ${route.model.id} ` : ''}offers ` +
+          `${missing.length > 0 ? missing.join(', ') : 'them all together'}. Targets: ${offers.join('; ')}`,
+      );
     },
     pin(sessionId, target) {
       if (sessions.get(sessionId) === target) return;

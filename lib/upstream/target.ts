@@ -7,6 +7,8 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { trackConnecting } from './attempt';
 import { createCredentialRotation, type CredentialRotation } from './credentials';
+import { CAPABILITIES, type ProviderCapabilities } from './providers/capabilities';
+import type { TargetProvider } from './providers/provider';
 import { createRetryPolicy, type RetryPolicyOptions } from './retry-policy';
 import { TargetHealth, type TargetHealthOptions, type TargetHealthView } from './target-health';
 
@@ -22,6 +24,12 @@ export interface UpstreamTargetOptions {
   weight?: number;
   /** Catalogue IDs served; absent or null: every model. */
   models?: readonly string[] | null;
+  /** The cloud the target is on (providers/index.ts, `createProvider`). Absent: the first-party API. */
+  provider?: TargetProvider;
+  /** Catalogue ID -> this target's model ID (a cloud target's `modelIds`). */
+  modelIds?: Readonly<Record<string, string>> | null;
+  /** Credits of a reply this target serves = its priced usage x this. Default 1. */
+  priceMultiplier?: number;
 }
 
 /** What an attempt's builder reads of the target it goes to. */
@@ -34,6 +42,14 @@ export interface UpstreamTarget {
   readonly basePath: string;
   readonly agent: http.Agent;
   readonly transport: typeof http | typeof https;
+  /** The cloud's adapter; undefined for the first-party API (whose requests go as they are). */
+  readonly provider: TargetProvider | undefined;
+  /** Catalogue ID -> this target's model ID; null for the first-party API. */
+  readonly modelIds: Readonly<Record<string, string>> | null;
+  /** What the target accepts (providers/capabilities.ts, its provider's row). */
+  readonly capabilities: ProviderCapabilities;
+  /** Credits of a reply it serves = priced usage x this (1 unless configured). */
+  readonly priceMultiplier: number;
 }
 
 /** Counters of one target since start, by this instance. */
@@ -97,6 +113,10 @@ export function createHeldTarget(options: UpstreamTargetOptions, index: number, 
     basePath: url.pathname.replace(/\/+$/, ''),
     agent: trackAgentConnections(secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions)),
     transport: secure ? https : http,
+    provider: options.provider,
+    modelIds: options.modelIds ?? null,
+    capabilities: CAPABILITIES[options.provider?.name ?? 'anthropic'],
+    priceMultiplier: options.priceMultiplier ?? 1,
     weight: options.weight ?? 1,
     models: options.models ? new Set(options.models) : null,
     credentials,

@@ -55,9 +55,10 @@ async function openssl(args: string[], cwd: string): Promise<void> {
  * Make, in `dir`, a CA (`ca.crt`, `ca.key`) and a server key and certificate it signed (`server.key`,
  * `server.crt`) for IP 127.0.0.1 and DNS localhost, valid for two days (from a day ago: a clock a little
  * behind does not matter). EC P-256 keys.
+ * @param subjectAltName the names the server certificate is for (openssl's syntax); default 127.0.0.1 and localhost
  * @returns the absolute paths
  */
-export async function makeTestCertificates(dir: string): Promise<{ caFile: string; caKeyFile: string; certFile: string; keyFile: string }> {
+export async function makeTestCertificates(dir: string, subjectAltName = 'IP:127.0.0.1,DNS:localhost'): Promise<{ caFile: string; caKeyFile: string; certFile: string; keyFile: string }> {
   requireCommand('openssl', 'the Redis TLS tests');
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   await openssl([
@@ -69,7 +70,7 @@ export async function makeTestCertificates(dir: string): Promise<{ caFile: strin
     'basicConstraints=critical,CA:FALSE',
     'keyUsage=critical,digitalSignature,keyEncipherment',
     'extendedKeyUsage=serverAuth',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    `subjectAltName=${subjectAltName}`,
     '',
   ].join('\n'));
   await openssl([

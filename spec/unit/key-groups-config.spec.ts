@@ -21,7 +21,7 @@ describe('key groups config', () => {
     expect(config.keyGroups[0].upstream).to.deep.include({ kind: 'native', url: null, apiKeyEnv: 'UPSTREAM_API_KEY' });
     expect(config.keyGroups[1].upstream).to.deep.include({ kind: 'chat-completions', url: 'http://127.0.0.1:1', apiKeyEnv: 'FAMILY_API_KEY', timeoutMs: 600000 });
     expect(config.keyGroups[1].upstream.targets).to.deep.equal([
-      { id: 'default', url: 'http://127.0.0.1:1', apiKeyEnvs: ['FAMILY_API_KEY'], weight: 1, models: null, credentialRequired: false },
+      { id: 'default', url: 'http://127.0.0.1:1', apiKeyEnvs: ['FAMILY_API_KEY'], weight: 1, models: null, credentialRequired: false, provider: 'anthropic', modelIds: null, priceMultiplier: 1 },
     ]);
   });
 
@@ -70,15 +70,15 @@ describe('key groups config', () => {
       const config = parseConfig({ ...shipped, upstream: { targets } }, {});
       expect(config.upstream.url).to.equal('http://127.0.0.1:1');
       expect(config.upstream.targets).to.deep.equal([
-        { id: 'primary', url: 'http://127.0.0.1:1', apiKeyEnvs: ['UPSTREAM_API_KEY'], weight: 3, models: null, credentialRequired: true },
-        { id: 'backup', url: 'http://127.0.0.1:2', apiKeyEnvs: ['UPSTREAM_API_KEY_2'], weight: 1, models: ['model-haiku-4.5'], credentialRequired: true },
+        { id: 'primary', url: 'http://127.0.0.1:1', apiKeyEnvs: ['UPSTREAM_API_KEY'], weight: 3, models: null, credentialRequired: true, provider: 'anthropic', modelIds: null, priceMultiplier: 1 },
+        { id: 'backup', url: 'http://127.0.0.1:2', apiKeyEnvs: ['UPSTREAM_API_KEY_2'], weight: 1, models: ['model-haiku-4.5'], credentialRequired: true, provider: 'anthropic', modelIds: null, priceMultiplier: 1 },
       ]);
       expect(config.keyGroups[0].upstream.targets).to.equal(config.upstream.targets);
     });
 
     it('keeps the single url / apiKeyEnv form as one target', () => {
       const config = parseConfig({ ...shipped, upstream: { url: 'http://127.0.0.1:1', apiKeyEnv: ['A_KEY', 'B_KEY'] } }, {});
-      expect(config.upstream.targets).to.deep.equal([{ id: 'default', url: 'http://127.0.0.1:1', apiKeyEnvs: ['A_KEY', 'B_KEY'], weight: 1, models: null, credentialRequired: false }]);
+      expect(config.upstream.targets).to.deep.equal([{ id: 'default', url: 'http://127.0.0.1:1', apiKeyEnvs: ['A_KEY', 'B_KEY'], weight: 1, models: null, credentialRequired: false, provider: 'anthropic', modelIds: null, priceMultiplier: 1 }]);
       expect(parseConfig({ ...shipped, upstream: {} }, {}).upstream.targets).to.deep.equal([]);
     });
 
@@ -95,7 +95,7 @@ describe('key groups config', () => {
       ['targets beside url', { url: 'http://127.0.0.1:1', targets }, 'give either "targets" or "url" / "apiKeyEnv"'],
       ['a duplicate target id', { targets: [targets[0], targets[0]] }, 'upstream.targets.1.id: duplicate id "primary"'],
       ['an unknown model', { targets: [targets[0], { ...targets[1], models: ['nope'] }] }, 'upstream.targets.1.models: "nope" is not a catalogue model id'],
-      ['a target without url', { targets: [{ id: 'x' }] }, "upstream.targets.0: must have required property 'url'"],
+      ['a target without url', { targets: [{ id: 'x' }] }, 'upstream.targets.0.url: a first-party target needs its "url"'],
     ] as const) {
       it(`refuses ${name}, saying how to fix it`, () => {
         expect(() => parseConfig({ ...shipped, upstream }, {})).to.throw(ConfigError, message);
