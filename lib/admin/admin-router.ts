@@ -1,13 +1,8 @@
 /**
- * The admin API, mounted at `/admin/v1` when ADMIN_TOKEN or sign-in (`auth.oidc`) is set: list, create,
- * read, change, rotate and revoke keys, read a key's usage, read the catalogue. Every change is one
- * store call, so it holds on the next API request of every instance sharing the store, and writes one
- * audit log line (who: "admin" or the user's subject, what, key id; never a secret). `GET /upstreams`
- * shows the upstream targets' health.
- *
- * Roles (lib/people/roles.ts): an org admin (ADMIN_TOKEN, or `auth.oidc.adminGroups`) may do all of it;
- * a team admin the keys of their teams, a member their own (another's key is a 404), each within the
- * team's policy (lib/people/team-policy.ts); the routes after the key routes are the org admins'.
+ * The admin API, mounted at `/admin/v1` when ADMIN_TOKEN is set: list, create, read, change, rotate
+ * and revoke keys, read a key's usage, read the catalogue. Every change is one store call, so it holds
+ * on the next API request of every instance sharing the store, and writes one audit log line
+ * (who "admin", what, key id; never a secret). `GET /upstreams` shows the upstream targets' health.
  *
  * Errors are GatewayErrors, rendered by the gateway's error handler in its native shape:
  * `{"type":"error","error":{"type","message"},"request_id"}`.
@@ -77,7 +72,7 @@ function createAdminJsonBody(): RequestHandler {
 const forbidden = (req: Request) =>
   new GatewayError(403, 'permission_error', `${req.method} ${req.baseUrl}${req.path.slice(0, 100)} is for organisation admins`, { chatCode: 'forbidden' });
 
-/** Build the admin router. Mount it at `/admin/v1` only when ADMIN_TOKEN or sign-in is configured (admin-surface.ts). */
+/** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
 export function createAdminRouter(options: AdminRouterOptions): Router {
   const { store, catalogue, logger } = options;
   const now = options.clock ?? systemClock;
