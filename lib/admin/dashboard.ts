@@ -1,7 +1,8 @@
 /**
  * The dashboard: static HTML, CSS and JS from the repository's `dashboard/` folder, served by the
  * gateway itself at `/dashboard` (no build step, no separate server). The page holds no data; it
- * asks the admin API with the token the operator signs in with (kept in session storage).
+ * asks the admin API with the token the operator signs in with (kept in session storage), or, for a
+ * person signed in through the identity provider (`people.html`), with the session cookie and its CSRF token.
  */
 import path from 'node:path';
 import express, { Router } from 'express';
@@ -26,7 +27,7 @@ const SECURITY_HEADERS: Record<string, string> = {
   'x-frame-options': 'DENY',
 };
 
-/** Build the router that serves the dashboard. Mount it at `/dashboard` only when an admin token is configured. */
+/** Build the router that serves the dashboard. Mount it at `/dashboard` only when ADMIN_TOKEN or sign-in is configured (admin-surface.ts). */
 export function createDashboard(options: DashboardOptions = {}): Router {
   const router = Router();
   router.use((_req, res, next) => {

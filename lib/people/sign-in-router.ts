@@ -9,7 +9,8 @@
  * - `GET /dashboard/sign-in.json`: tells the dashboard that sign-in is on.
  * Errors are GatewayErrors, rendered in the admin API's (native) shape.
  */
-import { Router, type Request } from 'express';
+import { Router, type Request, type RequestHandler } from 'express';
+import { rateLimit } from 'express-rate-limit';
 import type { TeamConfig } from '../config/people';
 import { errors, GatewayError } from '../http/errors';
 import type { PeopleStore, UserRecord } from '../store/people-types';
@@ -39,6 +40,23 @@ export interface SignInRouterOptions {
   now: () => number;
 }
 
+/** Sign-ins started or finished per client address per minute (per instance) before 429. */
+export const SIGN_IN_LIMIT_PER_MINUTE = 120;
+
+/**
+ * 429 (`rate_limit_error`, `retry-after`) past `SIGN_IN_LIMIT_PER_MINUTE` requests to /login and
+ * /callback from one address in a minute: each starts a pending sign-in in the store, or a call to the
+ * provider, before anyone is known. High enough for an office behind one address signing in at once.
+ */
+function createSignInLimit(): RequestHandler {
+  return rateLimit({
+    windowMs: 60_000, limit: SIGN_IN_LIMIT_PER_MINUTE, standardHeaders: false, legacyHeaders: false,
+    handler: (_req, _res, next) => next(new GatewayError(429, 'rate_limit_error', 'too many sign-ins from this address; retry in a minute', {
+      chatCode: 'rate_limit_exceeded', headers: { 'retry-after': '60' },
+    })),
+  });
+}
+
 const signInFailed = (message: string) => new GatewayError(401, 'authentication_error', `sign-in failed: ${message}`, { chatCode: 'invalid_api_key' });
 
 /** Build the sign-in router (see the file's comment). */
@@ -63,7 +81,8 @@ export function createSignInRouter(options: SignInRouterOptions): Router {
     res.json({ signIn: '/dashboard/login' });
   });
 
-  router.get('/login', async (_req, res) => {
+  const signInLimit = createSignInLimit();
+  router.get('/login', signInLimit, async (_req, res) => {
     let started;
     try {
       started = await relyingParty.start(SIGNED_IN_PAGE);
@@ -77,7 +96,7 @@ export function createSignInRouter(options: SignInRouterOptions): Router {
     res.redirect(302, started.url);
   });
 
-  router.get('/callback', async (req: Request, res) => {
+  router.get('/callback', signInLimit, async (req: Request, res) => {
     res.setHeader('cache-control', 'no-store');
     const id = readCookie(req.headers.cookie, SIGN_IN_COOKIE);
     const pending = id ? await people.takePendingSignIn(id) : null;

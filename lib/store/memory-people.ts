@@ -2,14 +2,22 @@
 import type { Clock } from './month';
 import type { PendingSignIn, PeopleStore, SessionRecord, UserRecord } from './people-types';
 
-/** A map whose entries expire at an epoch ms; expired entries are dropped when met and on each write. */
+/**
+ * A map of at most `maxEntries` whose entries expire at an epoch ms: an expired entry is dropped when
+ * met, and all of them when the map is full; a map still full then drops its oldest entry, so memory
+ * stays bounded whatever callers do (sign-ins are started before anyone is known).
+ */
 class ExpiringMap<T> {
   private readonly entries = new Map<string, { value: T; expiresAt: number }>();
-  constructor(private readonly clock: Clock) {}
+  constructor(private readonly clock: Clock, private readonly maxEntries: number) {}
 
   set(id: string, value: T, expiresAt: number): void {
-    const now = this.clock();
-    for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+    this.entries.delete(id);
+    if (this.entries.size >= this.maxEntries) {
+      const now = this.clock();
+      for (const [key, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(key);
+      if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    }
     this.entries.set(id, { value, expiresAt });
   }
 
@@ -32,6 +40,11 @@ class ExpiringMap<T> {
 
 const copy = <T>(value: T): T => structuredClone(value);
 
+/** Sign-ins under way kept at most (the oldest goes first). */
+export const MAX_PENDING_SIGN_INS = 10_000;
+/** Sessions kept at most (the oldest goes first: its user signs in again). */
+export const MAX_SESSIONS = 100_000;
+
 export class MemoryPeopleStore implements PeopleStore {
   private readonly pending: ExpiringMap<PendingSignIn>;
   private readonly sessions: ExpiringMap<SessionRecord>;
@@ -40,8 +53,8 @@ export class MemoryPeopleStore implements PeopleStore {
   private readonly emailMembers = new Map<string, Set<string>>();
 
   constructor(private readonly clock: Clock) {
-    this.pending = new ExpiringMap(clock);
-    this.sessions = new ExpiringMap(clock);
+    this.pending = new ExpiringMap(clock, MAX_PENDING_SIGN_INS);
+    this.sessions = new ExpiringMap(clock, MAX_SESSIONS);
   }
 
   async savePendingSignIn(id: string, pending: PendingSignIn, ttlMs: number): Promise<void> {

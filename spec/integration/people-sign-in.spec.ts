@@ -191,4 +191,17 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
     expect(gateway.logLines.filter((line) => line.message === 'sign-in failed').length).to.be.at.least(2);
     expect((await asUser(gateway, 'A'.repeat(43), 'GET', '/me')).status).to.equal(401);
   });
+
+  // Last: it uses up this address's sign-ins for the minute.
+  it('limits sign-ins started from one address (429 with retry-after), as each keeps a pending sign-in in the store', async () => {
+    let refused;
+    for (let attempt = 0; attempt <= 120 && !refused; attempt++) {
+      const reply = await request(`${gateway.url}/dashboard/login`);
+      if (reply.status === 429) refused = reply;
+      else expect(reply.status).to.equal(302);
+    }
+    expect(refused, 'no 429 after 121 sign-ins').not.to.equal(undefined);
+    expect(refused!.headers['retry-after']).to.equal('60');
+    expect(JSON.parse(refused!.body).error).to.deep.equal({ type: 'rate_limit_error', message: 'too many sign-ins from this address; retry in a minute' });
+  });
 });

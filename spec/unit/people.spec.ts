@@ -11,7 +11,7 @@ import { readGroups } from '../../lib/people/oidc';
 import { mayManageKey, resolveMembership, rolesOf } from '../../lib/people/roles';
 import { readCookie } from '../../lib/people/sessions';
 import { checkTeamPolicy, withTeamDefaults } from '../../lib/people/team-policy';
-import { MemoryPeopleStore } from '../../lib/store/memory-people';
+import { MAX_PENDING_SIGN_INS, MemoryPeopleStore } from '../../lib/store/memory-people';
 import type { PeopleStore, SessionRecord, UserRecord } from '../../lib/store/people-types';
 import type { RedisStore } from '../../lib/store/redis-store';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
@@ -96,6 +96,17 @@ describePeopleStoreContract('Redis', async () => {
       await deleteRedisPrefix((store as RedisStore).prefix);
     },
   };
+});
+
+describe('people store role: memory bounds', () => {
+  it('keeps at most MAX_PENDING_SIGN_INS sign-ins under way, dropping the oldest', async () => {
+    const people = new MemoryPeopleStore(() => 0);
+    const pending = { codeVerifier: 'v', state: 's', nonce: 'n', returnTo: '/' };
+    for (let i = 0; i <= MAX_PENDING_SIGN_INS; i++) await people.savePendingSignIn(`p${i}`, pending, 60_000);
+    expect(await people.takePendingSignIn('p0')).to.equal(null);
+    expect(await people.takePendingSignIn('p1')).to.deep.equal(pending);
+    expect(await people.takePendingSignIn(`p${MAX_PENDING_SIGN_INS}`)).to.deep.equal(pending);
+  });
 });
 
 describe('people: membership and roles', () => {
