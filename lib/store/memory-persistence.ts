@@ -87,21 +87,34 @@ function readAuditLogFile(file: string, bytes: number): AuditEntry[] {
   return text === '' ? [] : text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as AuditEntry);
 }
 
-/** Each store's audit log file as last written (bytes, entries); null or absent: none yet, the next write writes it whole. */
-const auditFiles = new WeakMap<MemoryStore, { bytes: number; entries: number } | null>();
+/**
+ * Each store's audit log file as last written (bytes, entries; `torn` after a failed append, whose
+ * part-written text the next write cuts off first); null or absent: none yet, the next write writes it whole.
+ */
+const auditFiles = new WeakMap<MemoryStore, { bytes: number; entries: number; torn?: boolean } | null>();
 
 /**
  * Append the audit entries made since the last write to `<file>.audit.ndjson` (the whole log when this
- * process has written or read none: a fresh state).
+ * process has written or read none: a fresh state). The bytes a state file names are never rewritten.
  * @returns what the state file records of it
+ * @throws Error when the file cannot be written (the next write tries again from the same point)
  */
 function saveAuditLog(store: MemoryStore, file: string): NonNullable<StateFile['auditLogFile']> {
   const name = `${path.basename(file)}.audit.ndjson`;
+  const target = path.join(path.dirname(file), name);
   const known = auditFiles.get(store) ?? null;
   const { entries: fresh, head } = store.auditSince(known?.entries ?? 0);
   const text = formatLines(fresh);
-  if (!known) fs.writeFileSync(path.join(path.dirname(file), name), text, { mode: 0o600 });
-  else if (text) fs.appendFileSync(path.join(path.dirname(file), name), text, { mode: 0o600 });
+  try {
+    if (!known) fs.writeFileSync(target, text, { mode: 0o600 });
+    else {
+      if (known.torn) fs.truncateSync(target, known.bytes);
+      if (text) fs.appendFileSync(target, text, { mode: 0o600 });
+    }
+  } catch (err) {
+    if (known) auditFiles.set(store, { ...known, torn: true });
+    throw err;
+  }
   const written = { bytes: (known?.bytes ?? 0) + Buffer.byteLength(text), entries: (known?.entries ?? 0) + fresh.length };
   auditFiles.set(store, written);
   return { name, ...written, head };
@@ -205,14 +218,7 @@ export function saveMemoryState(store: MemoryStore, file: string): void {
     log = { name: log.name, bytes: log.bytes + Buffer.byteLength(text), lines: log.lines + fresh.records.length, seq: fresh.next };
   }
   logFiles.set(store, log);
-  let audit: StateFile['auditLogFile'];
-  try {
-    audit = saveAuditLog(store, file);
-  } catch (err) {
-    // Part of the text may be in the file: the next write writes it whole.
-    auditFiles.set(store, null);
-    throw err;
-  }
+  const audit = saveAuditLog(store, file);
   const state: StateFile = store.snapshot();
   if (state.spendState) state.spendState.requestLog = [];
   delete state.audit;
