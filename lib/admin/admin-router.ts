@@ -23,6 +23,7 @@ import { isUtcMonth, systemClock, utcMonth, type Clock } from '../store/month';
 import type { AuditLogStore, KeyPatch, KeyRecord, KeyStore, LedgerStore, RequestLogStore } from '../store/types';
 import { changedFields } from '../audit/audit-log';
 import { addAuditRoutes, recordAdminAudit } from './audit-routes';
+import { actorOf } from './actor';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
 import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
@@ -95,7 +96,9 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
    * (recordAudit strips any secret field besides); the log line shows `after` as `changes`.
    */
   const audit = async (req: Request, action: string, key: KeyRecord, change: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}) => {
-    logger.info({ message: 'admin audit', who: 'admin', action, key_id: key.id, changes: change.after ?? {}, request_id: getContext(req.res!)?.requestId });
+    const actor = actorOf(req);
+    // `admin` for ADMIN_TOKEN, as this line always said; a signed-in user by their subject.
+    logger.info({ message: 'admin audit', who: actor.kind === 'admin-token' ? 'admin' : actor.subject, action, key_id: key.id, changes: change.after ?? {}, request_id: getContext(req.res!)?.requestId });
     await recordAdminAudit(store, req, { action, object: { type: 'key', id: key.id }, team: key.team ?? null, ...change });
   };
 
