@@ -27,7 +27,10 @@ export function auditActorOf(actor: Actor): AuditActor {
   return actor.kind === 'admin-token' ? 'admin-token' : { subject: actor.subject, email: actor.email };
 }
 
-/** The client's address as Express reads it (`trust proxy` decides whether forwarding headers count); null when unknown. */
+/**
+ * The client's address as Express reads it: the connection's peer, since the gateway leaves `trust
+ * proxy` off (a client-sent X-Forwarded-For is never believed); behind a router, the router's. Null when unknown.
+ */
 export function clientAddressOf(req: Request): string | null {
   return req.ip ?? req.socket?.remoteAddress ?? null;
 }

@@ -13,11 +13,15 @@
  * and how many of its bytes belong to the state, so a crash between the two writes leaves the log and
  * the spend totals equal; the log file is rewritten, under a new name, once most of it is records the
  * log has dropped. A state file written before this holds its log inline, and is read as before.
+ *
+ * The audit log (lib/audit/) is kept the same way, in `<state file>.audit.ndjson`: each write appends
+ * the entries made since the last (entries are never dropped or changed), and the state file names
+ * how many of its bytes and entries belong to the state, and the head.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { MemoryStore, type MemorySnapshot } from './memory-store';
-import type { RequestLogRecord } from './types';
+import type { AuditEntry, AuditHead, RequestLogRecord } from './types';
 
 /**
  * Fill `store` from the state file, when there is one.
@@ -38,7 +42,10 @@ export function loadMemoryState(store: MemoryStore, file: string): boolean {
     const logFile = snapshot.requestLogFile;
     const logged = logFile ? readRequestLogFile(path.join(path.dirname(file), logFile.name), logFile.bytes) : [];
     if (logFile) snapshot.spendState = { ...snapshot.spendState, requestLog: logged.slice(logFile.dropped ?? 0) };
+    const auditFile = snapshot.auditLogFile;
+    if (auditFile) snapshot.audit = { entries: readAuditLogFile(path.join(path.dirname(file), auditFile.name), auditFile.bytes), head: auditFile.head };
     store.restore(snapshot);
+    auditFiles.set(store, auditFile ? { bytes: auditFile.bytes, entries: auditFile.entries } : null);
     logFiles.set(store, logFile ? { name: logFile.name, bytes: logFile.bytes, lines: logged.length, seq: store.requestLogSince(Infinity).next } : null);
   } catch (err) {
     throw new Error(`state file ${file} cannot be read back (${(err as Error).message}); move it away to start empty`);
@@ -66,6 +73,51 @@ function readRequestLogFile(file: string, bytes: number): RequestLogRecord[] {
   if (data.length > bytes) fs.truncateSync(file, bytes);
   const text = data.subarray(0, bytes).toString('utf8');
   return text === '' ? [] : text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as RequestLogRecord);
+}
+
+/**
+ * The first `bytes` bytes of an audit log file, one entry per line; what lies past them is cut off.
+ * @throws Error when the file is missing or shorter than `bytes`
+ */
+function readAuditLogFile(file: string, bytes: number): AuditEntry[] {
+  const data = fs.readFileSync(file);
+  if (data.length < bytes) throw new Error(`audit log file ${file} is shorter than the state says`);
+  if (data.length > bytes) fs.truncateSync(file, bytes);
+  const text = data.subarray(0, bytes).toString('utf8');
+  return text === '' ? [] : text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as AuditEntry);
+}
+
+/**
+ * Each store's audit log file as last written (bytes, entries; `torn` after a failed append, whose
+ * part-written text the next write cuts off first); null or absent: none yet, the next write writes it whole.
+ */
+const auditFiles = new WeakMap<MemoryStore, { bytes: number; entries: number; torn?: boolean } | null>();
+
+/**
+ * Append the audit entries made since the last write to `<file>.audit.ndjson` (the whole log when this
+ * process has written or read none: a fresh state). The bytes a state file names are never rewritten.
+ * @returns what the state file records of it
+ * @throws Error when the file cannot be written (the next write tries again from the same point)
+ */
+function saveAuditLog(store: MemoryStore, file: string): NonNullable<StateFile['auditLogFile']> {
+  const name = `${path.basename(file)}.audit.ndjson`;
+  const target = path.join(path.dirname(file), name);
+  const known = auditFiles.get(store) ?? null;
+  const { entries: fresh, head } = store.auditSince(known?.entries ?? 0);
+  const text = formatLines(fresh);
+  try {
+    if (!known) fs.writeFileSync(target, text, { mode: 0o600 });
+    else {
+      if (known.torn) fs.truncateSync(target, known.bytes);
+      if (text) fs.appendFileSync(target, text, { mode: 0o600 });
+    }
+  } catch (err) {
+    if (known) auditFiles.set(store, { ...known, torn: true });
+    throw err;
+  }
+  const written = { bytes: (known?.bytes ?? 0) + Buffer.byteLength(text), entries: (known?.entries ?? 0) + fresh.length };
+  auditFiles.set(store, written);
+  return { name, ...written, head };
 }
 
 /** How often settled spend is written to the state file while it changes, in ms (what a crash can lose at most). */
@@ -120,6 +172,8 @@ interface StateFile extends MemorySnapshot {
    * and how many of its first lines are records the log has dropped since.
    */
   requestLogFile?: { name: string; bytes: number; dropped?: number };
+  /** The audit log file (a name in the state file's directory), its bytes and entries that belong to this state, and its head. */
+  auditLogFile?: { name: string; bytes: number; entries: number; head: AuditHead | null };
 }
 
 /** A store's request log file as last written: name, bytes and lines, and the sequence number of the next record to append. */
@@ -164,8 +218,11 @@ export function saveMemoryState(store: MemoryStore, file: string): void {
     log = { name: log.name, bytes: log.bytes + Buffer.byteLength(text), lines: log.lines + fresh.records.length, seq: fresh.next };
   }
   logFiles.set(store, log);
+  const audit = saveAuditLog(store, file);
   const state: StateFile = store.snapshot();
   if (state.spendState) state.spendState.requestLog = [];
+  delete state.audit;
+  state.auditLogFile = audit;
   state.requestLogFile = { name: log.name, bytes: log.bytes, dropped: log.lines - fresh.kept };
   const temporary = path.join(dir, `.${path.basename(file)}.${process.pid}.tmp`);
   fs.writeFileSync(temporary, JSON.stringify(state), { mode: 0o600 });
@@ -174,7 +231,7 @@ export function saveMemoryState(store: MemoryStore, file: string): void {
 }
 
 /** Records as JSON lines, each ending in a newline (JSON.stringify escapes the newlines inside strings). */
-function formatLines(records: RequestLogRecord[]): string {
+function formatLines(records: ReadonlyArray<RequestLogRecord | AuditEntry>): string {
   let text = '';
   for (const record of records) text += `${JSON.stringify(record)}\n`;
   return text;

@@ -204,6 +204,11 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     return this.auditLog.readHead();
   }
 
+  /** The audit entries from position `from` on, and the head, now (the state file's writer appends them to its own file). */
+  auditSince(from: number): { entries: AuditEntry[]; head: AuditHead | null } {
+    return { entries: this.auditLog.read(from, Infinity), head: this.auditLog.readHead() };
+  }
+
   /** Keys, secrets (hashes only), spend and ledger as plain JSON; reservations in flight are left out. */
   snapshot(): MemorySnapshot {
     return {

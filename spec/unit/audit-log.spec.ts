@@ -5,6 +5,8 @@
  * bounded scan behind `GET /admin/v1/audit`.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { canonicalJson, createAuditVerifier, GENESIS_HASH, hashAuditEntry, sealAuditEntry } from '../../lib/audit/audit-chain';
 import { changedFields, recordAudit, recordSignIn, withoutSecrets } from '../../lib/audit/audit-log';
@@ -16,6 +18,8 @@ import type { UserActor } from '../../lib/admin/actor';
 import type { TeamConfig } from '../../lib/config/people';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { GatewayError } from '../../lib/http/errors';
+import { loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
+import { tempDir } from '../helpers/temp-dir';
 
 /** A chain of `n` entries sealed one after another. */
 function chainOf(n: number): AuditEntry[] {
@@ -189,5 +193,41 @@ describe('audit log: who reads what', () => {
     snapshot.audit.entries.pop();
     restored.restore(snapshot);
     expect(await verifyAuditLog(restored)).to.deep.include({ intact: false, firstBrokenId: 4 });
+  });
+
+  it('the state file names the audit log\'s own NDJSON file, to which each write appends only the new entries', async () => {
+    const dir = tempDir('gw-audit-state-');
+    const file = path.join(dir, 'state.json');
+    const append = (i: number) => recordAudit(store, { actor: 'cli', action: 'key.update', object: { type: 'key', id: `k${i}` }, after: { name: `n${i}` } });
+    const store = new MemoryStore();
+    try {
+      for (let i = 0; i < 3; i++) await append(i);
+      saveMemoryState(store, file);
+      const linesFile = path.join(dir, 'state.json.audit.ndjson');
+      const firstBytes = fs.statSync(linesFile).size;
+      for (let i = 3; i < 5; i++) await append(i);
+      saveMemoryState(store, file);
+      saveMemoryState(store, file);
+      const lines = fs.readFileSync(linesFile, 'utf8').trimEnd().split('\n');
+      expect(lines.map((line) => JSON.parse(line).id)).to.deep.equal([1, 2, 3, 4, 5]);
+      expect(fs.readFileSync(linesFile).subarray(0, firstBytes).toString()).to.equal(lines.slice(0, 3).join('\n') + '\n');
+      const state = JSON.parse(fs.readFileSync(file, 'utf8'));
+      expect(state.audit).to.equal(undefined);
+      expect(state.auditLogFile).to.deep.include({ name: 'state.json.audit.ndjson', entries: 5, head: await store.readAuditHead() });
+      // A crash between the append and the state file's rename leaves bytes past the state's: cut off at load.
+      fs.appendFileSync(linesFile, '{"id":6,"half');
+      const loaded = new MemoryStore();
+      expect(loadMemoryState(loaded, file)).to.equal(true);
+      expect(await loaded.readAudit(0, 10)).to.deep.equal(await store.readAudit(0, 10));
+      expect(await verifyAuditLog(loaded)).to.deep.include({ intact: true, entries: 5 });
+      await recordAudit(loaded, { actor: 'cli', action: 'key.revoke', object: { type: 'key', id: 'k9' } });
+      saveMemoryState(loaded, file);
+      expect(fs.readFileSync(linesFile, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line).id)).to.deep.equal([1, 2, 3, 4, 5, 6]);
+      const again = new MemoryStore();
+      loadMemoryState(again, file);
+      expect(await verifyAuditLog(again)).to.deep.include({ intact: true, entries: 6, lastId: 6 });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
