@@ -242,6 +242,8 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       if (next.upstream.targets.length === 0 && !simulated) {
         throw new ConfigError('invalid configuration: upstream: a reload cannot remove the upstream (the embedded simulated one starts only at start-up); restart to run without one');
       }
+      // Each group's client made now: a cloud target whose provider cannot be made refuses the reload.
+      upstreams.inUse(next.keyGroups);
     } catch (err) {
       const error = (err as Error).message;
       logger.error({ message: 'configuration reload refused; the current configuration stays', reason: error });

@@ -84,7 +84,8 @@ export function createMetrics(options: { collectDefault?: boolean } = {}): Gatew
       tokens.inc({ model, type: 'output' }, u.output_tokens);
       tokens.inc({ model, type: 'cache_creation' }, u.cache_creation_input_tokens);
       tokens.inc({ model, type: 'cache_read' }, u.cache_read_input_tokens);
-      credits.inc({ model }, priceUsage(ctx.model, u));
+      // A target priced apart (`priceMultiplier`) is billed, and counted, at its price.
+      credits.inc({ model }, priceUsage(ctx.model, u) * (ctx.priceMultiplier ?? 1));
     }
   }
 

@@ -177,7 +177,7 @@ export function createUsageRecord(ctx: RequestContext, res: Response): UsageReco
     status: res.statusCode,
     stream: ctx.stream,
     usage: usage ? { ...usage } : null,
-    credits: usage && ctx.model ? priceUsage(ctx.model, usage) : null,
+    credits: usage && ctx.model ? priceUsage(ctx.model, usage) * (ctx.priceMultiplier ?? 1) : null,
     stopReason: ctx.stopReason ?? null,
     latencyMs: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
     firstByteMs: ctx.firstByteMs ?? null,

@@ -140,6 +140,16 @@ for (const cloud of CLOUDS) {
       expect(under.accepted().at(-1)!.headers['anthropic-beta']).to.equal('interleaved-thinking-2025-05-14');
     });
 
+    it('names what it dropped on a streamed reply too', async () => {
+      const headers: Array<[string, string]> = [...nativeHeaders(), ['anthropic-beta', 'claude-code-20250219']];
+      const reply = await post(pool, '/v1/messages', { ...hello, stream: true }, headers);
+      expect(reply.status, reply.text).to.equal(200);
+      expect(reply.headers['content-type']).to.include('text/event-stream');
+      expect(reply.headers['x-gateway-dropped-params']).to.equal('claude-code-20250219');
+      expect(reply.text).to.include('event: message_stop');
+      expect(under.accepted().at(-1)!.headers).to.not.have.property('anthropic-beta');
+    });
+
     it('refuses a Message Batch with a 400 naming the feature and the target, sending nothing', async () => {
       const count = under.accepted().length;
       const reply = await post(pool, '/v1/messages/batches', { requests: [{ custom_id: 'a', params: hello }] });

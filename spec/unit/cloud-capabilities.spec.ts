@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { CAPABILITIES, FEATURES, featureNames } from '../../lib/upstream/providers/capabilities';
 import { nativeCloudErrorBody, poolStatusOf } from '../../lib/upstream/providers/cloud-errors';
 import { asksStream, featuresNeeded, fitRequestToTarget } from '../../lib/upstream/providers/request-for-target';
+import { createProvider } from '../../lib/upstream/providers';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const native = (body: object, headers: Record<string, string> = {}) => ({ method: 'POST', path: '/v1/messages', headers, body: json(body), stream: false });
@@ -80,5 +81,14 @@ describe('cloud capabilities', () => {
     const already = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}';
     expect(nativeCloudErrorBody('vertex', 529, {}, already)).to.equal(already);
     expect(JSON.parse(nativeCloudErrorBody('foundry', 502, {}, 'Bad Gateway')).error).to.deep.equal({ type: 'api_error', message: 'Bad Gateway' });
+  });
+
+  it('makes a provider by name (none for the first-party API), the cloud\'s module loaded by the registry', async () => {
+    expect(createProvider({ provider: 'anthropic' })).to.equal(undefined);
+    const foundry = createProvider({ provider: 'foundry', apiKey: 'k' })!;
+    expect(foundry.name).to.equal('foundry');
+    const prepared = await foundry.prepare(native({ model: 'catalogue-name', max_tokens: 1, messages: [] }, { 'anthropic-version': '2023-06-01' }), 'deployment-1', { url: new URL('http://127.0.0.1/anthropic'), basePath: '/anthropic' });
+    expect(prepared.headers).to.deep.equal({ 'anthropic-version': '2023-06-01', 'x-api-key': 'k' });
+    expect(JSON.parse(prepared.body!.toString()).model).to.equal('deployment-1');
   });
 });
