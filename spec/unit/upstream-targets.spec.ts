@@ -148,7 +148,7 @@ describe('upstream pool', () => {
     expect(pool.forGroup(config.keyGroups[0])).to.equal(top);
     expect(pool.describe(config.keyGroups)).to.deep.equal([{
       keyGroup: 'default', upstream: 'default',
-      targets: [{ id: 'default', weight: 1, models: null, state: 'healthy', until: null, consecutiveFailures: 0, requests: 0, failures: 0, failovers: 0 }],
+      targets: [{ id: 'default', provider: 'anthropic', weight: 1, models: null, state: 'healthy', until: null, consecutiveFailures: 0, requests: 0, failures: 0, failovers: 0 }],
     }]);
   });
 });
