@@ -64,6 +64,9 @@ export interface NewKey {
   /** See KeyRecord. */
   declaredIn?: string;
   fileRevoked?: boolean;
+  /** See KeyRecord. */
+  team?: string | null;
+  owner?: string | null;
 }
 
 /** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
@@ -79,12 +82,13 @@ export function createKeyRecord(input: NewKey, now: number): KeyRecord {
     monthlyCreditCap: input.monthlyCreditCap,
     keyGroup: input.keyGroup ?? 'default',
     ...(input.declaredIn === undefined ? {} : { declaredIn: input.declaredIn, fileRevoked: input.fileRevoked ?? false, revokedAtRunTime: false }),
+    ...(input.team ? { team: input.team, owner: input.owner ?? null } : {}),
   };
 }
 
 export type KeyPatch = Partial<Pick<KeyRecord,
   'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds' | 'revokedAtRunTime'
-  | 'declaredIn' | 'fileRevoked' | 'last4' | 'keyGroup'>>;
+  | 'declaredIn' | 'fileRevoked' | 'last4' | 'keyGroup' | 'team' | 'owner'>>;
 
 /** Credits held against a key's monthly cap while a request is in flight. */
 export interface Reservation {
@@ -99,8 +103,21 @@ export interface Reservation {
    * the reservation written later, outside the request's own steps, name it.
    */
   requestId?: string;
+  /**
+   * The team (and member) whose month ledgers hold the same credits (lib/store/people-caps.ts): set
+   * when the hold was taken with a team's caps, so the settlement settles all of them. Absent: the key's only.
+   */
+  team?: string;
+  owner?: string | null;
 }
 
+/** The cap a hold is checked against: the key's own, its member's (team and owner) or its team's. */
+export type CapLevel = 'key' | 'member' | 'team';
+
+/**
+ * A hold's result. Refused: the figures of the cap that stopped it (`limit`, the tightest one that
+ * could not take the minimum; `key` when absent), credits.
+ */
 export type ReserveResult =
   | { ok: true; reservation: Reservation; spent: number }
-  | { ok: false; spent: number; reserved: number; cap: number };
+  | { ok: false; spent: number; reserved: number; cap: number; limit?: CapLevel };

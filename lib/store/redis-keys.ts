@@ -54,6 +54,19 @@ export class RedisKeys {
     return `${this.prefix}{${id}}:rl`;
   }
 
+  /**
+   * The month ledger (`spent`, holds) of team `team`, under the team's hash tag (people-caps.ts): a
+   * team key's admission holds its credits here and in its member's ledger in the same script.
+   */
+  teamCredits(team: string, month: string): string {
+    return `${this.prefix}{team:${team}}:credits:${month}`;
+  }
+
+  /** The month ledger of member `owner` (an OIDC subject) of team `team`, under the team's hash tag. */
+  memberCredits(team: string, owner: string, month: string): string {
+    return `${this.prefix}{team:${team}}:member:${encodeURIComponent(owner)}:${month}`;
+  }
+
   /** Secret sha256 -> key id. */
   secret(sha256: string): string {
     return `${this.prefix}secret:${sha256}`;

@@ -5,17 +5,17 @@
  * hash tag and so one cluster slot. A request waits for one round trip before its upstream call, its
  * admission (redis-admission.ts).
  */
-import crypto from 'node:crypto';
-import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { checkSettledFigures, fromCreditUnits, toCreditUnits } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
-import { deadlineArg, heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
+import { RedisAdmission } from './redis-admission';
 import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
-import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RESERVE_CREDITS, RETRY_ALERT, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
+import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RETRY_ALERT, UPDATE_KEY } from './redis-scripts';
+import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-people';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
@@ -24,9 +24,8 @@ import {
   createKeyRecord,
   type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
   type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
-  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord,
+  type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord, type TeamCaps,
 } from './types';
-
 
 /** Default prefix of every Redis key the gateway writes. */
 export const DEFAULT_REDIS_PREFIX = 'gateway:';
@@ -135,28 +134,15 @@ export class RedisStore implements GatewayStore {
     return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number): Promise<ReserveResult> {
-    const now = this.clock();
-    const id = crypto.randomUUID();
-    const units = toCreditUnitsCeil(credits);
-    const [ok, spent, reserved, held] = (await this.connection.run(
-      RESERVE_CREDITS,
-      [this.keys.credits(keyId, month)],
-      [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
-        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(minCredits), deadlineArg(this.connection, deadline)],
-    )) as [number, number, number, number];
-    if (ok === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');
-    if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
-    return { ok: true, reservation: { id, keyId, month, credits: heldCredits(held, units, credits) }, spent: fromCreditUnits(spent) };
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number, teamCaps?: TeamCaps): Promise<ReserveResult> {
+    return this.admission.reserve({ keyId, month, credits, cap, now: this.clock(), ttlMs, minCredits, deadline, teamCaps });
   }
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     const now = this.clock();
-    const renewed = await this.connection.run(
-      RENEW_RESERVATION,
-      [this.keys.credits(reservation.keyId, reservation.month)],
-      [reservation.id, String(now), String(now + ttlMs)],
-    );
+    const ledgers = reservationLedgers(this.keys, reservation);
+    const renewed = await this.connection.run(ledgers.length > 0 ? RENEW_IN_TEAM : RENEW_RESERVATION, [this.keys.credits(reservation.keyId, reservation.month), ...ledgers],
+      [reservation.id, String(now), String(now + ttlMs)]);
     return Number(renewed) === 1;
   }
 
@@ -173,9 +159,10 @@ export class RedisStore implements GatewayStore {
     const record = usage.log && { ...usage.log, time: at, credits: fromCreditUnits(units) };
     // On one server the record is written by the settlement's own script: no crash splits them.
     const logged = record !== undefined && this.connection.mode === 'single';
-    const recorded = await this.connection.run(
-      SETTLE_CREDITS,
-      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId),
+    // A team key's member and team ledgers settle in the same script (redis-people.ts).
+    const ledgers = reservationLedgers(this.keys, reservation);
+    const recorded = await this.connection.run(settleScriptFor(ledgers.length),
+      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId), ...ledgers,
         ...(logged ? [this.keys.requestLog] : [])],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
@@ -193,6 +180,10 @@ export class RedisStore implements GatewayStore {
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
     return fromCreditUnits(Number((await this.connection.commands.hGet(this.keys.credits(keyId, month), 'spent')) ?? 0));
+  }
+
+  async getTeamMonthSpend(team: string, month: string, owner?: string): Promise<number> {
+    return fromCreditUnits(Number((await this.connection.commands.hGet(owner === undefined ? this.keys.teamCredits(team, month) : this.keys.memberCredits(team, owner, month), 'spent')) ?? 0));
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {

@@ -1,0 +1,64 @@
+/**
+ * Caps at every level: a key in a team holds each request's credits against three month ledgers in
+ * one atomic step, the key's own, its member's (the team and the key's owner) and its team's. The
+ * stores (memory-store.ts, redis-people.ts) keep the ledgers; this module holds what they share: the
+ * caps a hold is asked with and the one rule that decides it.
+ */
+import type { CapLevel } from './records';
+
+/** The caps a team key's hold is checked against besides its own (config `teams[]`, lib/config/people.ts). */
+export interface TeamCaps {
+  /** The team's id. */
+  team: string;
+  /** The member (the key's owner, an OIDC subject); null: no member ledger (a team key with no owner). */
+  owner: string | null;
+  /** The team's cap, credits per UTC month; null: none (its ledger is still kept). */
+  teamCap: number | null;
+  /** The member's cap, credits per UTC month; null: none. */
+  memberCap: number | null;
+}
+
+/** One ledger as a hold finds it, in credit units (credits.ts); `cap` null: none. */
+export interface LedgerLevel {
+  limit: CapLevel;
+  spent: number;
+  reserved: number;
+  cap: number | null;
+}
+
+/**
+ * Decide a hold over several ledgers (the key's first). It fits when `units` fit under every capped
+ * ledger; otherwise, with `minUnits`, it takes all that is left under the tightest ledger when the
+ * minimum fits there ("usable to its last credit"). Refused: the tightest ledger, the one that
+ * stopped it (ties go to the earlier: key, then member, then team). All figures in credit units.
+ * The Redis scripts (redis-people.ts) run the same rule in Lua.
+ */
+export function decideHold(levels: readonly LedgerLevel[], units: number, minUnits: number | undefined): { ok: true; units: number } | { ok: false; level: LedgerLevel } {
+  let tightest: LedgerLevel | undefined;
+  let tightestLeft = Infinity;
+  for (const level of levels) {
+    if (level.cap === null) continue;
+    const left = level.cap - level.spent - level.reserved;
+    if (left < tightestLeft) {
+      tightest = level;
+      tightestLeft = left;
+    }
+  }
+  if (tightest === undefined || units <= tightestLeft) return { ok: true, units };
+  if (minUnits === undefined || tightestLeft < minUnits) return { ok: false, level: tightest };
+  return { ok: true, units: tightestLeft };
+}
+
+/**
+ * The name of a team's month ledger and of a member's among the memory store's buckets (`<name>|<month>`).
+ * Key ids never hold `:` (config and admin schemas), so these never meet a key's bucket; the owner
+ * (any string an identity provider gives) is URI-encoded so it cannot hold `|`.
+ */
+export function teamLedgerName(team: string): string {
+  return `team:${team}`;
+}
+
+/** See teamLedgerName. */
+export function memberLedgerName(team: string, owner: string): string {
+  return `member:${team}:${encodeURIComponent(owner)}`;
+}
