@@ -170,6 +170,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     store, catalogue, format, clock,
     reservation: () => source.config.reservation,
     reservationTtlMs: () => source.config.upstream.timeoutMs,
+    // A key in a team holds against its member's and team's caps too (lib/store/people-caps.ts).
+    teams: () => source.config.teams,
     // A native body the byte bound refuses is measured by its upstream's count_tokens.
     measureWith: format === 'native' ? (ctx: RequestContext) => {
       const group = catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP);

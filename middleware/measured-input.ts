@@ -14,7 +14,7 @@
 import type { Request } from 'express';
 import type { GatewayConfig } from '../lib/config';
 import type { RequestContext } from '../lib/pipeline/context';
-import type { LedgerStore, Reservation } from '../lib/store/types';
+import type { LedgerStore, Reservation, TeamCaps } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import type { InputBound } from '../lib/billing/input-bound';
 import { callUpstream, parseJson } from '../lib/upstream/pinned-call';
@@ -66,6 +66,8 @@ export function measuredInputTokens(measured: number, bound: InputBound, overhea
 export async function holdAtMeasuredInput(req: Request, ctx: RequestContext, options: {
   store: LedgerStore; upstream: UpstreamClient; bound: InputBound; reservation: GatewayConfig['reservation'];
   maxTokens: number; choices: number; month: string; ttlMs: number;
+  /** A team key's caps (lib/store/people-caps.ts): the hold fits them too. */
+  teamCaps?: TeamCaps;
 }): Promise<{ reservation: Reservation; worst: WorstCase; credits: number } | null> {
   const { reservation } = options;
   const measured = await measureInputTokens(options.upstream, req, ctx);
@@ -76,6 +78,6 @@ export async function holdAtMeasuredInput(req: Request, ctx: RequestContext, opt
   const credits = worstCaseCredits(worst);
   const minCredits = worstCaseCredits(worst, Math.min(worst.maxTokens, reservation.minOutputTokens));
   const key = ctx.key!;
-  const held = await options.store.reserveCredits(key.id, options.month, credits, key.monthlyCreditCap, options.ttlMs, minCredits);
+  const held = await options.store.reserveCredits(key.id, options.month, credits, key.monthlyCreditCap, options.ttlMs, minCredits, undefined, options.teamCaps);
   return held.ok ? { reservation: held.reservation, worst, credits } : null;
 }

@@ -147,3 +147,26 @@ export function resolveTeams(raw: Array<Record<string, any>> | undefined, modelI
   });
   return teams;
 }
+
+/** A key's limits as its team's policy bounds them (applyTeamPolicy). */
+export interface TeamBoundLimits {
+  /** Catalogue ids; null: every model. */
+  allowedModels: string[] | null;
+  /** Credits per UTC month; null: none. */
+  monthlyCreditCap: number | null;
+}
+
+/**
+ * A team key's limits under its team's policy: its models within the team's (the intersection; the
+ * team's list when the key names none), its own cap at most the member cap (the member cap when it
+ * names none). The team's and the member's caps are enforced at each hold anyway
+ * (lib/store/people-caps.ts); this keeps the key's own record truthful.
+ */
+export function applyTeamPolicy(limits: TeamBoundLimits, team: TeamConfig): TeamBoundLimits {
+  const allowedModels = team.allowedModels === null ? limits.allowedModels
+    : limits.allowedModels === null ? [...team.allowedModels] : limits.allowedModels.filter((model) => team.allowedModels!.includes(model));
+  const memberCap = team.memberMonthlyCreditCap;
+  const monthlyCreditCap = memberCap === null ? limits.monthlyCreditCap
+    : limits.monthlyCreditCap === null ? memberCap : Math.min(limits.monthlyCreditCap, memberCap);
+  return { allowedModels, monthlyCreditCap };
+}

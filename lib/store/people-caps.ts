@@ -4,7 +4,8 @@
  * stores (memory-store.ts, redis-people.ts) keep the ledgers; this module holds what they share: the
  * caps a hold is asked with and the one rule that decides it.
  */
-import type { CapLevel } from './records';
+import type { TeamConfig } from '../config/people';
+import type { CapLevel, KeyRecord } from './records';
 
 /** The caps a team key's hold is checked against besides its own (config `teams[]`, lib/config/people.ts). */
 export interface TeamCaps {
@@ -61,4 +62,20 @@ export function teamLedgerName(team: string): string {
 /** See teamLedgerName. */
 export function memberLedgerName(team: string, owner: string): string {
   return `member:${team}:${encodeURIComponent(owner)}`;
+}
+
+/** Per `teams` list (a config's, swapped whole at each reload): id -> team. */
+const teamIndexes = new WeakMap<readonly TeamConfig[], Map<string, TeamConfig>>();
+
+/**
+ * The team caps of `key`'s holds: its team's cap and its member cap (the team's `memberMonthlyCreditCap`),
+ * looked up in `teams` (config `teams[]`). Undefined for a key without a team, or whose team is no
+ * longer declared (its own cap only, as any key's).
+ */
+export function teamCapsOf(key: Pick<KeyRecord, 'team' | 'owner'>, teams: readonly TeamConfig[]): TeamCaps | undefined {
+  if (!key.team) return undefined;
+  let index = teamIndexes.get(teams);
+  if (!index) teamIndexes.set(teams, (index = new Map(teams.map((team) => [team.id, team]))));
+  const team = index.get(key.team);
+  return team && { team: team.id, owner: key.owner ?? null, teamCap: team.monthlyCreditCap, memberCap: team.memberMonthlyCreditCap };
 }

@@ -24,7 +24,7 @@ export function decodeUsage(fields: Record<string, string>): UsageTotals[] {
 /** The fields of a key record the `{<id>}:key` hash holds, each JSON-encoded. */
 const RECORD_FIELDS: Array<keyof KeyRecord> = [
   'id', 'name', 'last4', 'createdAt', 'revoked', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap', 'keyGroup',
-  'declaredIn', 'fileRevoked', 'revokedAtRunTime',
+  'declaredIn', 'fileRevoked', 'revokedAtRunTime', 'team', 'owner',
 ];
 
 /** A key record as a flat `field, value, ...` list of JSON-encoded values (decodeRecord reads it back). */
