@@ -158,15 +158,14 @@ export interface TeamBoundLimits {
 
 /**
  * A team key's limits under its team's policy: its models within the team's (the intersection; the
- * team's list when the key names none), its own cap at most the member cap (the member cap when it
- * names none). The team's and the member's caps are enforced at each hold anyway
- * (lib/store/people-caps.ts); this keeps the key's own record truthful.
+ * team's list when the key names none), its own cap at most the member cap (a key that names none
+ * keeps none: the member cap holds it at each hold, lib/store/people-caps.ts, and a refusal names
+ * the member's cap, not a copy of it).
  */
 export function applyTeamPolicy(limits: TeamBoundLimits, team: TeamConfig): TeamBoundLimits {
   const allowedModels = team.allowedModels === null ? limits.allowedModels
     : limits.allowedModels === null ? [...team.allowedModels] : limits.allowedModels.filter((model) => team.allowedModels!.includes(model));
   const memberCap = team.memberMonthlyCreditCap;
-  const monthlyCreditCap = memberCap === null ? limits.monthlyCreditCap
-    : limits.monthlyCreditCap === null ? memberCap : Math.min(limits.monthlyCreditCap, memberCap);
+  const monthlyCreditCap = memberCap === null || limits.monthlyCreditCap === null ? limits.monthlyCreditCap : Math.min(limits.monthlyCreditCap, memberCap);
   return { allowedModels, monthlyCreditCap };
 }

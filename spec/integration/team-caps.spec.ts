@@ -1,0 +1,112 @@
+/**
+ * Caps at every level under load (issue 44): two members of one team, 40 requests in flight each, over
+ * two gateway instances on one Redis (and one instance on the memory store). No member passes its
+ * member cap, the team never passes the team cap, every 402 names the cap that stopped it in its
+ * message and in `x-gateway-limit`, and the three ledgers settle exactly.
+ */
+import { expect } from 'chai';
+import { createCatalogue } from '../../lib/config/catalogue';
+import { parseConfig } from '../../lib/config';
+import { utcMonth } from '../../lib/store/month';
+import type { RedisStore } from '../../lib/store/redis-store';
+import type { GatewayStore } from '../../lib/store/types';
+import { boundInputTokens, priceWorstCase } from '../../middleware/credit-reservation';
+import { startGatedUpstream, type GatedUpstream } from '../helpers/gated-upstream';
+import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
+import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
+
+const SECRETS = { alice: 'sk-cs4-test-team-alice-000044', bob: 'sk-cs4-test-team-bob-0000044' };
+const BODY = JSON.stringify({ model: 'haiku', max_tokens: 2000, messages: [{ role: 'user', content: 'Summarise the report.' }] });
+const PER_MEMBER = 40;
+
+for (const kind of ['memory', 'redis'] as const) {
+  describe(`team and member caps with ${PER_MEMBER} requests in flight per member (${kind} store${kind === 'redis' ? ', two instances' : ''})`, function () {
+    this.timeout(60_000);
+    let gateways: TestGateway[] = [];
+    let stores: RedisStore[] = [];
+    let upstream: GatedUpstream | undefined;
+
+    afterEach(async () => {
+      upstream?.release();
+      for (const gw of gateways) await gw.close();
+      await upstream?.close();
+      for (const store of stores) await deleteRedisPrefix(store.prefix);
+      gateways = [];
+      stores = [];
+    });
+
+    it('no member passes its cap, the team never passes its cap, the 402s name the cap, and the ledgers settle exactly', async () => {
+      const config = parseConfig(testConfigObject('http://127.0.0.1:9'), {});
+      const haiku = createCatalogue(config).resolve('haiku')!;
+      const inputBound = boundInputTokens(Buffer.byteLength(BODY), config.reservation);
+      const worstCase = priceWorstCase(haiku, inputBound, 2000);
+      const memberCap = 5.5 * worstCase;
+      const teamCap = 8.5 * worstCase;
+      // Each reply uses the whole input bound and all of max_tokens (the worst case, or what a cut request allows).
+      upstream = await startGatedUpstream({ input_tokens: inputBound, output_tokens: 2000 });
+      const overrides = {
+        teams: [{ id: 'core', name: 'Core', monthlyCreditCap: teamCap, memberMonthlyCreditCap: memberCap }],
+        keys: [
+          { id: 'alice-1', key: SECRETS.alice, team: 'core', owner: 'alice', rateLimitPerMinute: 1000 },
+          { id: 'bob-1', key: SECRETS.bob, team: 'core', owner: 'bob', rateLimitPerMinute: 1000 },
+        ],
+      };
+      const prefix = uniqueRedisPrefix('team-caps');
+      for (let i = 0; i < (kind === 'redis' ? 2 : 1); i++) {
+        const store = kind === 'redis' ? await connectTestRedisStore(prefix) : undefined;
+        if (store) stores.push(store);
+        gateways.push(await startTestGateway({ store: store as GatewayStore | undefined, env: { UPSTREAM_URL: upstream.url }, overrides }));
+      }
+
+      const refusals: Array<{ member: string; limit: string | null; message: string }> = [];
+      const replies = (['alice', 'bob'] as const).flatMap((member) => Array.from({ length: PER_MEMBER }, (_, i) =>
+        fetch(`${gateways[i % gateways.length].url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'x-api-key': SECRETS[member], 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+          body: BODY,
+        }).then(async (res) => {
+          const body = await res.json() as { error?: { message: string } };
+          if (res.status === 402) refusals.push({ member, limit: res.headers.get('x-gateway-limit'), message: body.error!.message });
+          return res.status;
+        })));
+      // Held at the upstream: at most what the team cap pays (8 whole, one cut to the half worst case left).
+      const deadline = Date.now() + 20_000;
+      while (refusals.length + upstream.received() < 2 * PER_MEMBER && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(refusals.length + upstream.received()).to.equal(2 * PER_MEMBER);
+      expect(upstream.received()).to.equal(9);
+      upstream.release();
+      const statuses = await Promise.all(replies);
+      expect(statuses.filter((status) => status === 200)).to.have.length(9);
+      expect(statuses.filter((status) => status === 402)).to.have.length(2 * PER_MEMBER - 9);
+
+      for (const refusal of refusals) {
+        expect(refusal.limit).to.be.oneOf(['member', 'team']);
+        expect(refusal.message).to.include(`monthly credit cap${refusal.message.includes('reached') ? ' reached for' : ' of'} this ${refusal.limit}`);
+      }
+      expect(refusals.map((refusal) => refusal.limit), 'both members spent: the team binds one of them').to.include('team');
+
+      const store = gateways[0].gateway.store;
+      const month = utcMonth(Date.now());
+      let requests = 0;
+      for (let i = 0; i < 500 && requests < 9; i++) {
+        requests = 0;
+        for (const id of ['alice-1', 'bob-1']) for (const row of await store.getUsage(id, month)) requests += row.requests;
+        if (requests < 9) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(requests).to.equal(9);
+      const alice = await store.getTeamMonthSpend('core', month, 'alice');
+      const bob = await store.getTeamMonthSpend('core', month, 'bob');
+      const team = await store.getTeamMonthSpend('core', month);
+      expect(alice).to.be.at.most(memberCap + 1e-9);
+      expect(bob).to.be.at.most(memberCap + 1e-9);
+      expect(team).to.be.at.most(teamCap + 1e-9);
+      expect(alice, 'the member ledger is the sum of its keys').to.be.closeTo(await store.getMonthSpend('alice-1', month), 1e-9);
+      expect(bob).to.be.closeTo(await store.getMonthSpend('bob-1', month), 1e-9);
+      expect(team, 'the team ledger is the sum of its members').to.be.closeTo(alice + bob, 1e-9);
+      // Every reply cost exactly what it reported: 8 whole ones and the cut one.
+      const cut = upstream.maxTokens().find((max) => max !== 2000);
+      const realCost = (outputTokens: number) => (inputBound * 1 + outputTokens * 5) / 1e6;
+      expect(team).to.be.closeTo(8 * realCost(2000) + (cut === undefined ? realCost(2000) : realCost(cut)), 1e-9);
+    });
+  });
+}
