@@ -290,6 +290,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
       aliases: () => source.config.aliases,
       defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,
       alerts: () => ({ thresholds: source.config.alerts.thresholds, webhookConfigured: deps.alerts !== undefined }),
+      teams: () => source.config.teams,
     }));
     router.use(DASHBOARD_PATH, createDashboard());
     logger.info({ message: `admin API on at ${ADMIN_API_PATH} and dashboard at ${DASHBOARD_PATH} (bearer ADMIN_TOKEN)` });

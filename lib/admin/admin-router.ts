@@ -26,6 +26,8 @@ import { createAdminAuth, createAdminAuthLimit } from './admin-auth';
 import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS } from './admin-schemas';
 import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
 import { addSpendRoutes } from './spend-routes';
+import { addTeamRoutes } from './team-routes';
+import type { TeamConfig } from '../config/people';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
@@ -44,6 +46,8 @@ export interface AdminRouterOptions {
   alerts?: () => { thresholds: readonly number[]; webhookConfigured: boolean };
   /** Each key group's upstream targets with their state, for `GET /upstreams`. Default: none listed. */
   upstreams?: () => KeyGroupUpstreamStatus[];
+  /** The teams (config `teams[]`, read per request) for `GET /teams` and `GET /usage?groupBy=user|team`. Default none. */
+  teams?: () => readonly TeamConfig[];
 }
 
 /** Largest admin request body, in bytes. */
@@ -210,7 +214,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals, days });
   });
 
-  addSpendRoutes(router, { store, now });
+  addSpendRoutes(router, { store, now, teams: options.teams });
+  addTeamRoutes(router, { store, now, teams: options.teams ?? (() => []) });
 
   router.get('/models', (_req, res) => {
     const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);

@@ -11,6 +11,7 @@ import { utcMonth } from '../../lib/store/month';
 import type { RedisStore } from '../../lib/store/redis-store';
 import type { GatewayStore } from '../../lib/store/types';
 import { boundInputTokens, priceWorstCase } from '../../middleware/credit-reservation';
+import { admin, ADMIN_TOKEN, sendMessage } from '../helpers/admin';
 import { startGatedUpstream, type GatedUpstream } from '../helpers/gated-upstream';
 import { startTestGateway, testConfigObject, type TestGateway } from '../helpers/gateway';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
@@ -110,3 +111,65 @@ for (const kind of ['memory', 'redis'] as const) {
     });
   });
 }
+
+describe('usage by member and team, the teams, and a team cap\'s 402 on the chat route (admin API, memory store)', function () {
+  this.timeout(30_000);
+  let gw: TestGateway;
+  afterEach(async () => gw?.close());
+
+  it('sums usage per team and per member, shows the team with its spend, and the chat 402 names the member cap', async () => {
+    const SECRET_CAROL = 'sk-cs4-test-solo-carol-00044';
+    gw = await startTestGateway({
+      env: { ADMIN_TOKEN },
+      overrides: {
+        teams: [{ id: 'core', name: 'Core', monthlyCreditCap: 100, memberMonthlyCreditCap: 0.02, allowedModels: ['model-haiku-4.5', 'model-sonnet-4.6'] }],
+        keys: [
+          { id: 'alice-1', key: SECRETS.alice, team: 'core', owner: 'alice', rateLimitPerMinute: 1000 },
+          { id: 'bob-1', key: SECRETS.bob, team: 'core', owner: 'bob', rateLimitPerMinute: 1000, allowedModels: ['model-haiku-4.5', 'model-opus-4.6'] },
+          { id: 'carol-1', key: SECRET_CAROL, rateLimitPerMinute: 1000 },
+        ],
+      },
+    });
+    expect(await sendMessage(gw, SECRETS.alice)).to.equal(200);
+    expect(await sendMessage(gw, SECRETS.alice)).to.equal(200);
+    expect(await sendMessage(gw, SECRETS.bob, 'model-haiku-4.5')).to.equal(200);
+    expect(await sendMessage(gw, SECRET_CAROL)).to.equal(200);
+    // The team's policy: bob's models are within the team's (opus is not).
+    expect(await sendMessage(gw, SECRETS.bob, 'model-opus-4.6')).to.equal(403);
+    const bob = await admin(gw, 'GET', '/keys/bob-1');
+    expect(bob.body).to.deep.include({ team: 'core', owner: 'bob', allowedModels: ['model-haiku-4.5'] });
+
+    const byTeam = await admin(gw, 'GET', '/usage?groupBy=team');
+    expect(byTeam.status).to.equal(200);
+    const core = byTeam.body.rows.find((row: any) => row.teamId === 'core');
+    const none = byTeam.body.rows.find((row: any) => row.teamId === null);
+    expect(core).to.deep.include({ teamName: 'Core', monthlyCreditCap: 100, memberMonthlyCreditCap: 0.02, members: 2, keys: 2, requests: 3 });
+    expect(core.monthSpend).to.be.closeTo(core.credits, 1e-9);
+    expect(none).to.deep.include({ members: 0, keys: 1, requests: 1, monthSpend: null });
+    expect(core.credits + none.credits).to.be.closeTo(byTeam.body.totals.credits, 1e-9);
+
+    const byUser = await admin(gw, 'GET', '/usage?groupBy=user');
+    const alice = byUser.body.rows.find((row: any) => row.userId === 'alice');
+    expect(alice).to.deep.include({ teamId: 'core', keys: 1, requests: 2, memberMonthlyCreditCap: 0.02 });
+    expect(alice.monthSpend).to.be.closeTo(alice.credits, 1e-9);
+    expect(byUser.body.rows.map((row: any) => row.userId).sort()).to.deep.equal(['alice', 'bob', null].sort());
+
+    const teams = await admin(gw, 'GET', '/teams');
+    expect(teams.body.teams).to.have.length(1);
+    expect(teams.body.teams[0]).to.deep.include({ id: 'core', declaredIn: 'config.json', monthlyCreditCap: 100 });
+    expect(teams.body.teams[0].monthSpend).to.be.closeTo(core.credits, 1e-9);
+
+    // A request whose minimal reply does not fit alice's member cap (0.02 credits): a 402 in the chat shape.
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SECRETS.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'model-sonnet-4.6', max_tokens: 100, messages: [{ role: 'user', content: 'x'.repeat(20_000) }] }),
+    });
+    const body = await res.json() as { error: { code: string; message: string } };
+    expect(res.status).to.equal(402);
+    expect(res.headers.get('x-gateway-limit')).to.equal('member');
+    expect(body.error.code).to.equal('insufficient_quota');
+    expect(body.error.message).to.match(/monthly credit cap (reached for|of) this member/);
+    expect(await sendMessage(gw, SECRET_CAROL)).to.equal(200);
+  });
+});
