@@ -243,6 +243,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
     store, catalogue, logger, clock,
     reservation: () => source.config.reservation,
     baseUrl: () => source.config.baseUrl,
+    teams: () => source.config.teams,
     upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Message Batches'),
   });
   // Before the admission: the stored conversation goes upstream, so the credit hold counts it.

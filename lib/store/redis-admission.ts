@@ -41,12 +41,14 @@ export class RedisAdmission {
     // The key id a secret belongs to never changes: a copy kept, if any, names it.
     const id = this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
     if (!id) return null;
-    const found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[], string] | null;
+    let found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[] | 'moved', string] | null;
+    // A key in a team lives under its team's tag; `{<id>}:key` points there (redis-key-move.ts).
+    if (found?.[0] === 'moved') found = (await this.connection.run(FIND_KEY, [this.keys.key(id, found[1]), this.keys.secrets(id, found[1])], [sha256])) as [string[], string] | null;
     if (!found || !secretLive(found[1], now)) {
       this.snapshots.delete(sha256);
       return null;
     }
-    return this.remember(sha256, decodeSnapshot(found[0]), found[1]);
+    return this.remember(sha256, decodeSnapshot(found[0] as string[]), found[1]);
   }
 
   async admit(request: AdmissionRequest): Promise<AdmissionResult> {
@@ -54,12 +56,13 @@ export class RedisAdmission {
     const { id } = snapshot.key;
     const hold = reservation && { id: crypto.randomUUID(), units: toCreditUnitsCeil(reservation.credits) };
     const cap = snapshot.key.monthlyCreditCap;
+    const team = snapshot.key.team;
     const month = reservation?.month ?? utcMonth(now);
     // A team key's hold touches its member's and team's ledgers too (redis-people.ts); any other runs ADMIT as before.
     const inTeam = hold && reservation!.teamCaps ? admissionInTeam(this.keys, reservation!.teamCaps, month) : null;
     const reply = (await this.connection.run(
       inTeam?.script ?? ADMIT,
-      [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, month), ...(inTeam?.keys ?? [])],
+      [this.keys.key(id, team), this.keys.secrets(id, team), this.keys.rate(id, team), this.keys.credits(id, month, team), ...(inTeam?.keys ?? [])],
       [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
         deadlineArg(this.connection, request.deadline),
         ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
@@ -69,6 +72,9 @@ export class RedisAdmission {
     if (reply[0] === 'late') throw new Error('the admission reached Redis after its deadline (store.timeoutMs): nothing counted or held');
     if (reply[0] === 'unknown' || reply[0] === 'revoked') {
       this.snapshots.delete(request.secretSha256);
+      // Unknown where this copy of the record put it: the key may have moved to or from a team since.
+      const moved = reply[0] === 'unknown' ? await this.identifyKey(request.secretSha256, now, true) : null;
+      if (moved && (moved.key.team ?? null) !== (team ?? null)) return { outcome: 'changed', snapshot: moved };
       return { outcome: 'refused', reason: reply[0] };
     }
     if (reply[0] === 'changed') {

@@ -189,7 +189,7 @@ export async function reserveInTeam(connection: RedisConnection, keys: RedisKeys
   const { keyId, month, credits, cap, now, teamCaps } = request;
   const ledgers = peopleLedgers(keys, teamCaps, month);
   const hold = { id: crypto.randomUUID(), units: toCreditUnitsCeil(credits), credits };
-  const reply = (await connection.run(RESERVE_IN_TEAM, [keys.credits(keyId, month), ...ledgers.map((ledger) => ledger.name)],
+  const reply = (await connection.run(RESERVE_IN_TEAM, [keys.credits(keyId, month, teamCaps.team), ...ledgers.map((ledger) => ledger.name)],
     [hold.id, String(hold.units), capArg(cap), String(now), String(now + request.ttlMs), String(EXPIRED_RESERVATION_MEMORY_MS),
       String(BUCKET_RETENTION_MS), request.minUnits, request.deadline, ...ledgers.map((ledger) => capArg(ledger.cap))])) as number[];
   if (reply[0] === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');

@@ -16,6 +16,7 @@ import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
 import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RETRY_ALERT, UPDATE_KEY } from './redis-scripts';
 import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-people';
+import { locateKey, moveKeyState } from './redis-key-move';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
@@ -97,7 +98,8 @@ export class RedisStore implements GatewayStore {
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
-    const record = await this.connection.commands.hGetAll(this.keys.key(id));
+    let record = await this.connection.commands.hGetAll(this.keys.key(id));
+    if (record.movedTo) record = await this.connection.commands.hGetAll(this.keys.key(id, record.movedTo));
     return Object.keys(record).length === 0 ? null : decodeRecord(Object.entries(record).flat());
   }
 
@@ -119,8 +121,11 @@ export class RedisStore implements GatewayStore {
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
+    const team = await locateKey(this.connection, this.keys, id);
+    // Joining, leaving or changing team moves the key's state to that team's hash tag first (redis-key-move.ts).
+    if (patch.team !== undefined && (patch.team ?? null) !== team && (await this.connection.commands.exists(this.keys.key(id, team)))) await moveKeyState(this.connection, this.keys, id, team, patch.team ?? null);
     try {
-      return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id)], fields)) as string[]);
+      return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id, patch.team === undefined ? team : patch.team)], fields)) as string[]);
     } catch (err) {
       throw translateScriptError(err, id);
     }
@@ -141,7 +146,7 @@ export class RedisStore implements GatewayStore {
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     const now = this.clock();
     const ledgers = reservationLedgers(this.keys, reservation);
-    const renewed = await this.connection.run(ledgers.length > 0 ? RENEW_IN_TEAM : RENEW_RESERVATION, [this.keys.credits(reservation.keyId, reservation.month), ...ledgers],
+    const renewed = await this.connection.run(ledgers.length > 0 ? RENEW_IN_TEAM : RENEW_RESERVATION, [this.keys.credits(reservation.keyId, reservation.month, reservation.team), ...ledgers],
       [reservation.id, String(now), String(now + ttlMs)]);
     return Number(renewed) === 1;
   }
@@ -152,7 +157,7 @@ export class RedisStore implements GatewayStore {
   }
 
   private async settle(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    const { keyId, month } = reservation;
+    const { keyId, month, team } = reservation;
     const now = this.clock();
     const at = bookingTime(usage.at ?? now, month);
     const units = toCreditUnits(usage.credits);
@@ -162,7 +167,7 @@ export class RedisStore implements GatewayStore {
     // A team key's member and team ledgers settle in the same script (redis-people.ts).
     const ledgers = reservationLedgers(this.keys, reservation);
     const recorded = await this.connection.run(settleScriptFor(ledgers.length),
-      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId), ...ledgers,
+      [this.keys.credits(keyId, month, team), this.keys.usage(keyId, month, team), this.keys.usageDay(keyId, month, team), this.keys.settled(keyId, team), ...ledgers,
         ...(logged ? [this.keys.requestLog] : [])],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
@@ -179,7 +184,7 @@ export class RedisStore implements GatewayStore {
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
-    return fromCreditUnits(Number((await this.connection.commands.hGet(this.keys.credits(keyId, month), 'spent')) ?? 0));
+    return fromCreditUnits(Number((await this.connection.commands.hGet(this.keys.credits(keyId, month, await locateKey(this.connection, this.keys, keyId)), 'spent')) ?? 0));
   }
 
   async getTeamMonthSpend(team: string, month: string, owner?: string): Promise<number> {
@@ -187,13 +192,13 @@ export class RedisStore implements GatewayStore {
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
-    return decodeUsage(await this.connection.commands.hGetAll(this.keys.usage(keyId, month)));
+    return decodeUsage(await this.connection.commands.hGetAll(this.keys.usage(keyId, month, await locateKey(this.connection, this.keys, keyId))));
   }
 
   // Spend visibility: usage by day, the request log, budget alerts (docs/spend.md).
 
   async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
-    return decodeDailyUsage(await this.connection.commands.hGetAll(this.keys.usageDay(keyId, month)));
+    return decodeDailyUsage(await this.connection.commands.hGetAll(this.keys.usageDay(keyId, month, await locateKey(this.connection, this.keys, keyId))));
   }
 
   async appendRequestLog(record: RequestLogRecord): Promise<void> {
