@@ -234,12 +234,14 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
-        if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
+        const usedUp = result.reserved === 0 && result.cap - result.spent < smallest;
+        // The key's own alerts fire at its own cap used up, not at its member's or team's (budget-alerts.ts).
+        if (usedUp && (result.limit ?? 'key') === 'key') ctx.capExhaustedMonth = wanted.month;
         const { input } = worstCaseOf(req, res);
-        // Only a request its byte bound refuses whatever is in flight, on a key not used up, pays the
+        // Only a request its byte bound refuses whatever is in flight, on a cap not used up, pays the
         // count_tokens round trip (measured-input.ts); one refused for holds in flight waits for them.
         const inFlight = result.reserved > 0 && result.cap - result.spent >= (wanted.minCredits ?? wanted.credits);
-        const upstream = ctx.capExhaustedMonth === undefined && !inFlight ? options.measureWith?.(ctx) : undefined;
+        const upstream = !usedUp && !inFlight ? options.measureWith?.(ctx) : undefined;
         measured = upstream ? await holdAtMeasuredInput(req, ctx, {
           store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
           maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format), teamCaps: wanted.teamCaps,

@@ -101,12 +101,14 @@ export interface RequestLogPage {
   cursor: string | null;
 }
 
-/** A budget alert: a key's monthly spend crossed `threshold` percent of its cap. */
+/** A budget alert: a key's (or, with `team`, a team's: its cap and ledger) monthly spend crossed `threshold` percent of its cap. */
 export interface BudgetAlert {
-  /** `<keyId>:<month>:<threshold>`: at most one alert per key, month and threshold, ever. */
+  /** `<keyId>:<month>:<threshold>` (a team's: `team:<team>:<month>:<threshold>`): one per key or team, month and threshold, ever. */
   id: string;
+  /** The key whose settlement crossed it. */
   keyId: string;
   keyName: string;
+  team?: string;
   /** Percent of the cap. */
   threshold: number;
   /** Settled credits of the month when the threshold was crossed. */
