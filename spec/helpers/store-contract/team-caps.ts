@@ -84,4 +84,31 @@ export function describeTeamCapsContract(fixture: () => ContractFixture<LedgerSt
     expect((await admit(SECRET_A, 6, { team: 'core', owner: null, memberCap: null, teamCap: 8 })).ok).to.equal(true);
     expect(await admit(SECRET_B, 3, { team: 'core', owner: null, memberCap: null, teamCap: 8 })).to.deep.include({ ok: false, limit: 'team' });
   });
+
+  it('a key that joins a team keeps its secret, spend and usage, and is held against the team\'s caps from then on; leaving undoes it', async () => {
+    const SECRET_D = 'sk-cs4-secret-team-dddd';
+    await f().store.createKey(newKey('kd', SECRET_D, { monthlyCreditCap: 50 }));
+    const before = await f().store.reserveCredits('kd', MONTH, 5, 50, 60_000);
+    if (!before.ok) throw new Error('refused');
+    await f().store.settleCredits(before.reservation, usage(3));
+    const stale = (await f().store.identifyKey(hashSecret(SECRET_D), T0))!;
+    await f().store.updateKey('kd', { team: 'core', owner: 'dave' });
+    // An instance's copy from before the move is told the key changed, and where it is now.
+    const moved = await f().store.admit({ snapshot: stale, secretSha256: hashSecret(SECRET_D), now: T0, rateLimitWindowMs: 60_000, reservation: null });
+    expect(moved.outcome === 'changed' && moved.snapshot.key.team).to.equal('core');
+    expect(await f().store.getKey('kd')).to.deep.include({ team: 'core', owner: 'dave', monthlyCreditCap: 50 });
+    expect(await f().store.getMonthSpend('kd', MONTH)).to.equal(3);
+    expect((await f().store.getUsage('kd', MONTH))[0]).to.deep.include({ requests: 1, credits: 3 });
+    const snapshot = (await f().store.identifyKey(hashSecret(SECRET_D), T0, true))!;
+    expect(snapshot.key.team).to.equal('core');
+    expect(await admit(SECRET_D, 2, caps('dave', 1, 100))).to.deep.include({ ok: false, limit: 'member', cap: 1 });
+    const held = await admit(SECRET_D, 1, caps('dave', 1, 100));
+    if (!held.ok) throw new Error('refused');
+    await f().store.settleCredits(held.reservation, usage(1));
+    expect(await f().store.getMonthSpend('kd', MONTH)).to.equal(4);
+    expect(await f().store.getTeamMonthSpend('core', MONTH, 'dave')).to.equal(1);
+    await f().store.updateKey('kd', { team: null, owner: null });
+    expect(await f().store.getMonthSpend('kd', MONTH)).to.equal(4);
+    expect((await f().store.identifyKey(hashSecret(SECRET_D), T0, true))!.key.team).to.equal(null);
+  });
 }
