@@ -27,7 +27,7 @@ import { checkAllowedModels, createAdminValidators, DEFAULT_GRACE_PERIOD_SECONDS
 import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
 import { addSpendRoutes } from './spend-routes';
 import { addTeamRoutes } from './team-routes';
-import type { TeamConfig } from '../config/people';
+import { applyTeamPolicy, type TeamConfig } from '../config/people';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
@@ -124,25 +124,37 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.json({ data, month, monthResetsAt: monthResetsAt(month), alerts: { defaultThresholds: alerts.thresholds, webhookConfigured: alerts.webhookConfigured } });
   });
 
+  /** The team named `id` (config `teams[]`), or undefined for none; 400 naming `team` when there is no such team. */
+  const teamOf = (id: string | null | undefined): TeamConfig | undefined => {
+    if (id === null || id === undefined) return undefined;
+    const team = options.teams?.().find((candidate) => candidate.id === id);
+    if (!team) throw errors.invalidRequest(`team: "${id}" is not a team (GET /admin/v1/teams)`);
+    return team;
+  };
+
   router.post('/keys', async (req, res) => {
     const body = validators.createKey(req.body);
     const group = requireKeyGroup(body.keyGroup);
     checkAllowedModels(body.allowedModels, group.models, group.id);
     const id = body.id ?? `key_${randomBase62(12)}`;
     if (await store.getKey(id)) throw conflict(`a key with id "${id}" already exists`);
+    const team = teamOf(body.team);
+    const limits = team ? applyTeamPolicy({ allowedModels: body.allowedModels ?? null, monthlyCreditCap: body.monthlyCreditCap ?? null }, team) : body;
     const { key, secret } = await createApiKey(store, {
       id,
       name: body.name,
-      rateLimitPerMinute: body.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
-      allowedModels: body.allowedModels ?? null,
-      monthlyCreditCap: body.monthlyCreditCap ?? null,
+      rateLimitPerMinute: body.rateLimitPerMinute ?? team?.rateLimitPerMinute ?? options.defaultRateLimitPerMinute(),
+      allowedModels: limits.allowedModels ?? null,
+      monthlyCreditCap: limits.monthlyCreditCap ?? null,
       keyGroup: group.id,
       keyPrefix: group.keyPrefix,
     });
-    const created = body.alertThresholds ? await setKeyLimits(store, key.id, { alertThresholds: sortThresholds(body.alertThresholds) }) : key;
+    const later = { ...(body.alertThresholds ? { alertThresholds: sortThresholds(body.alertThresholds) } : {}), ...(team ? { team: team.id, owner: body.owner ?? null } : {}) };
+    const created = Object.keys(later).length > 0 ? await setKeyLimits(store, key.id, later) : key;
     audit(req, 'key.create', key.id, {
       name: key.name, keyGroup: key.keyGroup, rateLimitPerMinute: key.rateLimitPerMinute, allowedModels: key.allowedModels,
       monthlyCreditCap: key.monthlyCreditCap, ...(body.alertThresholds ? { alertThresholds: created.alertThresholds } : {}),
+      ...(team ? { team: team.id, owner: created.owner ?? null } : {}),
     });
     if (await retireDevelopmentKey(store)) logger.warn({ message: DEVELOPMENT_KEY_RETIRED, request_id: getContext(res)?.requestId });
     res.status(201).json({ key: await viewOf(created), secret });
@@ -158,6 +170,15 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const patch: KeyPatch = validators.patchKey(req.body);
     if (patch.alertThresholds) patch.alertThresholds = sortThresholds(patch.alertThresholds);
     checkAllowedModels(patch.allowedModels, modelIdsOf(current.keyGroup), current.keyGroup);
+    // A key in a team (now or by this change) keeps within its team's policy: what it changes is bounded too.
+    const team = teamOf(patch.team === undefined ? current.team : patch.team);
+    if (team) {
+      const bounded = applyTeamPolicy({ allowedModels: patch.allowedModels !== undefined ? patch.allowedModels : current.allowedModels,
+        monthlyCreditCap: patch.monthlyCreditCap !== undefined ? patch.monthlyCreditCap : current.monthlyCreditCap }, team);
+      // Given, or changed by the policy (unchanged fields stay out: config.json sets them on a declared key).
+      if (patch.allowedModels !== undefined || JSON.stringify(bounded.allowedModels) !== JSON.stringify(current.allowedModels)) patch.allowedModels = bounded.allowedModels;
+      if (patch.monthlyCreditCap !== undefined || bounded.monthlyCreditCap !== current.monthlyCreditCap) patch.monthlyCreditCap = bounded.monthlyCreditCap;
+    }
     const key = await setKeyLimits(store, id, patch);
     audit(req, 'key.update', id, { ...patch });
     res.json(await viewOf(key));

@@ -22,6 +22,10 @@ export interface CreateKeyBody {
   monthlyCreditCap?: number | null;
   /** Budget alert thresholds, percent of the monthly credit cap; null/absent: the config's `alerts.thresholds`. */
   alertThresholds?: number[] | null;
+  /** The team (config `teams[]`) the key belongs to: its policy bounds the key's models and cap, its caps hold it; null: none. */
+  team?: string | null;
+  /** The member (OIDC subject) the key belongs to; null: none. */
+  owner?: string | null;
 }
 
 /** `PATCH /admin/v1/keys/:id`: at least one field. */
@@ -49,6 +53,8 @@ function keyFieldSchemas(): Record<string, object> {
     allowedModels: { type: ['array', 'null'], minItems: 1, uniqueItems: true, items: { type: 'string', minLength: 1 } },
     monthlyCreditCap: { type: ['number', 'null'], minimum: 0 },
     alertThresholds: { type: ['array', 'null'], minItems: 1, maxItems: 10, uniqueItems: true, items: { type: 'integer', minimum: 1, maximum: 100 } },
+    team: { type: ['string', 'null'], pattern: '^[A-Za-z0-9._-]{1,64}$' },
+    owner: { type: ['string', 'null'], minLength: 1, maxLength: 200 },
   };
 }
 

@@ -171,5 +171,15 @@ describe('usage by member and team, the teams, and a team cap\'s 402 on the chat
     expect(body.error.code).to.equal('insufficient_quota');
     expect(body.error.message).to.match(/monthly credit cap (reached for|of) this member/);
     expect(await sendMessage(gw, SECRET_CAROL)).to.equal(200);
+
+    // The admin API puts a key in a team within its policy: models within the team's, cap at most the member cap.
+    const created = await admin(gw, 'POST', '/keys', { name: 'Dave', team: 'core', owner: 'dave', allowedModels: ['model-haiku-4.5', 'model-opus-4.6'], monthlyCreditCap: 5 });
+    expect(created.status).to.equal(201);
+    expect(created.body.key).to.deep.include({ team: 'core', owner: 'dave', allowedModels: ['model-haiku-4.5'], monthlyCreditCap: 0.02 });
+    expect((await admin(gw, 'POST', '/keys', { name: 'Eve', team: 'nope' })).body.error.message).to.match(/^team: "nope" is not a team/);
+    const raised = await admin(gw, 'PATCH', `/keys/${created.body.key.id}`, { monthlyCreditCap: 50 });
+    expect(raised.body.monthlyCreditCap, 'a team key\'s cap stays within the member cap').to.equal(0.02);
+    const left = await admin(gw, 'PATCH', `/keys/${created.body.key.id}`, { team: null, owner: null, monthlyCreditCap: 50 });
+    expect(left.body).to.deep.include({ team: null, owner: null, monthlyCreditCap: 50 });
   });
 });

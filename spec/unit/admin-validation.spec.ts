@@ -33,7 +33,7 @@ describe('admin body validation', () => {
     ['empty name', { name: '' }, /^name: /],
     ['body not an object', ['name'], /request body must be a JSON object/],
     ['body null', null, /request body must be a JSON object/],
-    ['unknown field', { name: 'a', secret: 'sk-cs4-x' }, /unknown field "secret" \(fields: id, keyGroup, name, rateLimitPerMinute, allowedModels, monthlyCreditCap, alertThresholds\)/],
+    ['unknown field', { name: 'a', secret: 'sk-cs4-x' }, /unknown field "secret" \(fields: id, keyGroup, name, rateLimitPerMinute, allowedModels, monthlyCreditCap, alertThresholds, team, owner\)/],
     ['fractional rate limit', { name: 'a', rateLimitPerMinute: 1.5 }, /^rateLimitPerMinute: must be integer/],
     ['zero rate limit', { name: 'a', rateLimitPerMinute: 0 }, /^rateLimitPerMinute: must be >= 1/],
     ['negative cap', { name: 'a', monthlyCreditCap: -1 }, /^monthlyCreditCap: must be >= 0/],
@@ -117,7 +117,7 @@ describe('admin key view and months', () => {
     }, '2025-02', 1.5);
     expect(view).to.deep.equal({
       id: 'k', name: 'K', last4: 'abcd', declaredIn: null, createdAt: '2025-01-01T00:00:00.000Z', status: 'revoked', keyGroup: 'default',
-      rateLimitPerMinute: 5, allowedModels: null, monthlyCreditCap: 10, spend: { month: '2025-02', credits: 1.5 }, alertThresholds: null,
+      rateLimitPerMinute: 5, allowedModels: null, monthlyCreditCap: 10, spend: { month: '2025-02', credits: 1.5 }, alertThresholds: null, team: null, owner: null,
     });
   });
 
