@@ -1,7 +1,7 @@
 /**
  * Caps at every level: a key in a team holds each request's credits against three month ledgers in
  * one atomic step, the key's own, its member's (the team and the key's owner) and its team's. The
- * stores (memory-store.ts, redis-people.ts) keep the ledgers; this module holds what they share: the
+ * stores (memory-store.ts, redis-team-caps.ts) keep the ledgers; this module holds what they share: the
  * caps a hold is asked with and the one rule that decides it.
  */
 import type { TeamConfig } from '../config/people';
@@ -32,7 +32,7 @@ export interface LedgerLevel {
  * ledger; otherwise, with `minUnits`, it takes all that is left under the tightest ledger when the
  * minimum fits there ("usable to its last credit"). Refused: the tightest ledger, the one that
  * stopped it (ties go to the earlier: key, then member, then team). All figures in credit units.
- * The Redis scripts (redis-people.ts) run the same rule in Lua.
+ * The Redis scripts (redis-team-caps.ts) run the same rule in Lua.
  */
 export function decideHold(levels: readonly LedgerLevel[], units: number, minUnits: number | undefined): { ok: true; units: number } | { ok: false; level: LedgerLevel } {
   let tightest: LedgerLevel | undefined;

@@ -12,7 +12,7 @@ import { utcMonth } from './month';
 import { decodeRecord } from './redis-codec';
 import type { RedisConnection } from './redis-connection';
 import { BUCKET_RETENTION_MS, type RedisKeys } from './redis-keys';
-import { admissionInTeam, reserveInTeam } from './redis-people';
+import { admissionInTeam, reserveInTeam } from './redis-team-caps';
 import { ADMIT, FIND_KEY, RESERVE_CREDITS } from './redis-scripts';
 import type { AdmissionRequest, AdmissionResult, KeySnapshot, ReserveResult, TeamCaps } from './types';
 
@@ -58,7 +58,7 @@ export class RedisAdmission {
     const cap = snapshot.key.monthlyCreditCap;
     const team = snapshot.key.team;
     const month = reservation?.month ?? utcMonth(now);
-    // A team key's hold touches its member's and team's ledgers too (redis-people.ts); any other runs ADMIT as before.
+    // A team key's hold touches its member's and team's ledgers too (redis-team-caps.ts); any other runs ADMIT as before.
     const inTeam = hold && reservation!.teamCaps ? admissionInTeam(this.keys, reservation!.teamCaps, month) : null;
     const reply = (await this.connection.run(
       inTeam?.script ?? ADMIT,
@@ -93,7 +93,7 @@ export class RedisAdmission {
 
   /**
    * A hold outside an admission (GatewayStore.reserveCredits); a team key's in its member's and team's
-   * ledgers too (redis-people.ts).
+   * ledgers too (redis-team-caps.ts).
    * @throws Error when the script reached Redis after `deadline` (epoch ms, this process's clock): nothing held
    */
   async reserve(request: { keyId: string; month: string; credits: number; cap: number | null; now: number; ttlMs: number; minCredits?: number; deadline?: number; teamCaps?: TeamCaps }): Promise<ReserveResult> {

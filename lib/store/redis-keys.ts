@@ -13,7 +13,7 @@ export const BUCKET_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
 /**
  * Where key `id`'s state lives: under its own hash tag `{<id>}`, or, for a key in team `team`, under
  * the team's `{team:<team>}` (`:k:<id>` after it), so a team key's admission reaches its member's and
- * team's ledgers in the same Redis Cluster slot (redis-people.ts). A key in a team leaves a pointer
+ * team's ledgers in the same Redis Cluster slot (redis-team-caps.ts). A key in a team leaves a pointer
  * at `{<id>}:key` (field `movedTo`: the team) for the calls that know only its id.
  */
 function keyTag(id: string, team: string | null | undefined): string {

@@ -98,7 +98,7 @@ export const RESERVE_CREDITS = `${DEADLINE_LUA('ARGV[9]', '{-1}')}
 ${RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]')}`;
 
 /**
- * Lua of an admission (ADMIT, and a team key's, redis-people.ts) up to its hold: the secret, the
+ * Lua of an admission (ADMIT, and a team key's, redis-team-caps.ts) up to its hold: the secret, the
  * record's version and revocation, the count in the rate-limit window; returns early unless a hold is
  * asked for and the request is within its limit. Leaves `hits` and `left` (window ms) set.
  */

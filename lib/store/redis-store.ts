@@ -15,7 +15,7 @@ import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
 import { APPEND_REQUEST_LOG, CLAIM_ALERT, LEASE_ALERT, RENEW_RESERVATION, RETRY_ALERT, UPDATE_KEY } from './redis-scripts';
-import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-people';
+import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-team-caps';
 import { locateKey, moveKeyState } from './redis-key-move';
 import { decodeDailyUsage, decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS, retryUntilDone } from './redis-spend';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
@@ -164,7 +164,7 @@ export class RedisStore implements GatewayStore {
     const record = usage.log && { ...usage.log, time: at, credits: fromCreditUnits(units) };
     // On one server the record is written by the settlement's own script: no crash splits them.
     const logged = record !== undefined && this.connection.mode === 'single';
-    // A team key's member and team ledgers settle in the same script (redis-people.ts).
+    // A team key's member and team ledgers settle in the same script (redis-team-caps.ts).
     const ledgers = reservationLedgers(this.keys, reservation);
     const recorded = await this.connection.run(settleScriptFor(ledgers.length),
       [this.keys.credits(keyId, month, team), this.keys.usage(keyId, month, team), this.keys.usageDay(keyId, month, team), this.keys.settled(keyId, team), ...ledgers,
