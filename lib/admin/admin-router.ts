@@ -87,6 +87,13 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   const teams = () => options.teams?.() ?? options.people?.teams() ?? [];
   const router = Router({ strict: false });
 
+  /** The team `id` a key is put in; 400 naming `team` when there is no such team. */
+  const teamNamed = (id: string): TeamConfig => {
+    const team = teams().find((candidate) => candidate.id === id);
+    if (!team) throw errors.invalidRequest(`team: "${id.slice(0, 64)}" is not a team (GET /admin/v1/teams)`);
+    return team;
+  };
+
   /** The key `id` if `actor` may see it; 404 otherwise (another's key is not named to a member). */
   const requireKey = async (actor: Actor, id: string): Promise<KeyRecord> => {
     const key = await store.getKey(id);
@@ -117,7 +124,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   router.post('/keys', async (req, res) => {
     const actor = actorOf(req);
     const body = validators.createKey(req.body);
-    const team = body.team === undefined || body.team === null ? null : requireTeam(teams(), body.team);
+    const team = body.team === undefined || body.team === null ? null : teamNamed(body.team);
     if (!isOrgAdmin(actor)) {
       if (!team || actor.kind !== 'user' || !actor.adminOf.includes(team.id)) {
         throw new GatewayError(403, 'permission_error', 'a team admin creates keys of a team they administer: give "team" (GET /admin/v1/me)', { chatCode: 'forbidden' });
@@ -150,7 +157,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     }
     // A key in a team (now or by this change) keeps within its team's policy: what it changes is bounded too.
     const teamId = patch.team === undefined ? current.team : patch.team;
-    const team = teamId === null || teamId === undefined ? undefined : requireTeam(teams(), teamId);
+    const team = teamId === null || teamId === undefined ? undefined : teamNamed(teamId);
     if (team) {
       const bounded = applyTeamPolicy({ allowedModels: patch.allowedModels !== undefined ? patch.allowedModels : current.allowedModels,
         monthlyCreditCap: patch.monthlyCreditCap !== undefined ? patch.monthlyCreditCap : current.monthlyCreditCap }, team);

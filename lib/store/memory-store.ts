@@ -21,7 +21,7 @@ import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { MemoryPeopleStore } from './memory-people';
-import { decideHold, memberLedgerName, teamLedgerName, type LedgerLevel, type TeamCaps } from './people-caps';
+import { bucketNamesOf, decideHold, ledgersOf, memberLedgerName, teamLedgerName, type TeamCaps } from './people-caps';
 import { bookingTime, utcDay } from './usage-days';
 import { atEndOfTurn } from '../http/turn';
 import { MemoryAuditLog } from '../audit/memory-audit-log';
@@ -290,20 +290,4 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {}
-}
-
-/** The ledgers a hold of key `keyId` is checked against, the key's first, by bucket name (without the month). */
-function ledgersOf(keyId: string, cap: number | null, teamCaps: TeamCaps | undefined): Array<Omit<LedgerLevel, 'spent' | 'reserved'> & { name: string }> {
-  const units = (credits: number | null) => (credits === null ? null : toCreditUnits(credits));
-  const key = { limit: 'key' as const, name: keyId, cap: units(cap) };
-  if (!teamCaps) return [key];
-  const team = { limit: 'team' as const, name: teamLedgerName(teamCaps.team), cap: units(teamCaps.teamCap) };
-  return teamCaps.owner === null ? [key, team] : [key, { limit: 'member' as const, name: memberLedgerName(teamCaps.team, teamCaps.owner), cap: units(teamCaps.memberCap) }, team];
-}
-
-/** The bucket names (without the month) a reservation holds credits in, the key's first. */
-function bucketNamesOf(reservation: Reservation): string[] {
-  if (!reservation.team) return [reservation.keyId];
-  const team = teamLedgerName(reservation.team);
-  return reservation.owner ? [reservation.keyId, memberLedgerName(reservation.team, reservation.owner), team] : [reservation.keyId, team];
 }

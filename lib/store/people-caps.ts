@@ -5,7 +5,8 @@
  * caps a hold is asked with and the one rule that decides it.
  */
 import type { TeamConfig } from '../config/people';
-import type { CapLevel, KeyRecord } from './records';
+import type { CapLevel, KeyRecord, Reservation } from './records';
+import { toCreditUnits } from './credits';
 
 /** The caps a team key's hold is checked against besides its own (config `teams[]`, lib/config/people.ts). */
 export interface TeamCaps {
@@ -79,4 +80,23 @@ export function teamCapsOf(key: Pick<KeyRecord, 'team' | 'owner'>, teams: readon
   if (!index) teamIndexes.set(teams, (index = new Map(teams.map((team) => [team.id, team]))));
   const team = index.get(key.team);
   return { team: key.team, owner: key.owner ?? null, teamCap: team?.monthlyCreditCap ?? null, memberCap: team?.memberMonthlyCreditCap ?? null };
+}
+
+/**
+ * The ledgers a hold of key `keyId` is checked against (memory store), the key's first, by bucket name
+ * (without the month); caps in credit units (credits.ts), null: none.
+ */
+export function ledgersOf(keyId: string, cap: number | null, teamCaps: TeamCaps | undefined): Array<Omit<LedgerLevel, 'spent' | 'reserved'> & { name: string }> {
+  const units = (credits: number | null) => (credits === null ? null : toCreditUnits(credits));
+  const key = { limit: 'key' as const, name: keyId, cap: units(cap) };
+  if (!teamCaps) return [key];
+  const team = { limit: 'team' as const, name: teamLedgerName(teamCaps.team), cap: units(teamCaps.teamCap) };
+  return teamCaps.owner === null ? [key, team] : [key, { limit: 'member' as const, name: memberLedgerName(teamCaps.team, teamCaps.owner), cap: units(teamCaps.memberCap) }, team];
+}
+
+/** The bucket names (without the month) a reservation holds credits in (memory store), the key's first. */
+export function bucketNamesOf(reservation: Reservation): string[] {
+  if (!reservation.team) return [reservation.keyId];
+  const team = teamLedgerName(reservation.team);
+  return reservation.owner ? [reservation.keyId, memberLedgerName(reservation.team, reservation.owner), team] : [reservation.keyId, team];
 }

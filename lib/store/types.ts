@@ -8,7 +8,6 @@ import type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission
 import type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
 import type { AuditLogStore } from '../audit/audit-types';
 import type { TeamCaps } from './people-caps';
-
 export type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
 export { createKeyRecord } from './records';
 export type { CapLevel, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
@@ -107,8 +106,7 @@ export interface RequestLogPage {
 export interface BudgetAlert {
   /** `<keyId>:<month>:<threshold>` (a team's: `team:<team>:<month>:<threshold>`): one per key or team, month and threshold, ever. */
   id: string;
-  /** The key whose settlement crossed it. */
-  keyId: string;
+  keyId: string; // the key whose settlement crossed it
   keyName: string;
   team?: string;
   /** Percent of the cap. */
@@ -202,13 +200,11 @@ export interface LedgerStore {
    */
   admit(request: AdmissionRequest): Promise<AdmissionResult>;
   /**
-   * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when
-   * spent + reserved + credits <= cap (a null cap always succeeds). With `minCredits` (<= credits),
-   * when `credits` do not fit but `minCredits` do, holds all that is left (cap - spent - reserved)
-   * instead; the reservation's `credits` say what was held. Holds expire after `ttlMs`. `deadline`
-   * (epoch ms) is AdmissionRequest.deadline's: past it the Redis store holds nothing and throws.
-   * With `teamCaps` (a key in a team), the same hold is taken in the member's and the team's month
-   * ledgers in the same step and must fit their caps too (people-caps.ts); refused, `limit` names the cap.
+   * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when spent + reserved + credits <= cap (a null cap always succeeds). With
+   * `minCredits` (<= credits), when `credits` do not fit but `minCredits` do, holds all that is left (cap - spent - reserved) instead; the reservation's
+   * `credits` say what was held. Holds expire after `ttlMs`. `deadline` (epoch ms) is AdmissionRequest.deadline's: past it the Redis store holds nothing
+   * and throws. With `teamCaps` (a key in a team), the same hold is taken in the member's and the team's month ledgers in the same step and must fit their
+   * caps too (people-caps.ts); refused, `limit` names the cap.
    */
   reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number, teamCaps?: TeamCaps): Promise<ReserveResult>;
   /**
