@@ -1,7 +1,7 @@
 /**
  * The request log of the Redis store (a stream, `request-log`) and, on a Redis Cluster, the outbox that
  * makes a settlement and its record one atomic step although the log is in another slot: the
- * settlement script (SETTLE_CREDITS) writes the record into the key's own outbox (`{<id>}:log-outbox`)
+ * settlement script (SETTLE_CREDITS) writes the record into the key's own outbox (`{<id>}:log-outbox`, a team key's under its team's tag, `{team:<team>}:k:<id>:log-outbox`)
  * in the same step as the spend; the settling instance then moves it into the log (MOVE_LOG_RECORD,
  * once per record id, so a repeated move appends nothing) and deletes it from the outbox. A record a
  * crash or a failure left in an outbox is moved by the sweep every instance runs at start and every
