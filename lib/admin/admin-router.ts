@@ -10,7 +10,7 @@
  */
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Catalogue } from '../config/catalogue';
-import { applyTeamPolicy, type TeamConfig } from '../config/people';
+import type { TeamConfig } from '../config/people';
 import { errors, GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
 import { DEFAULT_KEY_GROUP } from '../config/key-groups';
@@ -23,7 +23,7 @@ import { changedFields } from '../audit/audit-log';
 import { addAuditRoutes } from './audit-routes';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
-import { checkTeamPolicy } from '../people/team-policy';
+import { applyTeamPolicy, checkTeamPolicy } from '../people/team-policy';
 import { isOrgAdmin, mayManageKey } from '../people/roles';
 import type { Sessions } from '../people/sessions';
 import { actorOf, type Actor } from './actor';

@@ -178,25 +178,3 @@ export function checkSignIn(auth: AuthConfig, baseUrl: string | null): void {
     throw new ConfigError(`invalid configuration: auth.oidc.clientSecretEnv names env ${oidc.clientSecretEnv}, which is not set (or leave clientSecretEnv out for a public client)`);
   }
 }
-
-/** A key's limits as its team's policy bounds them (applyTeamPolicy). */
-export interface TeamBoundLimits {
-  /** Catalogue ids; null: every model. */
-  allowedModels: string[] | null;
-  /** Credits per UTC month; null: none. */
-  monthlyCreditCap: number | null;
-}
-
-/**
- * A team key's limits under its team's policy: its models within the team's (the intersection; the
- * team's list when the key names none), its own cap at most the member cap (a key that names none
- * keeps none: the member cap holds it at each hold, lib/store/people-caps.ts, and a refusal names
- * the member's cap, not a copy of it).
- */
-export function applyTeamPolicy(limits: TeamBoundLimits, team: TeamConfig): TeamBoundLimits {
-  const allowedModels = team.allowedModels === null ? limits.allowedModels
-    : limits.allowedModels === null ? [...team.allowedModels] : limits.allowedModels.filter((model) => team.allowedModels!.includes(model));
-  const memberCap = team.memberMonthlyCreditCap;
-  const monthlyCreditCap = memberCap === null || limits.monthlyCreditCap === null ? limits.monthlyCreditCap : Math.min(limits.monthlyCreditCap, memberCap);
-  return { allowedModels, monthlyCreditCap };
-}

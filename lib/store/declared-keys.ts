@@ -7,7 +7,7 @@
  * change what the file sets (DeclaredKeyError).
  */
 import type { GatewayConfig, KeyConfig } from '../config';
-import { applyTeamPolicy } from '../config/people';
+import { applyTeamPolicy } from '../people/team-policy';
 import { hashSecret, lastFour } from '../keys/secrets';
 import type { Logger } from '../observability/logger';
 import type { KeyPatch, KeyRecord, KeyStore } from './types';
