@@ -31,6 +31,8 @@ export async function moveKeyState(connection: RedisConnection, keys: RedisKeys,
   const settled = await commands.zRangeWithScores(keys.settled(id, from), 0, -1);
   if (settled.length > 0) await commands.zAdd(keys.settled(id, to), settled);
   await commands.del([keys.settled(id, from), keys.rate(id, from)]);
+  // Records a settlement left in the outbox for the sweep (redis-request-log.ts; moved into the log once per id).
+  await moveHash(connection, keys.logOutbox(id, from), keys.logOutbox(id, to));
   for (const name of ['credits', 'usage', 'usageDay'] as const) {
     const prefix = keys[name](id, '', from);
     for (const bucket of await scanAll(connection, `${globEscape(prefix)}*`)) {
