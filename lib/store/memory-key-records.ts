@@ -3,6 +3,7 @@
  * and the frozen copy handed to requests), the plain JSON of a snapshot (the state file), and the record
  * copies both use.
  */
+import type { MemoryPeopleSnapshot } from './memory-people';
 import type { MemorySpendSnapshot } from './memory-spend';
 import type { MemoryAuditSnapshot } from '../audit/memory-audit-log';
 import type { KeyRecord, KeySecret, KeySnapshot, PinnedObject, UsageTotals } from './types';
@@ -36,6 +37,8 @@ export interface MemorySnapshot {
   pins?: Array<{ pin: PinnedObject; expiresAt: number }>;
   /** The audit log (lib/audit/): its entries and head. Absent in files written before it existed. */
   audit?: MemoryAuditSnapshot;
+  /** The people role's users, sessions and members added by email. Absent in files written before it existed. */
+  people?: MemoryPeopleSnapshot;
 }
 
 /** The record handed to requests (one frozen copy until the record changes) and its version. */

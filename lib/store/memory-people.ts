@@ -1,4 +1,8 @@
-/** The people role of the memory store (people-types.ts): one process, lost at restart but for nothing billed. */
+/**
+ * The people role of the memory store (people-types.ts): one process. Users, sessions and members
+ * added by email go into the state file with the rest of the store (memory-persistence.ts), so a
+ * restart neither signs everyone out nor forgets an operator's change; sign-ins under way do not.
+ */
 import type { Clock } from './month';
 import type { PendingSignIn, PeopleStore, SessionRecord, UserRecord } from './people-types';
 
@@ -36,6 +40,21 @@ class ExpiringMap<T> {
     this.entries.delete(id);
     return live;
   }
+
+  /** The live entries, oldest first, as plain JSON. */
+  snapshot(): Array<{ id: string; value: T; expiresAt: number }> {
+    const now = this.clock();
+    return [...this.entries].filter(([, entry]) => entry.expiresAt > now).map(([id, entry]) => ({ id, value: copy(entry.value), expiresAt: entry.expiresAt }));
+  }
+}
+
+/** What the state file keeps of the people role (absent in files written before it existed). */
+export interface MemoryPeopleSnapshot {
+  users: UserRecord[];
+  /** Keyed by the SHA-256 of the session id, as the store keeps them: the file holds no live cookie. */
+  sessions: Array<{ id: string; value: SessionRecord; expiresAt: number }>;
+  /** team id -> lower-cased emails added by email */
+  emailMembers: Record<string, string[]>;
 }
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -52,7 +71,11 @@ export class MemoryPeopleStore implements PeopleStore {
   /** team id -> lower-cased emails added by email */
   private readonly emailMembers = new Map<string, Set<string>>();
 
-  constructor(private readonly clock: Clock) {
+  /**
+   * @param onChange told of each change worth keeping: `urgent` for an operator's change or a
+   *   sign-out (written at once), else a sign-in's (written with the next periodic write)
+   */
+  constructor(private readonly clock: Clock, private readonly onChange: (urgent: boolean) => void = () => undefined) {
     this.pending = new ExpiringMap(clock, MAX_PENDING_SIGN_INS);
     this.sessions = new ExpiringMap(clock, MAX_SESSIONS);
   }
@@ -69,6 +92,7 @@ export class MemoryPeopleStore implements PeopleStore {
 
   async saveSession(idHash: string, session: SessionRecord): Promise<void> {
     this.sessions.set(idHash, copy(session), session.expiresAt);
+    this.onChange(false);
   }
 
   async getSession(idHash: string): Promise<SessionRecord | null> {
@@ -77,11 +101,15 @@ export class MemoryPeopleStore implements PeopleStore {
   }
 
   async deleteSession(idHash: string): Promise<boolean> {
-    return this.sessions.delete(idHash);
+    const live = this.sessions.delete(idHash);
+    // A sign-out is written at once: a restart must not bring a stolen cookie back to life.
+    if (live) this.onChange(true);
+    return live;
   }
 
   async saveUser(user: UserRecord): Promise<void> {
     this.users.set(user.subject, copy(user));
+    this.onChange(false);
   }
 
   async getUser(subject: string): Promise<UserRecord | null> {
@@ -97,10 +125,29 @@ export class MemoryPeopleStore implements PeopleStore {
     const members = this.emailMembers.get(teamId) ?? new Set<string>();
     members.add(email.toLowerCase());
     this.emailMembers.set(teamId, members);
+    this.onChange(true);
   }
 
   async teamsOfEmail(email: string): Promise<string[]> {
     const lower = email.toLowerCase();
     return [...this.emailMembers].filter(([, members]) => members.has(lower)).map(([teamId]) => teamId).sort();
+  }
+
+  /** Users, live sessions and members added by email, as plain JSON (the state file's `people`). */
+  snapshot(): MemoryPeopleSnapshot {
+    return {
+      users: [...this.users.values()].map(copy),
+      sessions: this.sessions.snapshot(),
+      emailMembers: Object.fromEntries([...this.emailMembers].map(([teamId, emails]) => [teamId, [...emails]])),
+    };
+  }
+
+  /** Replace users, sessions and members added by email with a snapshot's (none when absent). */
+  restore(snapshot: MemoryPeopleSnapshot | undefined): void {
+    this.users.clear();
+    this.emailMembers.clear();
+    for (const user of snapshot?.users ?? []) this.users.set(user.subject, copy(user));
+    for (const { id, value, expiresAt } of snapshot?.sessions ?? []) this.sessions.set(id, copy(value), expiresAt);
+    for (const [teamId, emails] of Object.entries(snapshot?.emailMembers ?? {})) this.emailMembers.set(teamId, new Set(emails));
   }
 }

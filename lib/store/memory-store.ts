@@ -45,7 +45,10 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
   private readonly pins = { batch: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity, Infinity), file: new MemoryResponses<PinnedObject>(() => this.clock(), Infinity, Infinity) };
   private readonly rateWindows = new MemoryRateWindows();
   /** The people role (sign-ins, sessions, users): people-types.ts. */
-  readonly people = new MemoryPeopleStore(() => this.clock());
+  readonly people = new MemoryPeopleStore(() => this.clock(), (urgent) => {
+    this.changes += 1;
+    if (urgent) this.onKeysChanged?.();
+  });
 
   private readonly auditLog = new MemoryAuditLog();
 
@@ -253,6 +256,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
       spendState: { dayLedger: this.dayLedger.snapshot(), requestLog: this.requestLog.snapshot(), ...this.alerts.snapshot() },
       pins: [...this.pins.batch.entries(), ...this.pins.file.entries()].map(({ record, expiresAt }) => ({ pin: record, expiresAt })),
       audit: this.auditLog.snapshot(),
+      people: this.people.snapshot(),
     };
   }
 
@@ -277,6 +281,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     this.requestLog.restore(snapshot.spendState?.requestLog ?? []);
     this.alerts.restore(snapshot.spendState ?? {});
     this.auditLog.restore(snapshot.audit);
+    this.people.restore(snapshot.people);
     for (const { pin, expiresAt } of snapshot.pins ?? []) {
       this.pins[pin.kind].restore(pin, expiresAt);
       const batch = pin.data as { billed?: boolean; holds?: Array<{ reservation: Reservation }> };

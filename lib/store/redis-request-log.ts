@@ -21,6 +21,8 @@ import type { RequestLogPage, RequestLogRecord } from './types';
 const LOG_TTL_MARGIN_MS = 24 * 60 * 60 * 1000;
 /** How often every instance sweeps the outboxes, ms: 30 s. */
 export const SWEEP_EVERY_MS = 30_000;
+/** Waits before each new try of a move that failed, ms (then the sweep): 0.5 to 8 s, past a Redis Cluster failover. */
+const MOVE_RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 8000];
 /** How long a moved record id is remembered (a repeated move within it appends nothing): 1 day, past any sweep. */
 const MOVED_MEMORY_MS = 24 * 60 * 60 * 1000;
 
@@ -30,6 +32,9 @@ type LogArgs = [string, string, string, string];
 export class RedisRequestLog {
   private retentionMs = DEFAULT_REQUEST_LOG_RETENTION_MS;
   private sweeping: NodeJS.Timeout | undefined;
+  /** Timers of moves tried again (retryMove); cleared by stopSweeping. */
+  private readonly retries = new Set<NodeJS.Timeout>();
+  private closed = false;
 
   constructor(
     private readonly connection: RedisConnection,
@@ -69,8 +74,26 @@ export class RedisRequestLog {
    */
   async afterSettlement(keyId: string, team: string | null | undefined, recordId: string): Promise<void> {
     if (this.connection.mode === 'single') return;
-    await this.moveFrom(this.keys.logOutbox(keyId, team), [recordId]).catch((err: Error) =>
-      this.onError?.(new Error(`request log record ${recordId} left in its outbox for the sweep: ${err.message}`)));
+    const outbox = this.keys.logOutbox(keyId, team);
+    await this.moveFrom(outbox, [recordId]).catch((err: Error) => {
+      this.onError?.(new Error(`request log record ${recordId} left in its outbox, tried again shortly: ${err.message}`));
+      this.retryMove(outbox, recordId, 0);
+    });
+  }
+
+  /**
+   * Try a failed move out of `outbox` again after MOVE_RETRY_DELAYS_MS[attempt] (a failover takes a few
+   * seconds), so a record is in the log within seconds, not at the next sweep; after the last, the sweep
+   * moves it (a key that changed team meanwhile took its outbox along: the sweep finds it there).
+   */
+  private retryMove(outbox: string, recordId: string, attempt: number): void {
+    const delay = MOVE_RETRY_DELAYS_MS[attempt];
+    if (delay === undefined || this.closed) return;
+    const timer = setTimeout(() => {
+      this.retries.delete(timer);
+      this.moveFrom(outbox, [recordId]).catch(() => this.retryMove(outbox, recordId, attempt + 1));
+    }, delay).unref();
+    this.retries.add(timer);
   }
 
   /**
@@ -119,9 +142,13 @@ export class RedisRequestLog {
     this.sweeping = setInterval(run, SWEEP_EVERY_MS).unref();
   }
 
+  /** No more sweeps or retried moves (what is left in an outbox waits for the next start's sweep). */
   stopSweeping(): void {
     clearInterval(this.sweeping);
     this.sweeping = undefined;
+    this.closed = true;
+    for (const timer of this.retries) clearTimeout(timer);
+    this.retries.clear();
   }
 
   /** A page of the records in [fromMs, toMs) (RequestLogStore.readRequestLog). */

@@ -78,6 +78,8 @@ export interface HeldTarget extends UpstreamTarget {
 /** A target's state as /health and the admin API show it. */
 export interface TargetStatus extends TargetHealthView, TargetCounters {
   id: string;
+  /** The cloud it is on: `anthropic` (the first-party API), `bedrock`, `vertex` or `foundry`. */
+  provider: string;
   weight: number;
   models: string[] | null;
 }
@@ -146,7 +148,7 @@ function trackAgentConnections<A extends http.Agent>(agent: A): A {
 /** The status of `target` at `now` (epoch ms). */
 export function describeTarget(target: HeldTarget, now: number): TargetStatus {
   return {
-    id: target.id, weight: target.weight, models: target.models ? [...target.models] : null,
+    id: target.id, provider: target.provider?.name ?? 'anthropic', weight: target.weight, models: target.models ? [...target.models] : null,
     ...target.health.view(now), ...target.counters,
   };
 }

@@ -117,9 +117,13 @@ export function judgeVertexRequest(request: VertexJudged): { status: number; bod
   // "In Vertex, model is not passed in the request body" (https://docs.anthropic.com/en/api/claude-on-vertex-ai).
   if (!counting && 'model' in body) return { status: 400, body: nativeError('invalid_request_error', 'model: Extra inputs are not permitted') };
   // "anthropic_version is passed in the request body ... must be set to the value vertex-2023-10-16" (same page);
-  // a missing one: "anthropic_version: Field required" (jordigilh/kubernaut#686, a req_vrtx_ reply).
+  // a missing one: "anthropic_version: Field required" (jordigilh/kubernaut#686, a req_vrtx_ reply). The
+  // official client (@anthropic-ai/vertex-sdk 1.x, client.js: `parsedBody['anthropic_version'] = version`)
+  // sends its `anthropic-version` header there, a first-party version (`YYYY-MM-DD` from 2023-06-01): the
+  // service it is published for takes it, so the fake does too.
   if (body.anthropic_version === undefined) return { status: 400, body: nativeError('invalid_request_error', 'anthropic_version: Field required') };
-  if (body.anthropic_version !== VERTEX_VERSION) {
+  const firstParty = typeof body.anthropic_version === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(body.anthropic_version) && body.anthropic_version >= '2023-06-01';
+  if (body.anthropic_version !== VERTEX_VERSION && !firstParty) {
     return { status: 400, body: nativeError('invalid_request_error', `anthropic_version: Input should be '${VERTEX_VERSION}'`) };
   }
   const refused = VERTEX_REFUSED_FIELDS.find((field) => field in body);

@@ -105,6 +105,8 @@ describe('upstream client: a pool across providers', function () {
       reply.response.resume();
       expect(reply.target).to.equal('first-party');
       expect(client.describeTargets()[1]).to.include({ failures: 1, failovers: 1 });
+      // The admin API's GET /upstreams shows which cloud each target is on.
+      expect(client.describeTargets().map((target) => target.provider)).to.deep.equal(['anthropic', 'bedrock']);
     } finally {
       cloud.setHandler((request) => (require('../helpers/fake-upstream') as typeof import('../helpers/fake-upstream')).defaultHandler(request));
     }

@@ -7,7 +7,9 @@
 import { expect } from 'chai';
 import type { AnthropicBedrock as AnthropicBedrockType } from '@anthropic-ai/bedrock-sdk';
 import { BEDROCK_BETAS, fakeTokenCount, startFakeBedrock, type FakeBedrock } from '../helpers/fake-bedrock';
+import { nativeBedrockScript } from '../helpers/fake-bedrock-native';
 import { checkBedrockBody } from '../helpers/fake-bedrock-rules';
+import { createAgentUpstream } from '../helpers/agent-upstream';
 import { nativeTextEvents } from '../helpers/fake-upstream';
 
 const REGION = 'us-east-1';
@@ -61,6 +63,28 @@ describe('fake Bedrock runtime', function () {
       expect(events.map((e) => e.type)).to.deep.equal(expected.map((e) => e.type));
       expect(events.at(-1)['amazon-bedrock-invocationMetrics']).to.deep.equal(METRICS);
       expect(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text).join('')).to.equal('Hello, world');
+    });
+
+    it('answers with a native handler (fake-bedrock-native.ts): a tool call, whole and streamed, as AnthropicBedrock reads it', async () => {
+      const agent = createAgentUpstream({ chooseTool: (offered) => (offered.includes('lookup') ? { name: 'lookup', input: { q: 'x' } } : null) });
+      fake.setScript(nativeBedrockScript(agent.handler, { [PROFILE]: 'claude-native-name' }));
+      const ask = {
+        model: PROFILE, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Look it up' }],
+        tools: [{ name: 'lookup', description: 'Look it up', input_schema: { type: 'object' as const, properties: {} } }],
+      };
+      const whole = await client().messages.create(ask);
+      expect(whole.stop_reason).to.equal('tool_use');
+      expect(whole.content.at(-1)).to.deep.include({ type: 'tool_use', name: 'lookup', input: { q: 'x' } });
+      expect(whole.model).to.equal('claude-native-name');
+      const stream = client().messages.stream(ask);
+      const final = await stream.finalMessage();
+      expect(final.content.at(-1)).to.deep.include({ type: 'tool_use', name: 'lookup', input: { q: 'x' } });
+      expect(final.usage.output_tokens).to.equal(agent.reported[1].output_tokens);
+      // The invocation metrics the adapter adds (on the last chunk) are the counts the native events report.
+      const events: any[] = [];
+      for await (const event of await client().messages.create({ ...ask, stream: true })) events.push(event);
+      expect(events.at(-1)['amazon-bedrock-invocationMetrics']).to.include({ inputTokenCount: agent.reported[2].input_tokens, outputTokenCount: agent.reported[2].output_tokens });
+      expect(fake.records.map((r) => r.body.model)).to.deep.equal([undefined, undefined, undefined]);
     });
 
     it('refuses a wrong secret key with 403 and Bedrock\'s wording', async () => {

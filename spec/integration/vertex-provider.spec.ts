@@ -80,9 +80,8 @@ describe('integration: fake Vertex AI and the Vertex AI provider', function () {
       client = new AnthropicVertex({
         baseURL: `${fake.url}/v1`, region: 'us-east5', projectId: fake.projectId, maxRetries: 0,
         googleAuth: (await createTestGoogleAuth(account)) as never,
-        // SDK 1.1.3 copies the `anthropic-version` header into the body's `anthropic_version` (client.ts
-        // #adaptRequest) and then removes the header; Vertex AI's documented value is vertex-2023-10-16.
-        defaultHeaders: { 'anthropic-version': 'vertex-2023-10-16' },
+        // Stock: SDK 1.1.3 copies its `anthropic-version` header (a first-party version) into the body's
+        // `anthropic_version` (client.ts #adaptRequest), which the fake takes as Vertex AI does.
       });
     });
 
@@ -114,7 +113,6 @@ describe('integration: fake Vertex AI and the Vertex AI provider', function () {
       const forged = new AnthropicVertex({
         baseURL: `${fake.url}/v1`, region: 'us-east5', projectId: fake.projectId, maxRetries: 0,
         authClient: { getRequestHeaders: async () => new Headers({ authorization: 'Bearer ya29.forged' }) } as never,
-        defaultHeaders: { 'anthropic-version': 'vertex-2023-10-16' },
       });
       const error = await forged.messages.create({ model: MODEL, ...ASK }).then(() => null, (e: any) => e);
       expect(error?.status).to.equal(401);
@@ -154,8 +152,8 @@ describe('integration: fake Vertex AI and the Vertex AI provider', function () {
       expect([withModel.status, JSON.parse(withModel.body.toString()).error.message]).to.deep.equal([400, 'model: Extra inputs are not permitted']);
       const without = await post(fake.url, at, headers, Buffer.from(JSON.stringify(ASK)));
       expect([without.status, JSON.parse(without.body.toString()).error.message]).to.deep.equal([400, 'anthropic_version: Field required']);
-      const wrong = await post(fake.url, at, headers, Buffer.from(JSON.stringify({ anthropic_version: '2023-06-01', ...ASK })));
-      expect(wrong.status).to.equal(400);
+      const wrong = await post(fake.url, at, headers, Buffer.from(JSON.stringify({ anthropic_version: 'bedrock-2023-05-31', ...ASK })));
+      expect([wrong.status, JSON.parse(wrong.body.toString()).error.message]).to.deep.equal([400, "anthropic_version: Input should be 'vertex-2023-10-16'"]);
     });
   });
 

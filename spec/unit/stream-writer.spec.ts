@@ -101,7 +101,7 @@ describe('stream writer', () => {
     expect(calls).to.deep.equal(['pause']);
   });
 
-  it('holds under 96 KiB for a stalled reader of a long upstream stream: the upstream reply and its socket are paused together', async function () {
+  it('holds under 128 KiB for a stalled reader of a long upstream stream: the upstream reply and its socket are paused together', async function () {
     this.timeout(15_000);
     const chunk = Buffer.alloc(16 * 1024, 'x');
     let upstreamWrote = 0;
@@ -148,8 +148,9 @@ describe('stream writer', () => {
       // At most the one 64 KiB read the upstream socket takes before it stops reading (Node's net sockets
       // read 64 KiB at a time and stop once a read passes their 16 KiB high-water mark), the 16 KiB write
       // the client's socket refused, and what the HTTP parser had already passed on: 156 KiB without
-      // pausing the socket (the reply's own buffer then takes reads past its high-water mark too).
-      expect(held!() / 1024, 'KiB held by the gateway for the stalled stream').to.be.below(96);
+      // pausing the socket (the reply's own buffer then takes reads past its high-water mark too). About 92 KiB on
+      // a quiet machine, up to 112 under load (the parser may hold one more read): 128 keeps the 156 apart.
+      expect(held!() / 1024, 'KiB held by the gateway for the stalled stream').to.be.below(128);
     } finally {
       client.destroy();
       upstream.closeAllConnections();

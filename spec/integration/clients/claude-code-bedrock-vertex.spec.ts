@@ -96,6 +96,24 @@ describe('clients: Claude Code through cloud targets (Bedrock, Vertex AI, a pool
     const [result] = lastToolResults(sent.find((r) => lastToolResults(r.body).length > 0)!.body);
     expect(JSON.stringify(result.content)).to.include(marker);
     await expectBilledAsReported(reported);
+
+    // Claude Code's betas by hand, with a tool streaming its input eagerly: what Bedrock refuses is dropped and named.
+    const response = await fetch(`${gw.url}/v1/messages?beta=true`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'anthropic-beta': CLAUDE_CODE_BETAS, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'model-sonnet-4.6', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }],
+        tools: [{ name: 'lookup', description: 'Look it up', input_schema: { type: 'object', properties: {} }, eager_input_streaming: true }],
+      }),
+    });
+    const text = await response.text();
+    expect(response.status, text).to.equal(200);
+    const dropped = String(response.headers.get('x-gateway-dropped-params')).split(',').map((name) => name.trim());
+    expect(dropped).to.include.members(['claude-code-20250219', 'mid-conversation-tool-changes-2026-07-01', 'thinking-token-count-2026-05-13', 'advanced-tool-use-2025-11-20', 'tools[].eager_input_streaming']);
+    expect(dropped).not.to.include.any.members(['interleaved-thinking-2025-05-14', 'context-management-2025-06-27', 'effort-2025-11-24']);
+    const last = bedrockCalls().at(-1)!;
+    expect(last.body.anthropic_beta).to.deep.equal(['interleaved-thinking-2025-05-14', 'context-management-2025-06-27', 'effort-2025-11-24']);
+    expect(last.body.tools[0]).not.to.have.property('eager_input_streaming');
   });
 
   it('Vertex-only pool: several turns with a tool; the betas and fields Vertex refuses are dropped, not a 400', async () => {
