@@ -1,4 +1,5 @@
-// Spend panels of the dashboard: the daily chart (one key or all, by model), the month's top keys,
+// Spend panels of the dashboard: the daily chart (one key or all, by model), the month's top keys (and
+// teams and members, when keys belong to teams),
 // and the request log (filters, a table of the first records, a CSV download of the whole range).
 import { fetchRequestLog, usageOverDays } from './api.js';
 import { formatCount, formatCredits } from './chart.js';
@@ -55,6 +56,31 @@ async function showTopKeys(month) {
     el('td', { 'data-label': 'Credits' }, formatCredits(row.credits)),
     el('td', { 'data-label': 'Share of cap' }, row.monthlyCreditCap ? formatShare(row.credits / row.monthlyCreditCap) : 'no cap')));
   target.replaceChildren(el('table', { class: 'usage-table', id: 'top-keys-table' }, el('caption', {}, `Top keys in ${month} (UTC), by credits`), el('thead', {}, head), el('tbody', {}, ...rows)));
+}
+
+/** The month's spend per team and per member of each team (GET /admin/v1/usage?groupBy=team and user), when teams are in use. */
+async function showTeams(month) {
+  const from = `${month}-01`;
+  const today = day(Date.now());
+  const to = today.startsWith(month) ? today : from;
+  const [teams, members] = await Promise.all(['team', 'user'].map((groupBy) => attempt($('#daily-error'), () => usageOverDays({ from, to, groupBy }))));
+  const target = $('#top-teams');
+  const teamRows = (teams?.rows ?? []).filter((row) => row.teamId !== null);
+  $('#top-teams-title').hidden = teamRows.length === 0;
+  if (teamRows.length === 0) return target.replaceChildren();
+  const share = (spent, cap) => (cap ? formatShare(spent / cap) : 'no cap');
+  const table = (id, caption, labels, rows) => el('table', { class: 'usage-table', id },
+    el('caption', {}, caption), el('thead', {}, el('tr', {}, ...labels.map((label) => el('th', { scope: 'col' }, label)))), el('tbody', {}, ...rows));
+  const cells = (labels, values) => values.map((value, i) => (i === 0 ? el('th', { scope: 'row', 'data-label': labels[0] }, value) : el('td', { 'data-label': labels[i] }, value)));
+  const teamLabels = ['Team', 'Members', 'Requests', 'Credits', 'Share of team cap'];
+  const memberLabels = ['Member', 'Team', 'Requests', 'Credits', 'Share of member cap'];
+  target.replaceChildren(
+    table('top-teams-table', `Teams in ${month} (UTC), by credits`, teamLabels, teamRows.map((row) => el('tr', {}, ...cells(teamLabels, [
+      row.teamName ?? row.teamId, formatCount(row.members), formatCount(row.requests), formatCredits(row.credits), share(row.monthSpend, row.monthlyCreditCap)])))),
+    table('top-members-table', `Members in ${month} (UTC), by credits`, memberLabels, (members?.rows ?? []).filter((row) => row.userId !== null && row.teamId !== null)
+      .map((row) => el('tr', {}, ...cells(memberLabels, [
+        row.userId, row.teamId, formatCount(row.requests), formatCredits(row.credits), share(row.monthSpend, row.memberMonthlyCreditCap)])))),
+  );
 }
 
 function logParams(format) {
@@ -140,5 +166,5 @@ export function initSpend(run) {
 
 /** Refresh the spend panels after the keys were (re)loaded. */
 export async function refreshSpend(month) {
-  await Promise.all([showDaily(), showTopKeys(month)]);
+  await Promise.all([showDaily(), showTopKeys(month), showTeams(month)]);
 }

@@ -118,6 +118,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const logger = withRequestIds(deps.logger);
   const source = deps.configSource ?? createConfigSource(deps.config);
   const config = source.config;
+  const teams = () => source.config.teams; // read per request: a reload swaps them (lib/store/people-caps.ts)
   const catalogue: Catalogue = createLiveCatalogue(source);
   const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets });
   const hooks = mergeHooks(deps.hooks);
@@ -134,7 +135,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const afterResponseSteps: AfterResponseStep[] = [createSettlement(store, clock, logger), ...(deps.afterResponseSteps ?? []), (ctx, res) => metrics.recordRequest(ctx, res)];
   if (deps.alerts) {
     // After settlement: the month's spend read back includes this request.
-    afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, defaultThresholds: () => source.config.alerts.thresholds }));
+    afterResponseSteps.splice(1, 0, createBudgetAlerts({ store, dispatcher: deps.alerts, clock, teams, defaultThresholds: () => source.config.alerts.thresholds }));
   }
   registerSpendGauge(metrics.registry, store, clock);
   // The clients the key groups use now: one a reload replaced is no longer reported.
@@ -167,7 +168,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   // The admission (rate-limit step) takes the credit hold too, in the same store round trip: each
   // billed route has its own rate-limit step, which knows the route's estimate.
   const creditOptions = (format: CreditReservationFormat) => ({
-    store, catalogue, format, clock,
+    store, catalogue, format, clock, teams,
     reservation: () => source.config.reservation,
     reservationTtlMs: () => source.config.upstream.timeoutMs,
     // A native body the byte bound refuses is measured by its upstream's count_tokens.
@@ -238,9 +239,8 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   });
   const fileAccess = named('fileAccess', createFileAccessCheck(store));
   const batches = createMessageBatches({
-    store, catalogue, logger, clock,
-    reservation: () => source.config.reservation,
-    baseUrl: () => source.config.baseUrl,
+    store, catalogue, logger, clock, teams,
+    reservation: () => source.config.reservation, baseUrl: () => source.config.baseUrl,
     upstreamFor: (ctx) => nativeUpstreamOf(ctx, 'Message Batches'),
   });
   // Before the admission: the stored conversation goes upstream, so the credit hold counts it.
@@ -283,7 +283,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.delete('/v1/files/:id', ...batchSteps, named('filesDelete', files.remove));
   router.use(createAdminSurface({
     config, store, catalogue, logger, clock,
-    teams: () => source.config.teams,
+    teams,
     upstreams: () => upstreams.describe(catalogue.keyGroups),
     aliases: () => source.config.aliases,
     defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,

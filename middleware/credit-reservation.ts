@@ -32,13 +32,18 @@ import { getContext, type RequestContext } from '../lib/pipeline/context';
 import { GatewayError } from '../lib/http/errors';
 import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
-import type { LedgerStore, Reservation } from '../lib/store/types';
+import type { CapLevel, LedgerStore, TeamCaps } from '../lib/store/types';
+import { teamCapsOf } from '../lib/store/people-caps';
+import type { TeamConfig } from '../lib/config/people';
 import { isUtf8 } from 'node:buffer';
 import {
   boundInputTokens, choicesOf, describeWorstCase, estimateWorstCase, fitOutputTokens, maxOutputTokens, priceWorstCase, scaleWorstCase, worstCaseCredits,
   type CreditReservationFormat, type WorstCase,
 } from '../lib/billing/worst-case';
 import { holdAtMeasuredInput } from './measured-input';
+import { createReservationRenewer } from '../lib/billing/reservation-renewer';
+
+export { createReservationRenewer, type ReservationRenewer } from '../lib/billing/reservation-renewer';
 import type { UpstreamClient } from '../lib/upstream';
 import { asksWideWindow, boundInput, contextWindowOf, type InputBound } from '../lib/billing/input-bound';
 
@@ -58,6 +63,11 @@ export interface CreditReservationOptions {
    * or undefined; absent: never measured (routes whose body is not native).
    */
   measureWith?: (ctx: RequestContext) => UpstreamClient | undefined;
+  /**
+   * The teams (config `teams[]`), read on each request of a key in a team: its holds fit its member's
+   * and its team's month caps too (lib/store/people-caps.ts). Absent: every key's own cap only.
+   */
+  teams?: () => readonly TeamConfig[];
 }
 
 
@@ -70,19 +80,32 @@ export {
  * UTC month's bucket, and how long the hold lasts. Reads the context's model, the body's size and
  * the stored conversation it continues (`ctx.previous`).
  */
-export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => { month: string; credits: number; minCredits: number; ttlMs: number } {
+export function createReservationEstimate(options: CreditReservationOptions): (req: Request, res: Response) => HoldWanted {
   const worstCaseOf = createWorstCaseEstimate(options);
   const reservationTtlNow = typeof options.reservationTtlMs === 'function' ? options.reservationTtlMs : () => options.reservationTtlMs as number;
   const clock = options.clock ?? systemClock;
   return (req, res) => {
     const { worst, minOutputTokens } = worstCaseOf(req, res);
-    return {
+    const wanted: HoldWanted = {
       month: utcMonth(clock()),
       credits: worstCaseCredits(worst),
       minCredits: worstCaseCredits(worst, Math.min(worst.maxTokens, minOutputTokens)),
       ttlMs: reservationTtlNow(),
     };
+    // Only a key in a team looks its team up; any other asks for exactly what it did before.
+    const key = getContext(res).key;
+    if (key?.team && options.teams) wanted.teamCaps = teamCapsOf(key, options.teams());
+    return wanted;
   };
+}
+
+/** The hold a request asks for (AdmissionRequest.reservation): credits, the month, how long, and a team key's caps. */
+export interface HoldWanted {
+  month: string;
+  credits: number;
+  minCredits: number;
+  ttlMs: number;
+  teamCaps?: TeamCaps;
 }
 
 /**
@@ -163,24 +186,27 @@ const SMALLEST_BODY_BYTES = 64;
 const IN_FLIGHT_RETRY_AFTER_S = 5;
 
 /**
- * The 402 for a request whose minimal reply does not fit: what is left, what the request needs at
- * least, and how to fit it; when holds of requests in flight are in the way, says so with `retry-after`.
+ * The 402 for a request whose minimal reply does not fit: which cap stopped it (the key's, its
+ * member's or its team's: in the message and in `x-gateway-limit: key|member|team`), what is left,
+ * what the request needs at least, and how to fit it; when holds of requests in flight are in the
+ * way, says so with `retry-after`.
  */
-function capRefusal(result: { spent: number; reserved: number; cap: number }, month: string, minCredits: number, credits: number, resetsAt: string, parts: string): GatewayError {
+function capRefusal(result: { spent: number; reserved: number; cap: number; limit?: CapLevel }, month: string, minCredits: number, credits: number, resetsAt: string, parts: string): GatewayError {
+  const limit = result.limit ?? 'key';
   const left = Math.max(0, result.cap - result.spent - result.reserved);
   const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${parts}`;
   const state = `${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)`;
   if (result.reserved > 0 && result.cap - result.spent >= minCredits) {
     return new GatewayError(402, 'billing_error',
-      `monthly credit cap of this key: ${state}, ${formatCredits(result.reserved)} held by requests in flight, ${formatCredits(left)} free now; ` +
+      `monthly credit cap of this ${limit}: ${state}, ${formatCredits(result.reserved)} held by requests in flight, ${formatCredits(left)} free now; ` +
       `${needs}. Retry when requests in flight have finished.`,
-      { chatCode: 'insufficient_quota', headers: { 'retry-after': String(IN_FLIGHT_RETRY_AFTER_S) } });
+      { chatCode: 'insufficient_quota', headers: { 'retry-after': String(IN_FLIGHT_RETRY_AFTER_S), 'x-gateway-limit': limit } });
   }
-  const reached = result.spent >= result.cap ? 'monthly credit cap reached for this key' : 'monthly credit cap of this key';
+  const reached = result.spent >= result.cap ? `monthly credit cap reached for this ${limit}` : `monthly credit cap of this ${limit}`;
   return new GatewayError(402, 'billing_error',
     `${reached}: ${state}, ${formatCredits(left)} left; ${needs}. ` +
     `To fit, send a shorter request (or fewer files, images or server-tool uses) or use a cheaper model. The cap resets at ${resetsAt}.`,
-    { chatCode: 'insufficient_quota' });
+    { chatCode: 'insufficient_quota', headers: { 'x-gateway-limit': limit } });
 }
 
 /**
@@ -203,22 +229,24 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
       // without that admission estimates and takes it here.
       const wanted = ctx.admission?.asked ?? estimate(req, res);
       const result = ctx.admission?.reserved
-        ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits);
+        ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits, undefined, wanted.teamCaps);
       let measured: Awaited<ReturnType<typeof holdAtMeasuredInput>> = null;
       if (!result.ok) {
         const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
         // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
-        if (result.reserved === 0 && result.cap - result.spent < smallest) ctx.capExhaustedMonth = wanted.month;
+        const usedUp = result.reserved === 0 && result.cap - result.spent < smallest;
+        // The key's own alerts fire at its own cap used up, not at its member's or team's (budget-alerts.ts).
+        if (usedUp && (result.limit ?? 'key') === 'key') ctx.capExhaustedMonth = wanted.month;
         const { input } = worstCaseOf(req, res);
-        // Only a request its byte bound refuses whatever is in flight, on a key not used up, pays the
+        // Only a request its byte bound refuses whatever is in flight, on a cap not used up, pays the
         // count_tokens round trip (measured-input.ts); one refused for holds in flight waits for them.
         const inFlight = result.reserved > 0 && result.cap - result.spent >= (wanted.minCredits ?? wanted.credits);
-        const upstream = ctx.capExhaustedMonth === undefined && !inFlight ? options.measureWith?.(ctx) : undefined;
+        const upstream = !usedUp && !inFlight ? options.measureWith?.(ctx) : undefined;
         measured = upstream ? await holdAtMeasuredInput(req, ctx, {
           store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
-          maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format),
+          maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format), teamCaps: wanted.teamCaps,
           priceMultiplier: holdPriceMultiplier(options.catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), ctx.model!.id),
         }) : null;
         if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, describeWorstCase(ctx.model!, input));
@@ -245,51 +273,6 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
     } catch (err) {
       next(err);
     }
-  };
-}
-
-/**
- * A reservation's expiry (the upstream timeout) only bounds a request whose process died. A request still
- * in flight, such as a stream longer than that, has its reservation renewed at least every half expiry, so
- * its credits keep counting against the cap until it settles; renewals stop when the response closes.
- * One timer serves every request in flight (ticking at half the shortest expiry among them), rather
- * than an interval timer per request.
- */
-export interface ReservationRenewer {
-  /** Keep `reservation` alive (for `reservationTtlMs` past each renewal) until `res` closes. */
-  keep(res: Response, reservation: Reservation, reservationTtlMs: number): void;
-}
-
-export function createReservationRenewer(store: LedgerStore): ReservationRenewer {
-  const open = new Set<{ reservation: Reservation; reservationTtlMs: number }>();
-  let timer: NodeJS.Timeout | undefined;
-  let periodMs = Infinity;
-  const renewAll = () => {
-    for (const { reservation, reservationTtlMs } of open) {
-      // A renewal that fails (store unreachable) leaves the reservation to its expiry; the next one may succeed.
-      Promise.resolve().then(() => store.renewReservation(reservation, reservationTtlMs)).catch(() => undefined);
-    }
-  };
-  return {
-    keep(res, reservation, reservationTtlMs) {
-      const entry = { reservation, reservationTtlMs };
-      open.add(entry);
-      const wantedMs = Math.max(1000, Math.floor(reservationTtlMs / 2));
-      if (timer === undefined || wantedMs < periodMs) {
-        clearInterval(timer);
-        periodMs = wantedMs;
-        timer = setInterval(renewAll, periodMs);
-        timer.unref();
-      }
-      // Until the upstream step is done too: a whole reply whose client left is still being read.
-      res.once('close', () => void Promise.resolve((res.locals?.gateway as RequestContext | undefined)?.upstreamDone).then(() => {
-        open.delete(entry);
-        if (open.size > 0) return;
-        clearInterval(timer);
-        timer = undefined;
-        periodMs = Infinity;
-      }));
-    },
   };
 }
 

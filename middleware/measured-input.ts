@@ -14,7 +14,7 @@
 import type { Request } from 'express';
 import type { GatewayConfig } from '../lib/config';
 import type { RequestContext } from '../lib/pipeline/context';
-import type { LedgerStore, Reservation } from '../lib/store/types';
+import type { LedgerStore, Reservation, TeamCaps } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import type { InputBound } from '../lib/billing/input-bound';
 import { callUpstream, parseJson } from '../lib/upstream/pinned-call';
@@ -68,6 +68,8 @@ export async function holdAtMeasuredInput(req: Request, ctx: RequestContext, opt
   maxTokens: number; choices: number; month: string; ttlMs: number;
   /** The largest `priceMultiplier` of the targets that may serve it. Default 1. */
   priceMultiplier?: number;
+  /** A team key's caps (lib/store/people-caps.ts): the hold fits them too. */
+  teamCaps?: TeamCaps;
 }): Promise<{ reservation: Reservation; worst: WorstCase; credits: number } | null> {
   const { reservation } = options;
   const measured = await measureInputTokens(options.upstream, req, ctx);
@@ -78,6 +80,6 @@ export async function holdAtMeasuredInput(req: Request, ctx: RequestContext, opt
   const credits = worstCaseCredits(worst);
   const minCredits = worstCaseCredits(worst, Math.min(worst.maxTokens, reservation.minOutputTokens));
   const key = ctx.key!;
-  const held = await options.store.reserveCredits(key.id, options.month, credits, key.monthlyCreditCap, options.ttlMs, minCredits);
+  const held = await options.store.reserveCredits(key.id, options.month, credits, key.monthlyCreditCap, options.ttlMs, minCredits, undefined, options.teamCaps);
   return held.ok ? { reservation: held.reservation, worst, credits } : null;
 }

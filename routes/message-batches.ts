@@ -20,6 +20,8 @@ import { getContext, type RequestContext } from '../lib/pipeline/context';
 import { errors, GatewayError } from '../lib/http/errors';
 import type { Logger } from '../lib/observability/logger';
 import { systemClock, utcMonth, type Clock } from '../lib/store/month';
+import { teamCapsOf } from '../lib/store/people-caps';
+import type { TeamConfig } from '../lib/config/people';
 import type { LedgerStore, PinnedObject, ResponseStore } from '../lib/store/types';
 import type { UpstreamClient } from '../lib/upstream';
 import { keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
@@ -47,6 +49,8 @@ export interface MessageBatchesOptions {
   clock?: Clock;
   /** The gateway's public base URL (config `baseUrl`), or null. */
   baseUrl?: () => string | null;
+  /** The teams (config `teams[]`): a team key's batch holds fit its member's and team's caps too. Default none. */
+  teams?: () => readonly TeamConfig[];
 }
 
 /** A batch object with its `results_url` pointing at the gateway (see the module comment). */
@@ -151,16 +155,17 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const month = utcMonth(clock());
       const holds: BatchPinData['holds'] = [];
       for (const [model, credits] of needs) {
-        const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, BATCH_PIN_TTL_MS);
+        const teamCaps = key.team ? teamCapsOf(key, options.teams?.() ?? []) : undefined;
+        const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, BATCH_PIN_TTL_MS, undefined, undefined, teamCaps);
         if (!result.ok) {
           await releaseHolds(store, holds);
           const total = [...needs.values()].reduce((sum, c) => sum + c, 0);
           const left = Math.max(0, result.cap - result.spent - result.reserved);
           throw new GatewayError(402, 'billing_error',
-            `monthly credit cap of this key: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
+            `monthly credit cap of this ${result.limit ?? 'key'}: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
             `this batch may cost up to ${round(total)} at the batch rate (its largest request ${describeLargest()}). ` +
             'To fit, send fewer requests, lower their max_tokens or name fewer files, images or server-tool uses.',
-            { chatCode: 'insufficient_quota' });
+            { chatCode: 'insufficient_quota', headers: { 'x-gateway-limit': result.limit ?? 'key' } });
         }
         holds.push({ model, reservation: result.reservation });
       }

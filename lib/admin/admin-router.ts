@@ -23,7 +23,7 @@ import { changedFields } from '../audit/audit-log';
 import { addAuditRoutes } from './audit-routes';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
-import { checkTeamPolicy } from '../people/team-policy';
+import { applyTeamPolicy, checkTeamPolicy } from '../people/team-policy';
 import { isOrgAdmin, mayManageKey } from '../people/roles';
 import type { Sessions } from '../people/sessions';
 import { actorOf, type Actor } from './actor';
@@ -33,6 +33,7 @@ import { createKeyActions, conflict, sortThresholds } from './key-actions';
 import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
 import { addSelfServiceRoutes, requireTeam } from './self-service-routes';
 import { addSpendRoutes } from './spend-routes';
+import { addTeamRoutes } from './team-routes';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
@@ -53,6 +54,8 @@ export interface AdminRouterOptions {
   upstreams?: () => KeyGroupUpstreamStatus[];
   /** Signed-in users (only when `auth.oidc` is set): sessions, the people store, the teams now. */
   people?: { sessions: Sessions; store: PeopleStore; teams: () => readonly TeamConfig[] };
+  /** The teams (config `teams[]`, read per request) for `GET /teams`, `GET /usage?groupBy=user|team` and keys' `team`. Default: `people.teams`, else none. */
+  teams?: () => readonly TeamConfig[];
 }
 
 /** Largest admin request body, in bytes. */
@@ -81,8 +84,15 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   const now = options.clock ?? systemClock;
   const validators = createAdminValidators();
   const actions = createKeyActions({ store, catalogue, logger, now });
-  const teams = () => options.people?.teams() ?? [];
+  const teams = () => options.teams?.() ?? options.people?.teams() ?? [];
   const router = Router({ strict: false });
+
+  /** The team `id` a key is put in; 400 naming `team` when there is no such team. */
+  const teamNamed = (id: string): TeamConfig => {
+    const team = teams().find((candidate) => candidate.id === id);
+    if (!team) throw errors.invalidRequest(`team: "${id.slice(0, 64)}" is not a team (GET /admin/v1/teams)`);
+    return team;
+  };
 
   /** The key `id` if `actor` may see it; 404 otherwise (another's key is not named to a member). */
   const requireKey = async (actor: Actor, id: string): Promise<KeyRecord> => {
@@ -109,11 +119,12 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.json({ data, month, monthResetsAt: monthResetsAt(month), alerts: { defaultThresholds: alerts.thresholds, webhookConfigured: alerts.webhookConfigured } });
   });
 
-  // An org admin creates any key; a team admin a key of a team they administer, within its policy.
+  // An org admin creates any key; a team admin a key of a team they administer, within its policy
+  // (refused with 403 naming the limit). Either way a key in a team takes its policy (applyTeamPolicy).
   router.post('/keys', async (req, res) => {
     const actor = actorOf(req);
     const body = validators.createKey(req.body);
-    const team = body.team === undefined ? null : requireTeam(teams(), body.team);
+    const team = body.team === undefined || body.team === null ? null : teamNamed(body.team);
     if (!isOrgAdmin(actor)) {
       if (!team || actor.kind !== 'user' || !actor.adminOf.includes(team.id)) {
         throw new GatewayError(403, 'permission_error', 'a team admin creates keys of a team they administer: give "team" (GET /admin/v1/me)', { chatCode: 'forbidden' });
@@ -121,7 +132,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       checkTeamPolicy(team, body, options.defaultRateLimitPerMinute());
     }
     const rateLimitPerMinute = body.rateLimitPerMinute ?? team?.rateLimitPerMinute ?? options.defaultRateLimitPerMinute();
-    res.status(201).json(await actions.create(req, { ...body, rateLimitPerMinute, team: team?.id ?? null, owner: body.owner ?? null }));
+    const limits = team ? applyTeamPolicy({ allowedModels: body.allowedModels ?? null, monthlyCreditCap: body.monthlyCreditCap ?? null }, team) : {};
+    res.status(201).json(await actions.create(req, { ...body, ...limits, rateLimitPerMinute, team: team?.id ?? null, owner: body.owner ?? null }));
   });
 
   router.get('/keys/:id', async (req, res) => {
@@ -135,8 +147,24 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const patch: KeyPatch = validators.patchKey(req.body);
     if (patch.alertThresholds) patch.alertThresholds = sortThresholds(patch.alertThresholds);
     checkAllowedModels(patch.allowedModels, actions.modelIdsOf(current.keyGroup), current.keyGroup);
-    // Below an org admin, a key changes only within its team's policy (a key of no team: not at all).
-    if (!isOrgAdmin(actor)) checkTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, options.defaultRateLimitPerMinute());
+    // Below an org admin, a key changes only within its team's policy (a key of no team: not at all),
+    // and stays in its team.
+    if (!isOrgAdmin(actor)) {
+      if (patch.team !== undefined || patch.owner !== undefined) {
+        throw new GatewayError(403, 'permission_error', 'team and owner of a key are changed by organisation admins only', { chatCode: 'forbidden' });
+      }
+      checkTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, options.defaultRateLimitPerMinute());
+    }
+    // A key in a team (now or by this change) keeps within its team's policy: what it changes is bounded too.
+    const teamId = patch.team === undefined ? current.team : patch.team;
+    const team = teamId === null || teamId === undefined ? undefined : teamNamed(teamId);
+    if (team) {
+      const bounded = applyTeamPolicy({ allowedModels: patch.allowedModels !== undefined ? patch.allowedModels : current.allowedModels,
+        monthlyCreditCap: patch.monthlyCreditCap !== undefined ? patch.monthlyCreditCap : current.monthlyCreditCap }, team);
+      // Given, or changed by the policy (unchanged fields stay out: config.json sets them on a declared key).
+      if (patch.allowedModels !== undefined || JSON.stringify(bounded.allowedModels) !== JSON.stringify(current.allowedModels)) patch.allowedModels = bounded.allowedModels;
+      if (patch.monthlyCreditCap !== undefined || bounded.monthlyCreditCap !== current.monthlyCreditCap) patch.monthlyCreditCap = bounded.monthlyCreditCap;
+    }
     const key = await setKeyLimits(store, id, patch);
     await actions.audit(req, 'key.update', key, changedFields(current, key, Object.keys(patch)));
     res.json(await actions.viewOf(key));
@@ -179,9 +207,10 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   });
 
   if (options.people) addSelfServiceRoutes(router, { actions, validators, people: options.people.store, teams, defaultRateLimitPerMinute: options.defaultRateLimitPerMinute, store });
-  // Everything below (spend, models, upstreams) is the organisation admins'.
+  // Everything below (spend, teams, models, upstreams) is the organisation admins'.
   router.use((req, _res, next) => next(isOrgAdmin(actorOf(req)) ? undefined : forbidden(req)));
-  addSpendRoutes(router, { store, now });
+  addSpendRoutes(router, { store, now, teams });
+  addTeamRoutes(router, { store, now, teams });
   addAuditRoutes(router, { store });
 
   router.get('/models', (_req, res) => {

@@ -22,14 +22,14 @@ export interface CreateKeyBody {
   monthlyCreditCap?: number | null;
   /** Budget alert thresholds, percent of the monthly credit cap; null/absent: the config's `alerts.thresholds`. */
   alertThresholds?: number[] | null;
-  /** The team the key belongs to (a team admin must give one of theirs). */
-  team?: string;
-  /** The member (OIDC subject) the key belongs to. */
-  owner?: string;
+  /** The team (config `teams[]`) the key belongs to: its policy bounds the key's models and cap, its caps hold it; null: none. */
+  team?: string | null;
+  /** The member (OIDC subject) the key belongs to; null: none. */
+  owner?: string | null;
 }
 
 /** `PATCH /admin/v1/keys/:id`: at least one field. */
-export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup' | 'team' | 'owner'>>;
+export type PatchKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup'>>;
 
 /** `POST /admin/v1/me/keys`: the caller's own key; its team defaults to their only team. */
 export type CreateOwnKeyBody = Partial<Omit<CreateKeyBody, 'id' | 'keyGroup' | 'owner'>>;
@@ -66,6 +66,12 @@ function keyFieldSchemas(): Record<string, object> {
   };
 }
 
+/** A key's team and member (organisation admins' create and patch): null takes the key out. */
+const KEY_PLACE_SCHEMAS = {
+  team: { type: ['string', 'null'], pattern: '^[A-Za-z0-9._-]{1,64}$' },
+  owner: { type: ['string', 'null'], minLength: 1, maxLength: 255 },
+};
+
 /** One readable sentence for an ajv error of an admin body. */
 export function describeAdminValidationError(error: ErrorObject, schema: { properties?: Record<string, unknown> }): string {
   const allowed = Object.keys(schema.properties ?? {}).join(', ') || 'none';
@@ -99,14 +105,14 @@ export function createAdminValidators(): AdminValidators {
   const schemas = {
     createKey: {
       type: 'object', additionalProperties: false, required: ['name'],
-      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, keyGroup: { type: 'string', minLength: 1, maxLength: 64 }, ...fields, team, owner: { type: 'string', minLength: 1, maxLength: 255 } },
+      properties: { id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' }, keyGroup: { type: 'string', minLength: 1, maxLength: 64 }, ...fields, ...KEY_PLACE_SCHEMAS },
     },
     createOwnKey: { type: 'object', additionalProperties: false, properties: { ...fields, team } },
     addMember: {
       type: 'object', additionalProperties: false, required: ['email'],
       properties: { email: { type: 'string', minLength: 3, maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+$' } },
     },
-    patchKey: { type: 'object', additionalProperties: false, minProperties: 1, properties: fields },
+    patchKey: { type: 'object', additionalProperties: false, minProperties: 1, properties: { ...fields, ...KEY_PLACE_SCHEMAS } },
     rotateKey: {
       type: 'object', additionalProperties: false,
       properties: { gracePeriodSeconds: { type: 'integer', minimum: 0, maximum: MAX_GRACE_PERIOD_SECONDS } },

@@ -29,10 +29,10 @@ export interface KeyView {
   spend: { month: string; credits: number };
   /** Budget alert thresholds, percent of the cap; null: the configured default (`alerts.thresholds`). */
   alertThresholds: number[] | null;
+  /** The team the key belongs to (its member and team caps hold it too); null: none. */
+  team: string | null;
   /** The member (OIDC subject) the key belongs to; null: none. */
   owner: string | null;
-  /** The team the key belongs to; null: none. */
-  team: string | null;
 }
 
 /** ISO time of 00:00 UTC on the 1st of the month after `month` (`YYYY-MM`), when its cap resets. */
@@ -55,8 +55,8 @@ export function formatKeyView(key: KeyRecord, month: string, credits: number): K
     monthlyCreditCap: key.monthlyCreditCap,
     spend: { month, credits },
     alertThresholds: key.alertThresholds ?? null,
-    owner: key.owner ?? null,
     team: key.team ?? null,
+    owner: key.owner ?? null,
   };
 }
 

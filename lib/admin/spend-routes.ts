@@ -4,7 +4,8 @@
  * - `GET /usage?from&to[&keyId][&model]&groupBy=day|key|model|session|key,day`: usage totals over UTC
  *   days, in rows (every day of the range for `day`, with its models; keys or models by credits,
  *   highest first; for `key,day` each key with its `days`, as `day` has them; agent sessions from the
- *   request log for `session`, see session-usage.ts).
+ *   request log for `session`, see session-usage.ts; per member (`user`: the keys' owner) or per team
+ *   (`team`) over their keys, with the team's caps and this month's spend on its ledgers, team-usage.ts).
  * - `GET /requests?from&to[&keyId][&status][&sessionId]&format=ndjson|csv`: the request log over UTC days, streamed
  *   page by page from the store (`PAGE_RECORDS` at a time, waiting for the client to take each), so an
  *   export of any size holds one page in memory.
@@ -19,6 +20,8 @@ import {
   UsageAccumulator,
 } from './usage-query';
 import { sumBySession } from './session-usage';
+import { sumByPeople } from './team-usage';
+import type { TeamConfig } from '../config/people';
 
 /** Request log records read from the store per page of an export. */
 export const PAGE_RECORDS = 1000;
@@ -69,6 +72,8 @@ export interface SpendRoutesOptions {
   store: KeyStore & LedgerStore & RequestLogStore;
   /** Epoch ms (today's date for default ranges). */
   now: Clock;
+  /** The teams (config `teams[]`, read per request) whose names and caps `groupBy=team|user` shows. Default none. */
+  teams?: () => readonly TeamConfig[];
 }
 
 /** Add the spend routes to the admin `router`. */
@@ -111,6 +116,8 @@ export function addSpendRoutes(router: Router, options: SpendRoutesOptions): voi
         // One call for spend by key and by day: each key with every day of the range, as `day` has them.
         return { keyId: key.id, keyName: key.name, monthlyCreditCap: key.monthlyCreditCap, ...sums.sums(), ...(days ? { days: sumByDay(keyRows, days) } : {}) };
       }).sort((a, b) => b.credits - a.credits || a.keyId.localeCompare(b.keyId));
+    } else if (groupBy === 'user' || groupBy === 'team') {
+      rows = await sumByPeople(store, perKey, groupBy, options.teams?.() ?? [], options.now());
     } else {
       const byModel = new Map<string, UsageAccumulator>();
       for (const row of all) {

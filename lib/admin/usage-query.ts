@@ -14,7 +14,7 @@ export const MAX_RANGE_DAYS = 400;
 /** Days a range covers when `from` is not given: the 30 days up to `to`. */
 export const DEFAULT_RANGE_DAYS = 30;
 
-export const GROUP_BY = ['day', 'key', 'model', 'session'] as const;
+export const GROUP_BY = ['day', 'key', 'model', 'session', 'user', 'team'] as const;
 /** The groupings `/usage` makes: one of GROUP_BY, or keys each with its days (`key,day`). */
 export type GroupBy = (typeof GROUP_BY)[number] | 'key,day';
 export const EXPORT_FORMATS = ['ndjson', 'csv'] as const;

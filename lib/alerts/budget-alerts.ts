@@ -7,13 +7,18 @@
  * A cap is also reached when what is left of it cannot pay the smallest request (a refusal the
  * credit step marks with `capExhaustedMonth`): the spend may stop a little short of the cap, since no
  * request ever passes it, so the 100 % alert fires then.
+ *
+ * A team key's settlement also claims the thresholds (the config's `alerts.thresholds`) its team's
+ * month ledger has reached of the team's cap (lib/store/people-caps.ts), once per team, month and
+ * threshold (id `team:<team id>:<month>:<threshold>`, the alert's `team` set).
  */
 import type { Response } from 'express';
 import type { RequestContext } from '../pipeline/context';
 import type { AfterResponseStep } from '../pipeline/after-response';
 import { toCreditUnits } from '../store/credits';
 import type { Clock } from '../store/month';
-import type { AlertQueueStore, LedgerStore } from '../store/types';
+import type { AlertQueueStore, BudgetAlert, KeyRecord, LedgerStore } from '../store/types';
+import type { TeamConfig } from '../config/people';
 import type { AlertDispatcher } from './alert-dispatcher';
 
 /** Claims this process has already seen fail or succeed, not asked again (bounded: cleared when full). */
@@ -25,6 +30,8 @@ export interface BudgetAlertsOptions {
   /** Thresholds of keys that set none (config `alerts.thresholds`, read per request). */
   defaultThresholds: () => readonly number[];
   clock: Clock;
+  /** The teams (config `teams[]`, read per request) whose caps a team key's settlement is checked against. Default none. */
+  teams?: () => readonly TeamConfig[];
 }
 
 /** The thresholds (percent) of `spent` against `cap` reached, from `thresholds`; exact in credit units. */
@@ -38,23 +45,38 @@ export function reachedThresholds(spent: number, cap: number, thresholds: readon
 export function createBudgetAlerts(options: BudgetAlertsOptions): AfterResponseStep {
   const { store } = options;
   const claimed = new Set<string>();
+  /** Claim the alert `alert` (its id not yet claimed here); a win wakes the dispatcher. */
+  const claim = async (alert: BudgetAlert) => {
+    const won = await store.claimBudgetAlert(alert);
+    if (claimed.size >= MAX_REMEMBERED_CLAIMS) claimed.clear();
+    claimed.add(alert.id);
+    if (won) options.dispatcher.kick();
+  };
+  /** The team's thresholds its month ledger has reached after a settlement of one of its keys. */
+  const claimTeamAlerts = async (key: KeyRecord, month: string) => {
+    const team = options.teams?.().find((candidate) => candidate.id === key.team);
+    const cap = team?.monthlyCreditCap ?? null;
+    if (!team || cap === null || cap <= 0) return;
+    const open = options.defaultThresholds().filter((threshold) => !claimed.has(`team:${team.id}:${month}:${threshold}`));
+    if (open.length === 0) return;
+    const spent = await store.getTeamMonthSpend(team.id, month);
+    for (const threshold of reachedThresholds(spent, cap, open)) {
+      await claim({ id: `team:${team.id}:${month}:${threshold}`, keyId: key.id, keyName: key.name, team: team.id, threshold, spent, cap, month, crossedAt: options.clock() });
+    }
+  };
   return async (ctx: RequestContext, _res: Response) => {
     const key = ctx.key;
     const month = ctx.settledMonth ?? ctx.capExhaustedMonth;
-    if (!key || !month || key.monthlyCreditCap === null || key.monthlyCreditCap <= 0) return;
+    if (!key || !month) return;
+    if (key.team && ctx.settledMonth) await claimTeamAlerts(key, ctx.settledMonth);
+    if (key.monthlyCreditCap === null || key.monthlyCreditCap <= 0) return;
     const thresholds = key.alertThresholds ?? options.defaultThresholds();
     const open = thresholds.filter((threshold) => !claimed.has(`${key.id}:${month}:${threshold}`));
     if (open.length === 0) return;
     const spent = await store.getMonthSpend(key.id, month);
     const reached = ctx.capExhaustedMonth === month ? open : reachedThresholds(spent, key.monthlyCreditCap, open);
     for (const threshold of reached) {
-      const id = `${key.id}:${month}:${threshold}`;
-      const won = await store.claimBudgetAlert({
-        id, keyId: key.id, keyName: key.name, threshold, spent, cap: key.monthlyCreditCap, month, crossedAt: options.clock(),
-      });
-      if (claimed.size >= MAX_REMEMBERED_CLAIMS) claimed.clear();
-      claimed.add(id);
-      if (won) options.dispatcher.kick();
+      await claim({ id: `${key.id}:${month}:${threshold}`, keyId: key.id, keyName: key.name, threshold, spent, cap: key.monthlyCreditCap, month, crossedAt: options.clock() });
     }
   };
 }

@@ -16,6 +16,7 @@ export function formatAlertBody(alert: BudgetAlert): AlertWebhookBody {
   return {
     type: 'budget_alert', id: alert.id, keyId: alert.keyId, keyName: alert.keyName, threshold: alert.threshold,
     spent: alert.spent, cap: alert.cap, month: alert.month, crossedAt: new Date(alert.crossedAt).toISOString(),
+    ...(alert.team === undefined ? {} : { team: alert.team }),
   };
 }
 

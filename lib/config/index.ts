@@ -81,8 +81,12 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
   };
   const keyGroups = resolveKeyGroups(file.keyGroups, models.map((model) => model.id), upstream);
   const keys: KeyConfig[] = (file.keys ?? []).map((key: KeyConfig, index: number) => resolveKeyGroupOfKey(key, index, keyGroups));
+  const teams = resolveTeams(file.teams, modelIds);
   const keyIds = new Set<string>();
   keys.forEach((key, index) => {
+    if (key.team !== undefined && !teams.some((team) => team.id === key.team)) {
+      throw new ConfigError(`invalid configuration: keys.${index}.team: "${key.team}" is not the id of a team in teams[]`);
+    }
     if (keyIds.has(key.id)) throw new ConfigError(`invalid configuration: keys.${index}.id: duplicate id "${key.id}"`);
     keyIds.add(key.id);
     const group = keyGroups.find((candidate) => candidate.id === key.keyGroup)!;
@@ -113,7 +117,7 @@ export function parseConfig(raw: unknown, env: ConfigEnv = process.env): Gateway
     keys,
     keyGroups,
     auth: resolveAuth(file.auth, env),
-    teams: resolveTeams(file.teams, modelIds),
+    teams,
     defaults: {
       maxTokens: file.defaults?.maxTokens ?? 4096,
       rateLimitPerMinute: file.defaults?.rateLimitPerMinute ?? 60,

@@ -1,8 +1,10 @@
 /**
- * A team's policy over its members' keys (issue 44, "self-service keys"): models within the team's
+ * A team's policy over its keys (issue 44, "self-service keys"): models within the team's
  * `allowedModels`, a monthly credit cap at most the member cap (`memberMonthlyCreditCap`), a rate
  * limit at most the team's default (`rateLimitPerMinute`, else `defaults.rateLimitPerMinute`). A
- * create or edit above a limit is refused with 403 naming the limit, never clamped.
+ * create or edit through the admin API below an organisation admin is refused with 403 naming the
+ * limit, never clamped (checkTeamPolicy); a key an organisation admin or config.json puts in a team
+ * is bounded by it (applyTeamPolicy).
  */
 import type { TeamConfig } from '../config/people';
 import { GatewayError } from '../http/errors';
@@ -52,4 +54,26 @@ export function withTeamDefaults(team: TeamConfig, limits: KeyLimits, defaultRat
     monthlyCreditCap: limits.monthlyCreditCap !== undefined ? limits.monthlyCreditCap : team.memberMonthlyCreditCap,
     rateLimitPerMinute: limits.rateLimitPerMinute ?? team.rateLimitPerMinute ?? defaultRateLimit,
   };
+}
+
+/** A key's limits as its team's policy bounds them (applyTeamPolicy). */
+export interface TeamBoundLimits {
+  /** Catalogue ids; null: every model. */
+  allowedModels: string[] | null;
+  /** Credits per UTC month; null: none. */
+  monthlyCreditCap: number | null;
+}
+
+/**
+ * A team key's limits under its team's policy: its models within the team's (the intersection; the
+ * team's list when the key names none), its own cap at most the member cap (a key that names none
+ * keeps none: the member cap holds it at each hold, lib/store/people-caps.ts, and a refusal names
+ * the member's cap, not a copy of it).
+ */
+export function applyTeamPolicy(limits: TeamBoundLimits, team: TeamConfig): TeamBoundLimits {
+  const allowedModels = team.allowedModels === null ? limits.allowedModels
+    : limits.allowedModels === null ? [...team.allowedModels] : limits.allowedModels.filter((model) => team.allowedModels!.includes(model));
+  const memberCap = team.memberMonthlyCreditCap;
+  const monthlyCreditCap = memberCap === null || limits.monthlyCreditCap === null ? limits.monthlyCreditCap : Math.min(limits.monthlyCreditCap, memberCap);
+  return { allowedModels, monthlyCreditCap };
 }

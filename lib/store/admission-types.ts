@@ -1,4 +1,5 @@
 /** The store's side of a request before its upstream call: the key snapshot and the admission (GatewayStore.admit). */
+import type { TeamCaps } from './people-caps';
 import type { KeyRecord, ReserveResult } from './records';
 
 /**
@@ -24,9 +25,11 @@ export interface AdmissionRequest {
   /**
    * Credits to hold against the key's `monthlyCreditCap` in `month`'s bucket, for `ttlMs`, when the
    * request is within its rate limit; null for a route that is not billed. With `minCredits`, holds
-   * what is left when `credits` do not fit but `minCredits` do (GatewayStore.reserveCredits).
+   * what is left when `credits` do not fit but `minCredits` do (GatewayStore.reserveCredits). With
+   * `teamCaps` (a key in a team), held in the same step against the member's and the team's month
+   * ledgers too (people-caps.ts); absent: the key's only, as for a key without a team.
    */
-  reservation: { month: string; credits: number; minCredits?: number; ttlMs: number } | null;
+  reservation: { month: string; credits: number; minCredits?: number; ttlMs: number; teamCaps?: TeamCaps } | null;
   /**
    * Epoch ms (this process's clock) by which the caller gives up on the admission (the store guard:
    * the call's start plus `store.timeoutMs`). The Redis store admits nothing that reaches the server

@@ -7,6 +7,7 @@
  * change what the file sets (DeclaredKeyError).
  */
 import type { GatewayConfig, KeyConfig } from '../config';
+import { applyTeamPolicy } from '../people/team-policy';
 import { hashSecret, lastFour } from '../keys/secrets';
 import type { Logger } from '../observability/logger';
 import type { KeyPatch, KeyRecord, KeyStore } from './types';
@@ -27,7 +28,7 @@ export interface DeclaredKeyChange {
 export class DeclaredKeyError extends Error {}
 
 /** The record fields config.json sets, as the admin API and the CLI name them. */
-const FILE_FIELDS = ['name', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap'] as const;
+const FILE_FIELDS = ['name', 'rateLimitPerMinute', 'allowedModels', 'monthlyCreditCap', 'team', 'owner'] as const;
 
 /**
  * Bring the store's keys in line with `config.keys` (see the module comment). With `createOnly`, only
@@ -80,15 +81,24 @@ export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, c
   return changes;
 }
 
-/** The fields of a declared key as the file sets them (defaults for what it leaves out). */
+/**
+ * The fields of a declared key as the file sets them (defaults for what it leaves out); a key in a
+ * team takes its team's policy (applyTeamPolicy: models within the team's, cap at most the member
+ * cap, the team's rate limit by default).
+ */
 function wantedFields(declared: KeyConfig, config: GatewayConfig) {
+  const team = declared.team === undefined ? undefined : config.teams.find((candidate) => candidate.id === declared.team);
+  const own = { allowedModels: declared.allowedModels ?? null, monthlyCreditCap: declared.monthlyCreditCap ?? null };
+  const limits = team ? applyTeamPolicy(own, team) : own;
   return {
     name: declared.name ?? declared.id,
     // A key given by its hash has no secret end to show: an empty last4, never the hash's end.
     last4: declared.key ? lastFour(declared.key) : '',
-    rateLimitPerMinute: declared.rateLimitPerMinute ?? config.defaults.rateLimitPerMinute,
-    allowedModels: declared.allowedModels ?? null,
-    monthlyCreditCap: declared.monthlyCreditCap ?? null,
+    rateLimitPerMinute: declared.rateLimitPerMinute ?? team?.rateLimitPerMinute ?? config.defaults.rateLimitPerMinute,
+    allowedModels: limits.allowedModels,
+    monthlyCreditCap: limits.monthlyCreditCap,
+    team: team ? team.id : null,
+    owner: team ? declared.owner ?? null : null,
     keyGroup: declared.keyGroup ?? 'default',
     declaredIn: DECLARING_FILE,
     fileRevoked: declared.revoked ?? false,
@@ -107,7 +117,7 @@ function patchOf(current: KeyRecord, wanted: ReturnType<typeof wantedFields>, de
   const firstDeclared = current.declaredIn !== DECLARING_FILE;
   const target: KeyPatch = {
     name: wanted.name, rateLimitPerMinute: wanted.rateLimitPerMinute, allowedModels: wanted.allowedModels,
-    monthlyCreditCap: wanted.monthlyCreditCap, keyGroup: wanted.keyGroup, declaredIn: wanted.declaredIn, last4: wanted.last4,
+    monthlyCreditCap: wanted.monthlyCreditCap, team: wanted.team, owner: wanted.owner, keyGroup: wanted.keyGroup, declaredIn: wanted.declaredIn, last4: wanted.last4,
   };
   if (firstDeclared) for (const field of FILE_FIELDS) if (declared[field] === undefined) delete target[field];
   const patch: KeyPatch = {};

@@ -23,7 +23,7 @@
 import { SettlementRefusedError } from './credits';
 import { GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
-import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, UsageEntry } from './types';
+import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, TeamCaps, UsageEntry } from './types';
 
 export interface StoreGuardOptions {
   logger: Logger;
@@ -149,7 +149,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
    * not wait for ever, or a shutdown would). A failure is a 503 for an admin request; the finish step
    * and the dispatcher log it.
    */
-  const bounded = <K extends 'getKey' | 'listKeys' | 'getUsage' | 'getMonthSpend' | 'getDailyUsage' | 'appendRequestLog' | 'readRequestLog' | 'claimBudgetAlert' | 'leaseBudgetAlert' | 'retryBudgetAlert' | 'finishBudgetAlert' | 'readAudit' | 'readAuditHead'>(name: K) =>
+  const bounded = <K extends 'getKey' | 'listKeys' | 'getUsage' | 'getMonthSpend' | 'getTeamMonthSpend' | 'getDailyUsage' | 'appendRequestLog' | 'readRequestLog' | 'claimBudgetAlert' | 'leaseBudgetAlert' | 'retryBudgetAlert' | 'finishBudgetAlert' | 'readAudit' | 'readAuditHead'>(name: K) =>
     ((...args: unknown[]) => call(name, () => (store[name] as (...a: unknown[]) => Promise<unknown>).apply(store, args))) as GatewayStore[K];
 
   const overrides: Partial<GatewayStore> = {
@@ -157,6 +157,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     listKeys: bounded('listKeys'),
     getUsage: bounded('getUsage'),
     getMonthSpend: bounded('getMonthSpend'),
+    getTeamMonthSpend: bounded('getTeamMonthSpend'),
     getDailyUsage: bounded('getDailyUsage'),
     appendRequestLog: bounded('appendRequestLog'),
     readRequestLog: bounded('readRequestLog'),
@@ -186,9 +187,9 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         return { outcome: 'admitted' as const, totalHits: 1, resetTime: new Date(Date.now() + request.rateLimitWindowMs), reserved };
       }
     },
-    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number) {
+    async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, _deadline?: number, teamCaps?: TeamCaps) {
       try {
-        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits, Date.now() + timeoutMs));
+        return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits, Date.now() + timeoutMs, teamCaps));
       } catch (err) {
         if (!failOpen) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });

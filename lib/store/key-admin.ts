@@ -109,7 +109,7 @@ export async function restoreApiKey(store: KeyStore, id: string): Promise<KeyRec
 export async function setKeyLimits(
   store: KeyStore,
   id: string,
-  limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap' | 'allowedModels' | 'name' | 'alertThresholds'>,
+  limits: Pick<KeyPatch, 'rateLimitPerMinute' | 'monthlyCreditCap' | 'allowedModels' | 'name' | 'alertThresholds' | 'team' | 'owner'>,
 ): Promise<KeyRecord> {
   checkLimits(limits);
   checkDeclaredKeyChange(await requireKey(store, id), Object.keys(limits).filter((field) => limits[field as keyof typeof limits] !== undefined));

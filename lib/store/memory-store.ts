@@ -21,6 +21,7 @@ import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { MemoryPeopleStore } from './memory-people';
+import { bucketNamesOf, decideHold, ledgersOf, memberLedgerName, teamLedgerName, type TeamCaps } from './people-caps';
 import { bookingTime, utcDay } from './usage-days';
 import { atEndOfTurn } from '../http/turn';
 import { MemoryAuditLog } from '../audit/memory-audit-log';
@@ -92,17 +93,21 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     const window = this.rateWindows.hit(record.id, now, request.rateLimitWindowMs);
     const admitted = { outcome: 'admitted' as const, totalHits: window.hits, resetTime: new Date(window.resetAt) };
     if (!request.reservation || window.hits > record.rateLimitPerMinute) return { ...admitted, reserved: null };
-    const { month, credits, ttlMs, minCredits } = request.reservation;
-    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs, minCredits) };
+    const { month, credits, ttlMs, minCredits, teamCaps } = request.reservation;
+    return { ...admitted, reserved: this.reserveNow(record.id, month, credits, record.monthlyCreditCap, ttlMs, minCredits, teamCaps) };
   }
 
-  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): Promise<ReserveResult> {
-    return this.answer(() => this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits));
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, _deadline?: number, teamCaps?: TeamCaps): Promise<ReserveResult> {
+    return this.answer(() => this.reserveNow(keyId, month, credits, cap, ttlMs, minCredits, teamCaps));
   }
 
-  /** The check and the reservation as one step, as the Redis script is: nothing awaits in here. */
-  private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number): ReserveResult {
+  /**
+   * The check and the reservation as one step, as the Redis script is: nothing awaits in here. A team
+   * key's hold goes in its member's and team's buckets too (people-caps.ts), under the same id.
+   */
+  private reserveNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, teamCaps?: TeamCaps): ReserveResult {
     const now = this.clock();
+    if (teamCaps) return this.reserveInTeamNow(keyId, month, credits, cap, ttlMs, minCredits, teamCaps, now);
     const bucket = `${keyId}|${month}`;
     const spent = this.spend.get(bucket) ?? 0;
     const reserved = this.reservations.liveUnits(bucket, now);
@@ -110,7 +115,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     if (cap !== null && spent + reserved + units > toCreditUnits(cap)) {
       const left = toCreditUnits(cap) - spent - reserved;
       if (minCredits === undefined || left < toCreditUnitsCeil(minCredits)) {
-        return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap };
+        return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap, limit: 'key' };
       }
       units = left;
     }
@@ -120,10 +125,29 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     return { ok: true, reservation, spent: fromCreditUnits(spent) };
   }
 
+  /** reserveNow for a key in a team: its own, its member's and its team's ledgers, one rule (people-caps.ts). */
+  private reserveInTeamNow(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits: number | undefined, teamCaps: TeamCaps, now: number): ReserveResult {
+    const levels = ledgersOf(keyId, cap, teamCaps).map(({ name, ...level }) => {
+      const bucket = `${name}|${month}`;
+      return { ...level, bucket, spent: this.spend.get(bucket) ?? 0, reserved: this.reservations.liveUnits(bucket, now) };
+    });
+    const decided = decideHold(levels, toCreditUnitsCeil(credits), minCredits === undefined ? undefined : toCreditUnitsCeil(minCredits));
+    if (!decided.ok) {
+      const { level } = decided;
+      return { ok: false, spent: fromCreditUnits(level.spent), reserved: fromCreditUnits(level.reserved), cap: fromCreditUnits(level.cap!), limit: level.limit };
+    }
+    const held = decided.units === toCreditUnitsCeil(credits) ? credits : fromCreditUnits(decided.units);
+    const reservation: Reservation = { id: crypto.randomUUID(), keyId, month, credits: held, team: teamCaps.team, owner: teamCaps.owner };
+    for (const level of levels) this.reservations.add(level.bucket, reservation.id, decided.units, now + ttlMs);
+    return { ok: true, reservation, spent: fromCreditUnits(levels[0].spent) };
+  }
+
   renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     return this.answer(() => {
       const now = this.clock();
-      return this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now);
+      const renewed = this.reservations.renew(`${reservation.keyId}|${reservation.month}`, reservation.id, now + ttlMs, now);
+      if (reservation.team) for (const name of bucketNamesOf(reservation).slice(1)) this.reservations.renew(`${name}|${reservation.month}`, reservation.id, now + ttlMs, now);
+      return renewed;
     });
   }
 
@@ -139,6 +163,12 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     const units = toCreditUnits(usage.credits);
     this.changes += 1;
     this.spend.set(bucket, (this.spend.get(bucket) ?? 0) + units);
+    // A team key's member and team ledgers settle in the same step as its own.
+    if (reservation.team) for (const name of bucketNamesOf(reservation).slice(1)) {
+      const ledger = `${name}|${reservation.month}`;
+      this.reservations.take(ledger, reservation.id);
+      this.spend.set(ledger, (this.spend.get(ledger) ?? 0) + units);
+    }
     const ledgerKey = `${bucket}|${usage.model}`;
     const totals = this.ledger.get(ledgerKey) ?? emptyTotals(usage.model);
     addToTotals(totals, usage, units);
@@ -152,6 +182,10 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
     return fromCreditUnits(this.spend.get(`${keyId}|${month}`) ?? 0);
+  }
+
+  async getTeamMonthSpend(team: string, month: string, owner?: string): Promise<number> {
+    return fromCreditUnits(this.spend.get(`${owner === undefined ? teamLedgerName(team) : memberLedgerName(team, owner)}|${month}`) ?? 0);
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
@@ -261,5 +295,4 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {}
-
 }

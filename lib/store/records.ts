@@ -64,9 +64,9 @@ export interface NewKey {
   /** See KeyRecord. */
   declaredIn?: string;
   fileRevoked?: boolean;
-  /** See KeyRecord (a self-service key: its member and team). */
-  owner?: string | null;
+  /** See KeyRecord. */
   team?: string | null;
+  owner?: string | null;
 }
 
 /** The record a new key starts with: defaults for the optional fields, `createdAt` from `now` (epoch ms). */
@@ -81,15 +81,15 @@ export function createKeyRecord(input: NewKey, now: number): KeyRecord {
     allowedModels: input.allowedModels ? [...input.allowedModels] : null,
     monthlyCreditCap: input.monthlyCreditCap,
     keyGroup: input.keyGroup ?? 'default',
+    ...(input.declaredIn === undefined ? {} : { declaredIn: input.declaredIn, fileRevoked: input.fileRevoked ?? false, revokedAtRunTime: false }),
     ...(input.owner ? { owner: input.owner } : {}),
     ...(input.team ? { team: input.team } : {}),
-    ...(input.declaredIn === undefined ? {} : { declaredIn: input.declaredIn, fileRevoked: input.fileRevoked ?? false, revokedAtRunTime: false }),
   };
 }
 
 export type KeyPatch = Partial<Pick<KeyRecord,
   'name' | 'rateLimitPerMinute' | 'allowedModels' | 'monthlyCreditCap' | 'revoked' | 'alertThresholds' | 'revokedAtRunTime'
-  | 'declaredIn' | 'fileRevoked' | 'last4' | 'keyGroup'>>;
+  | 'declaredIn' | 'fileRevoked' | 'last4' | 'keyGroup' | 'team' | 'owner'>>;
 
 /**
  * Whether a store derives `revoked` for `patch` in the same atomic step as it writes it: a patch that
@@ -115,8 +115,21 @@ export interface Reservation {
    * the reservation written later, outside the request's own steps, name it.
    */
   requestId?: string;
+  /**
+   * The team (and member) whose month ledgers hold the same credits (lib/store/people-caps.ts): set
+   * when the hold was taken with a team's caps, so the settlement settles all of them. Absent: the key's only.
+   */
+  team?: string;
+  owner?: string | null;
 }
 
+/** The cap a hold is checked against: the key's own, its member's (team and owner) or its team's. */
+export type CapLevel = 'key' | 'member' | 'team';
+
+/**
+ * A hold's result. Refused: the figures of the cap that stopped it (`limit`, the tightest one that
+ * could not take the minimum; `key` when absent), credits.
+ */
 export type ReserveResult =
   | { ok: true; reservation: Reservation; spent: number }
-  | { ok: false; spent: number; reserved: number; cap: number };
+  | { ok: false; spent: number; reserved: number; cap: number; limit?: CapLevel };

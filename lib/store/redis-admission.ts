@@ -12,8 +12,9 @@ import { utcMonth } from './month';
 import { decodeRecord } from './redis-codec';
 import type { RedisConnection } from './redis-connection';
 import { BUCKET_RETENTION_MS, type RedisKeys } from './redis-keys';
-import { ADMIT, FIND_KEY } from './redis-scripts';
-import type { AdmissionRequest, AdmissionResult, KeySnapshot, ReserveResult } from './types';
+import { admissionInTeam, reserveInTeam } from './redis-team-caps';
+import { ADMIT, FIND_KEY, RESERVE_CREDITS } from './redis-scripts';
+import type { AdmissionRequest, AdmissionResult, KeySnapshot, ReserveResult, TeamCaps } from './types';
 
 /**
  * How long before an admission's deadline the script stops admitting, ms, at most (and at most a
@@ -40,12 +41,14 @@ export class RedisAdmission {
     // The key id a secret belongs to never changes: a copy kept, if any, names it.
     const id = this.snapshots.get(sha256)?.snapshot.key.id ?? (await this.connection.commands.get(this.keys.secret(sha256)));
     if (!id) return null;
-    const found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[], string] | null;
+    let found = (await this.connection.run(FIND_KEY, [this.keys.key(id), this.keys.secrets(id)], [sha256])) as [string[] | 'moved', string] | null;
+    // A key in a team lives under its team's tag; `{<id>}:key` points there (redis-key-move.ts).
+    if (found?.[0] === 'moved') found = (await this.connection.run(FIND_KEY, [this.keys.key(id, found[1]), this.keys.secrets(id, found[1])], [sha256])) as [string[], string] | null;
     if (!found || !secretLive(found[1], now)) {
       this.snapshots.delete(sha256);
       return null;
     }
-    return this.remember(sha256, decodeSnapshot(found[0]), found[1]);
+    return this.remember(sha256, decodeSnapshot(found[0] as string[]), found[1]);
   }
 
   async admit(request: AdmissionRequest): Promise<AdmissionResult> {
@@ -53,18 +56,25 @@ export class RedisAdmission {
     const { id } = snapshot.key;
     const hold = reservation && { id: crypto.randomUUID(), units: toCreditUnitsCeil(reservation.credits) };
     const cap = snapshot.key.monthlyCreditCap;
+    const team = snapshot.key.team;
+    const month = reservation?.month ?? utcMonth(now);
+    // A team key's hold touches its member's and team's ledgers too (redis-team-caps.ts); any other runs ADMIT as before.
+    const inTeam = hold && reservation!.teamCaps ? admissionInTeam(this.keys, reservation!.teamCaps, month) : null;
     const reply = (await this.connection.run(
-      ADMIT,
-      [this.keys.key(id), this.keys.secrets(id), this.keys.rate(id), this.keys.credits(id, reservation?.month ?? utcMonth(now))],
+      inTeam?.script ?? ADMIT,
+      [this.keys.key(id, team), this.keys.secrets(id, team), this.keys.rate(id, team), this.keys.credits(id, month, team), ...(inTeam?.keys ?? [])],
       [request.secretSha256, String(snapshot.version), String(now), String(request.rateLimitWindowMs), String(snapshot.key.rateLimitPerMinute),
         deadlineArg(this.connection, request.deadline),
         ...(hold ? [hold.id, String(hold.units), String(cap === null ? -1 : toCreditUnits(cap)), String(now + reservation!.ttlMs),
-          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(reservation!.minCredits)] : [])],
+          String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(reservation!.minCredits)] : []), ...(inTeam?.args ?? [])],
     )) as [string, ...unknown[]];
     // Nothing was counted or held; the caller has most likely answered 503 already.
     if (reply[0] === 'late') throw new Error('the admission reached Redis after its deadline (store.timeoutMs): nothing counted or held');
     if (reply[0] === 'unknown' || reply[0] === 'revoked') {
       this.snapshots.delete(request.secretSha256);
+      // Unknown where this copy of the record put it: the key may have moved to or from a team since.
+      const moved = reply[0] === 'unknown' ? await this.identifyKey(request.secretSha256, now, true) : null;
+      if (moved && (moved.key.team ?? null) !== (team ?? null)) return { outcome: 'changed', snapshot: moved };
       return { outcome: 'refused', reason: reply[0] };
     }
     if (reply[0] === 'changed') {
@@ -74,10 +84,33 @@ export class RedisAdmission {
     const [, hits, leftMs, ok, spent, reserved, held] = reply as [string, number, number, number?, number?, number?, number?];
     const admitted = { outcome: 'admitted' as const, totalHits: hits, resetTime: new Date(now + leftMs) };
     if (!hold || ok === undefined) return { ...admitted, reserved: null };
+    if (inTeam) return { ...admitted, reserved: inTeam.result((reply as number[]).slice(3), { ...hold, credits: reservation!.credits }, id, cap) };
     const result: ReserveResult = ok === 1
       ? { ok: true, reservation: { id: hold.id, keyId: id, month: reservation!.month, credits: heldCredits(held!, hold.units, reservation!.credits) }, spent: fromCreditUnits(spent!) }
-      : { ok: false, spent: fromCreditUnits(spent!), reserved: fromCreditUnits(reserved!), cap: cap! };
+      : { ok: false, spent: fromCreditUnits(spent!), reserved: fromCreditUnits(reserved!), cap: cap!, limit: 'key' };
     return { ...admitted, reserved: result };
+  }
+
+  /**
+   * A hold outside an admission (GatewayStore.reserveCredits); a team key's in its member's and team's
+   * ledgers too (redis-team-caps.ts).
+   * @throws Error when the script reached Redis after `deadline` (epoch ms, this process's clock): nothing held
+   */
+  async reserve(request: { keyId: string; month: string; credits: number; cap: number | null; now: number; ttlMs: number; minCredits?: number; deadline?: number; teamCaps?: TeamCaps }): Promise<ReserveResult> {
+    const { keyId, month, credits, cap, now, ttlMs, teamCaps } = request;
+    const [minUnits, deadline] = [minUnitsArg(request.minCredits), deadlineArg(this.connection, request.deadline)];
+    if (teamCaps) return reserveInTeam(this.connection, this.keys, { keyId, month, credits, cap, now, ttlMs, minUnits, deadline, teamCaps });
+    const id = crypto.randomUUID();
+    const units = toCreditUnitsCeil(credits);
+    const [ok, spent, reserved, held] = (await this.connection.run(
+      RESERVE_CREDITS,
+      [this.keys.credits(keyId, month)],
+      [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
+        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnits, deadline],
+    )) as [number, number, number, number];
+    if (ok === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');
+    if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap!, limit: 'key' };
+    return { ok: true, reservation: { id, keyId, month, credits: heldCredits(held, units, credits) }, spent: fromCreditUnits(spent) };
   }
 
   /** Keep the key as read for `sha256` (the oldest copy goes when SNAPSHOTS_KEPT are kept). */

@@ -6,6 +6,7 @@
 import type { RedisConnection } from './redis-connection';
 import { encodeRecord, decodeRecord, translateScriptError } from './redis-codec';
 import type { RedisKeys } from './redis-keys';
+import { locateKey } from './redis-key-move';
 import { CREATE_KEY, REPLACE_SECRET, ROTATE_KEY } from './redis-scripts';
 import type { KeyRecord, KeySecret } from './types';
 
@@ -28,17 +29,20 @@ async function claimSecret(connection: RedisConnection, keys: RedisKeys, sha256:
  */
 export async function createRedisKey(connection: RedisConnection, keys: RedisKeys, record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
   const { commands } = connection;
+  const team = record.team ?? null;
   if ((await commands.exists(keys.key(record.id))) === 1) {
     if (onlyIfAbsent) return;
     throw translateScriptError(new Error('exists'), record.id);
   }
   const claimed = await claimSecret(connection, keys, sha256, record.id);
   try {
-    await connection.run(CREATE_KEY, [keys.key(record.id), keys.secrets(record.id)], [sha256, onlyIfAbsent ? '1' : '0', ...encodeRecord(record)]);
+    await connection.run(CREATE_KEY, [keys.key(record.id, team), keys.secrets(record.id, team)], [sha256, onlyIfAbsent ? '1' : '0', ...encodeRecord(record)]);
   } catch (err) {
     if (claimed) await commands.del(keys.secret(sha256));
     throw translateScriptError(err, record.id);
   }
+  // A key in a team lives under the team's hash tag; its own tag points there (redis-key-move.ts).
+  if (team !== null) await commands.hSet(keys.key(record.id), 'movedTo', team);
   await commands.sAdd(keys.keys, record.id);
 }
 
@@ -51,10 +55,11 @@ export async function rotateRedisKey(
   connection: RedisConnection, keys: RedisKeys, id: string, secret: KeySecret, last4: string, graceMs: number, now: number,
 ): Promise<KeyRecord> {
     if ((await connection.commands.exists(keys.key(id))) === 0) throw translateScriptError(new Error('missing'), id);
+    const team = await locateKey(connection, keys, id);
     if (!(await claimSecret(connection, keys, secret.sha256, id))) throw new Error('that secret is already in use');
     let reply: [string[], string[], string[]];
     try {
-      reply = (await connection.run(ROTATE_KEY, [keys.key(id), keys.secrets(id)],
+      reply = (await connection.run(ROTATE_KEY, [keys.key(id, team), keys.secrets(id, team)],
         [secret.sha256, JSON.stringify(last4), String(now), String(graceMs)])) as [string[], string[], string[]];
     } catch (err) {
       await connection.commands.del(keys.secret(secret.sha256));
@@ -76,10 +81,11 @@ export async function rotateRedisKey(
  */
 export async function replaceRedisSecret(connection: RedisConnection, keys: RedisKeys, id: string, secret: KeySecret, last4: string): Promise<boolean> {
   if ((await connection.commands.exists(keys.key(id))) === 0) throw translateScriptError(new Error('missing'), id);
+  const team = await locateKey(connection, keys, id);
   const claimed = await claimSecret(connection, keys, secret.sha256, id);
   let reply: [number, string[]];
   try {
-    reply = (await connection.run(REPLACE_SECRET, [keys.key(id), keys.secrets(id)], [secret.sha256, JSON.stringify(last4)])) as [number, string[]];
+    reply = (await connection.run(REPLACE_SECRET, [keys.key(id, team), keys.secrets(id, team)], [secret.sha256, JSON.stringify(last4)])) as [number, string[]];
   } catch (err) {
     if (claimed) await connection.commands.del(keys.secret(secret.sha256));
     throw translateScriptError(err, id);

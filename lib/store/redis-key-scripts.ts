@@ -5,11 +5,14 @@
 
 /**
  * Read a key and the state of one of its secrets. KEYS: key, secrets. ARGV: sha.
- * Returns nil, or {record hash as a flat field/value list (with `version`), this secret's state}.
+ * Returns nil, {record hash as a flat field/value list (with `version`), this secret's state}, or
+ * {'moved', team} for the pointer a key in a team leaves under its own tag (redis-key-move.ts).
  */
 export const FIND_KEY = `
 local record = redis.call('HGETALL', KEYS[1])
 if #record == 0 then return nil end
+local moved = redis.call('HGET', KEYS[1], 'movedTo')
+if moved then return {'moved', moved} end
 local secret = redis.call('HGET', KEYS[2], ARGV[1])
 if not secret then return nil end
 return {record, secret}

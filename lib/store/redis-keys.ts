@@ -10,6 +10,16 @@ export const REDIS_LAYOUT = '2';
 /** How long a month's credit and usage buckets are kept after their last write: 400 days. */
 export const BUCKET_RETENTION_MS = 400 * 24 * 60 * 60 * 1000;
 
+/**
+ * Where key `id`'s state lives: under its own hash tag `{<id>}`, or, for a key in team `team`, under
+ * the team's `{team:<team>}` (`:k:<id>` after it), so a team key's admission reaches its member's and
+ * team's ledgers in the same Redis Cluster slot (redis-team-caps.ts). A key in a team leaves a pointer
+ * at `{<id>}:key` (field `movedTo`: the team) for the calls that know only its id.
+ */
+function keyTag(id: string, team: string | null | undefined): string {
+  return team ? `{team:${team}}:k:${id}` : `{${id}}`;
+}
+
 export class RedisKeys {
   /**
    * @param prefix prefix of every key (`REDIS_PREFIX`)
@@ -20,38 +30,51 @@ export class RedisKeys {
   }
 
   /** The key record hash of key `id`. */
-  key(id: string): string {
-    return `${this.prefix}{${id}}:key`;
+  key(id: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:key`;
   }
 
   /** Secret sha256 -> state, of key `id`. */
-  secrets(id: string): string {
-    return `${this.prefix}{${id}}:secrets`;
+  secrets(id: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:secrets`;
   }
 
   /** The credit bucket (spent and holds) of key `id` in `month` (YYYY-MM). */
-  credits(id: string, month: string): string {
-    return `${this.prefix}{${id}}:credits:${month}`;
+  credits(id: string, month: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:credits:${month}`;
   }
 
   /** Usage totals per model of key `id` in `month`. */
-  usage(id: string, month: string): string {
-    return `${this.prefix}{${id}}:usage:${month}`;
+  usage(id: string, month: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:usage:${month}`;
   }
 
   /** Usage totals per day and model of key `id` in `month`. */
-  usageDay(id: string, month: string): string {
-    return `${this.prefix}{${id}}:usage-day:${month}`;
+  usageDay(id: string, month: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:usage-day:${month}`;
   }
 
   /** Reservations of key `id` settled lately (so a settlement whose hold was lost is told from a repeat). */
-  settled(id: string): string {
-    return `${this.prefix}{${id}}:settled`;
+  settled(id: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:settled`;
   }
 
   /** The rate-limit window counter of key `id`. */
-  rate(id: string): string {
-    return `${this.prefix}{${id}}:rl`;
+  rate(id: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:rl`;
+  }
+
+  /**
+   * The month ledger (`spent`, holds) of team `team`, under the team's hash tag (people-caps.ts): a
+   * team key's admission holds its credits here and in its member's ledger in the same script.
+   */
+  teamCredits(team: string, month: string): string {
+    return `${this.prefix}{team:${team}}:credits:${month}`;
+  }
+
+  /** The month ledger of member `owner` (an OIDC subject) of team `team`, under the team's hash tag. */
+  memberCredits(team: string, owner: string, month: string): string {
+    return `${this.prefix}{team:${team}}:member:${encodeURIComponent(owner)}:${month}`;
   }
 
   /** Secret sha256 -> key id. */
@@ -68,9 +91,9 @@ export class RedisKeys {
     return `${this.prefix}request-log`;
   }
 
-  /** A key's request log outbox (redis-request-log.ts), in the key's slot. */
-  logOutbox(id: string): string {
-    return `${this.prefix}{${id}}:log-outbox`;
+  /** A key's request log outbox (redis-request-log.ts), in the key's slot (its team's for a team key). */
+  logOutbox(id: string, team?: string | null): string {
+    return `${this.prefix}${keyTag(id, team)}:log-outbox`;
   }
 
   /**

@@ -61,7 +61,7 @@ export async function migrateLayout(connection: RedisConnection, keys: RedisKeys
 }
 
 /** Copy a hash to its new name with its expiry, then delete the old one. Returns false when there was none. */
-async function moveHash(connection: RedisConnection, from: string, to: string): Promise<boolean> {
+export async function moveHash(connection: RedisConnection, from: string, to: string): Promise<boolean> {
   const { commands } = connection;
   const fields = await commands.hGetAll(from);
   if (Object.keys(fields).length === 0) return false;
@@ -73,7 +73,7 @@ async function moveHash(connection: RedisConnection, from: string, to: string): 
 }
 
 /** Every key matching `pattern` on every primary. */
-async function scanAll(connection: RedisConnection, pattern: string): Promise<string[]> {
+export async function scanAll(connection: RedisConnection, pattern: string): Promise<string[]> {
   const found: string[] = [];
   for (const node of await connection.primaries()) {
     for await (const batch of node.scanIterator({ MATCH: pattern, COUNT: 1000 })) found.push(...batch);
@@ -82,6 +82,6 @@ async function scanAll(connection: RedisConnection, pattern: string): Promise<st
 }
 
 /** `text` with the characters SCAN's MATCH treats as a pattern escaped. */
-function globEscape(text: string): string {
+export function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, '\\$&');
 }

@@ -1,7 +1,7 @@
 /**
  * The request log of the Redis store (a stream, `request-log`) and, on a Redis Cluster, the outbox that
  * makes a settlement and its record one atomic step although the log is in another slot: the
- * settlement script (SETTLE_CREDITS) writes the record into the key's own outbox (`{<id>}:log-outbox`)
+ * settlement script (SETTLE_CREDITS) writes the record into the key's own outbox (`{<id>}:log-outbox`, a team key's under its team's tag, `{team:<team>}:k:<id>:log-outbox`)
  * in the same step as the spend; the settling instance then moves it into the log (MOVE_LOG_RECORD,
  * once per record id, so a repeated move appends nothing) and deletes it from the outbox. A record a
  * crash or a failure left in an outbox is moved by the sweep every instance runs at start and every
@@ -11,6 +11,7 @@ import type { InFlight } from '../http/in-flight';
 import type { Clock } from './month';
 import type { RedisConnection } from './redis-connection';
 import type { RedisKeys } from './redis-keys';
+import { locateKey } from './redis-key-move';
 import { APPEND_REQUEST_LOG, MOVE_LOG_RECORD } from './redis-scripts';
 import { decodeLogPage, encodeLogRecord, LOG_ID_SLACK_MS } from './redis-spend';
 import { DEFAULT_REQUEST_LOG_RETENTION_MS } from './memory-spend';
@@ -61,46 +62,47 @@ export class RedisRequestLog {
    * The fifth key and the arguments SETTLE_CREDITS takes to write `record` in the settlement's own step:
    * the log itself on one server, the key's outbox (entry `recordId`) on a cluster.
    */
-  settlementPart(keyId: string, recordId: string, record: RequestLogRecord, now: number): { key: string; args: string[] } {
+  settlementPart(keyId: string, team: string | null | undefined, recordId: string, record: RequestLogRecord, now: number): { key: string; args: string[] } {
     const args = this.argsOf(record, now);
     if (this.connection.mode === 'single') return { key: this.keys.requestLog, args };
-    return { key: this.keys.logOutbox(keyId), args: [recordId, JSON.stringify(args), String(this.retentionMs + LOG_TTL_MARGIN_MS)] };
+    return { key: this.keys.logOutbox(keyId, team), args: [recordId, JSON.stringify(args), String(this.retentionMs + LOG_TTL_MARGIN_MS)] };
   }
 
   /**
    * After a settlement that took effect on a cluster: move its record out of the outbox now. A failure
    * leaves it there for the sweep (reported through onError, never rejects).
    */
-  async afterSettlement(keyId: string, recordId: string): Promise<void> {
+  async afterSettlement(keyId: string, team: string | null | undefined, recordId: string): Promise<void> {
     if (this.connection.mode === 'single') return;
-    await this.moveFrom(keyId, [recordId]).catch((err: Error) => {
+    const outbox = this.keys.logOutbox(keyId, team);
+    await this.moveFrom(outbox, [recordId]).catch((err: Error) => {
       this.onError?.(new Error(`request log record ${recordId} left in its outbox, tried again shortly: ${err.message}`));
-      this.retryMove(keyId, recordId, 0);
+      this.retryMove(outbox, recordId, 0);
     });
   }
 
   /**
-   * Try a failed move again after MOVE_RETRY_DELAYS_MS[attempt] (a failover takes a few seconds), so a
-   * record is in the log within seconds, not at the next sweep; after the last, the sweep moves it.
+   * Try a failed move out of `outbox` again after MOVE_RETRY_DELAYS_MS[attempt] (a failover takes a few
+   * seconds), so a record is in the log within seconds, not at the next sweep; after the last, the sweep
+   * moves it (a key that changed team meanwhile took its outbox along: the sweep finds it there).
    */
-  private retryMove(keyId: string, recordId: string, attempt: number): void {
+  private retryMove(outbox: string, recordId: string, attempt: number): void {
     const delay = MOVE_RETRY_DELAYS_MS[attempt];
     if (delay === undefined || this.closed) return;
     const timer = setTimeout(() => {
       this.retries.delete(timer);
-      this.moveFrom(keyId, [recordId]).catch(() => this.retryMove(keyId, recordId, attempt + 1));
+      this.moveFrom(outbox, [recordId]).catch(() => this.retryMove(outbox, recordId, attempt + 1));
     }, delay).unref();
     this.retries.add(timer);
   }
 
   /**
-   * Move the records `ids` (all when absent) of key `keyId`'s outbox into the log, each once, and
-   * delete them from the outbox.
+   * Move the records `ids` (all when absent) of the outbox `outbox` (a key's, RedisKeys.logOutbox)
+   * into the log, each once, and delete them from the outbox.
    * @returns how many records were appended (a record moved before is deleted, not appended)
    * @throws Error when Redis fails (what is left stays in the outbox)
    */
-  private async moveFrom(keyId: string, ids?: string[]): Promise<number> {
-    const outbox = this.keys.logOutbox(keyId);
+  private async moveFrom(outbox: string, ids?: string[]): Promise<number> {
     const entries: Array<readonly [string, string | null | undefined]> = ids
       ? await Promise.all(ids.map(async (id) => [id, await this.connection.commands.hGet(outbox, id)] as const))
       : Object.entries(await this.connection.commands.hGetAll(outbox));
@@ -123,7 +125,12 @@ export class RedisRequestLog {
   async sweep(): Promise<number> {
     if (this.connection.mode === 'single') return 0;
     let appended = 0;
-    for (const keyId of await this.connection.commands.sMembers(this.keys.keys)) appended += await this.moveFrom(keyId);
+    for (const keyId of await this.connection.commands.sMembers(this.keys.keys)) {
+      appended += await this.moveFrom(this.keys.logOutbox(keyId));
+      // A team key's settlements write to the outbox under its team's tag (redis-key-move.ts).
+      const team = await locateKey(this.connection, this.keys, keyId);
+      if (team) appended += await this.moveFrom(this.keys.logOutbox(keyId, team));
+    }
     return appended;
   }
 

@@ -100,20 +100,11 @@ export const RESERVE_CREDITS = `${DEADLINE_LUA('ARGV[9]', '{-1}')}
 ${RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]')}`;
 
 /**
- * A request's admission (GatewayStore.admit), the one round trip before its upstream call: check the
- * secret and the record's version and revocation, count the request in the rate-limit window, and
- * when it is within the limit and a hold is asked for, reserve its credits (RESERVE_LUA).
- * First its deadline (DEADLINE_LUA): past it the gateway has answered the request already (503), so
- * the script does nothing: a stalled server that runs it late holds and counts nothing.
- * KEYS: key, secrets, rl, credits:<month>. ARGV: sha, expected version, now, window (ms), limit,
- * deadline (server epoch ms; -1: none), then (or nothing, for no hold) reservation id, credit units,
- * cap units (-1: none), hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit
- * units (-1: none).
- * Returns {'late'} | {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits,
- * window ms left[, 1|0, spent, reserved, held units]}.
+ * Lua of an admission (ADMIT, and a team key's, redis-team-caps.ts) up to its hold: the secret, the
+ * record's version and revocation, the count in the rate-limit window; returns early unless a hold is
+ * asked for and the request is within its limit. Leaves `hits` and `left` (window ms) set.
  */
-export const ADMIT = `${DEADLINE_LUA('ARGV[6]', "{'late'}")}
-local state = redis.call('HGET', KEYS[2], ARGV[1])
+export const ADMIT_CHECK_LUA = `local state = redis.call('HGET', KEYS[2], ARGV[1])
 if not state or (state ~= 'current' and tonumber(state) <= tonumber(ARGV[3])) then return {'unknown'} end
 local record = redis.call('HMGET', KEYS[1], 'version', 'revoked')
 if (record[1] or '0') ~= ARGV[2] then
@@ -127,7 +118,23 @@ if left <= 0 then
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
   left = tonumber(ARGV[4])
 end
-if #ARGV < 7 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end
+if #ARGV < 7 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} end`;
+
+/**
+ * A request's admission (GatewayStore.admit), the one round trip before its upstream call: check the
+ * secret and the record's version and revocation, count the request in the rate-limit window, and
+ * when it is within the limit and a hold is asked for, reserve its credits (RESERVE_LUA).
+ * First its deadline (DEADLINE_LUA): past it the gateway has answered the request already (503), so
+ * the script does nothing: a stalled server that runs it late holds and counts nothing.
+ * KEYS: key, secrets, rl, credits:<month>. ARGV: sha, expected version, now, window (ms), limit,
+ * deadline (server epoch ms; -1: none), then (or nothing, for no hold) reservation id, credit units,
+ * cap units (-1: none), hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit
+ * units (-1: none).
+ * Returns {'late'} | {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits,
+ * window ms left[, 1|0, spent, reserved, held units]}.
+ */
+export const ADMIT = `${DEADLINE_LUA('ARGV[6]', "{'late'}")}
+${ADMIT_CHECK_LUA}
 local function reserve()
 ${RESERVE_LUA('KEYS[4]', 'ARGV[7]', 'ARGV[8]', 'ARGV[9]', 'ARGV[3]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]', 'ARGV[13]')}
 end
@@ -167,7 +174,9 @@ return 1
  * bucket ttl (ms), day (YYYY-MM-DD), now (ms), forget (ms)[, record JSON, booking ms, oldest id to keep
  * (ms), log ttl (ms) | record id, outbox entry JSON, outbox ttl (ms)]. Returns 1 when recorded, 0 when ignored.
  */
-export const SETTLE_CREDITS = `
+function SETTLE_LUA(people: number): string {
+  const log = 5 + people;
+  return `
 local held = redis.call('HDEL', KEYS[1], 'hold:' .. ARGV[1])
 if held == 0 then held = redis.call('HDEL', KEYS[1], 'expired:' .. ARGV[1]) end
 if held == 0 and redis.call('ZSCORE', KEYS[4], ARGV[1]) then return 0 end
@@ -190,14 +199,28 @@ redis.call('HINCRBY', KEYS[3], d .. 'requests', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
 redis.call('PEXPIRE', KEYS[3], ARGV[8])
-if #KEYS == 5 and #ARGV == 15 then
-${APPEND_LOG_LUA('KEYS[5]', 'ARGV[12]', 'ARGV[13]', 'ARGV[14]', 'ARGV[15]')}
-elseif #KEYS == 5 then
-redis.call('HSET', KEYS[5], ARGV[12], ARGV[13])
-redis.call('PEXPIRE', KEYS[5], ARGV[14])
+${people === 0 ? '' : `for i = 5, ${4 + people} do
+  redis.call('HDEL', KEYS[i], 'hold:' .. ARGV[1], 'expired:' .. ARGV[1])
+  redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
+  redis.call('PEXPIRE', KEYS[i], ARGV[8])
+end`}
+if #KEYS == ${log} and #ARGV == 15 then
+${APPEND_LOG_LUA(`KEYS[${log}]`, 'ARGV[12]', 'ARGV[13]', 'ARGV[14]', 'ARGV[15]')}
+elseif #KEYS == ${log} then
+redis.call('HSET', KEYS[${log}], ARGV[12], ARGV[13])
+redis.call('PEXPIRE', KEYS[${log}], ARGV[14])
 end
 return 1
 `;
+}
+
+export const SETTLE_CREDITS = SETTLE_LUA(0);
+/** SETTLE_CREDITS of a team key: its team's ledger (KEYS[5]) settles in the same step. */
+export const SETTLE_IN_TEAM = SETTLE_LUA(1);
+/** SETTLE_CREDITS of a team key with an owner: its member's (KEYS[5]) and team's (KEYS[6]) ledgers too. */
+export const SETTLE_IN_TEAM_AS_MEMBER = SETTLE_LUA(2);
+
+
 
 /**
  * Lua that appends a request log record, with an id at its booking ms, or at the newest entry's ms

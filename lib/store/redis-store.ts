@@ -5,17 +5,18 @@
  * hash tag and so one cluster slot. A request waits for one round trip before its upstream call, its
  * admission (redis-admission.ts).
  */
-import crypto from 'node:crypto';
-import { checkSettledFigures, fromCreditUnits, toCreditUnits, toCreditUnitsCeil } from './credits';
+import { checkSettledFigures, fromCreditUnits, toCreditUnits } from './credits';
 import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import { systemClock, type Clock } from './month';
 import { connectRedis, type RedisConnection, type RedisConnectionOptions } from './redis-connection';
-import { deadlineArg, heldCredits, minUnitsArg, RedisAdmission } from './redis-admission';
+import { RedisAdmission } from './redis-admission';
 import { createRedisKey, replaceRedisSecret, rotateRedisKey } from './redis-key-admin';
 import { BUCKET_RETENTION_MS, RedisKeys } from './redis-keys';
 import { migrateLayout } from './redis-migration';
 import { RedisObjects } from './redis-objects';
-import { RENEW_RESERVATION, RESERVE_CREDITS, SETTLE_CREDITS, UPDATE_KEY } from './redis-scripts';
+import { RENEW_RESERVATION, UPDATE_KEY } from './redis-scripts';
+import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-team-caps';
+import { locateKey, moveKeyState } from './redis-key-move';
 import { decodeDailyUsage } from './redis-spend';
 import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
@@ -26,6 +27,7 @@ import {
   createKeyRecord, type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
   type NewKey, type Reservation, type PinnedObject, type ReserveResult, type StoredResponse, type UsageEntry, type UsageTotals,
   type BudgetAlert, type DailyUsageTotals, type PendingBudgetAlert, type RequestLogPage, type RequestLogRecord, type AuditDraft, type AuditEntry, type AuditHead,
+  type TeamCaps,
 } from './types';
 import { RedisAuditLog } from '../audit/redis-audit-log';
 
@@ -97,7 +99,8 @@ export class RedisStore implements GatewayStore {
   }
 
   async getKey(id: string): Promise<KeyRecord | null> {
-    const record = await this.connection.commands.hGetAll(this.keys.key(id));
+    let record = await this.connection.commands.hGetAll(this.keys.key(id));
+    if (record.movedTo) record = await this.connection.commands.hGetAll(this.keys.key(id, record.movedTo));
     return Object.keys(record).length === 0 ? null : decodeRecord(Object.entries(record).flat());
   }
 
@@ -119,8 +122,11 @@ export class RedisStore implements GatewayStore {
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
+    const team = await locateKey(this.connection, this.keys, id);
+    // Joining, leaving or changing team moves the key's state to that team's hash tag first (redis-key-move.ts).
+    if (patch.team !== undefined && (patch.team ?? null) !== team && (await this.connection.commands.exists(this.keys.key(id, team)))) await moveKeyState(this.connection, this.keys, id, team, patch.team ?? null);
     try {
-      return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id)], fields)) as string[]);
+      return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id, patch.team === undefined ? team : patch.team)], fields)) as string[]);
     } catch (err) {
       throw translateScriptError(err, id);
     }
@@ -134,28 +140,15 @@ export class RedisStore implements GatewayStore {
     return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
   }
 
-  async reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number): Promise<ReserveResult> {
-    const now = this.clock();
-    const id = crypto.randomUUID();
-    const units = toCreditUnitsCeil(credits);
-    const [ok, spent, reserved, held] = (await this.connection.run(
-      RESERVE_CREDITS,
-      [this.keys.credits(keyId, month)],
-      [id, String(units), String(cap === null ? -1 : toCreditUnits(cap)), String(now), String(now + ttlMs),
-        String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnitsArg(minCredits), deadlineArg(this.connection, deadline)],
-    )) as [number, number, number, number];
-    if (ok === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');
-    if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap! };
-    return { ok: true, reservation: { id, keyId, month, credits: heldCredits(held, units, credits) }, spent: fromCreditUnits(spent) };
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number, teamCaps?: TeamCaps): Promise<ReserveResult> {
+    return this.admission.reserve({ keyId, month, credits, cap, now: this.clock(), ttlMs, minCredits, deadline, teamCaps });
   }
 
   async renewReservation(reservation: Reservation, ttlMs: number): Promise<boolean> {
     const now = this.clock();
-    const renewed = await this.connection.run(
-      RENEW_RESERVATION,
-      [this.keys.credits(reservation.keyId, reservation.month)],
-      [reservation.id, String(now), String(now + ttlMs)],
-    );
+    const ledgers = reservationLedgers(this.keys, reservation);
+    const renewed = await this.connection.run(ledgers.length > 0 ? RENEW_IN_TEAM : RENEW_RESERVATION, [this.keys.credits(reservation.keyId, reservation.month, reservation.team), ...ledgers],
+      [reservation.id, String(now), String(now + ttlMs)]);
     return Number(renewed) === 1;
   }
 
@@ -165,35 +158,41 @@ export class RedisStore implements GatewayStore {
   }
 
   private async settle(reservation: Reservation, usage: UsageEntry): Promise<void> {
-    const { keyId, month } = reservation;
+    const { keyId, month, team } = reservation;
     const now = this.clock();
     const at = bookingTime(usage.at ?? now, month);
     const units = toCreditUnits(usage.credits);
     const record = usage.log && { ...usage.log, time: at, credits: fromCreditUnits(units) };
     // The record is written by the settlement's own script (the log, or on a cluster the key's outbox): no crash splits them.
-    const log = record && this.requestLog.settlementPart(keyId, reservation.id, record, now);
-    const recorded = await this.connection.run(
-      SETTLE_CREDITS,
-      [this.keys.credits(keyId, month), this.keys.usage(keyId, month), this.keys.usageDay(keyId, month), this.keys.settled(keyId), ...(log ? [log.key] : [])],
+    const log = record && this.requestLog.settlementPart(keyId, team, reservation.id, record, now);
+    // A team key's member and team ledgers settle in the same script (redis-team-caps.ts).
+    const ledgers = reservationLedgers(this.keys, reservation);
+    const recorded = await this.connection.run(settleScriptFor(ledgers.length),
+      [this.keys.credits(keyId, month, team), this.keys.usage(keyId, month, team), this.keys.usageDay(keyId, month, team), this.keys.settled(keyId, team), ...ledgers,
+        ...(log ? [log.key] : [])],
       [reservation.id, String(units), usage.model, String(usage.inputTokens), String(usage.outputTokens),
         String(usage.cacheCreationInputTokens), String(usage.cacheReadInputTokens), String(BUCKET_RETENTION_MS), utcDay(at),
         String(now), String(EXPIRED_RESERVATION_MEMORY_MS), ...(log ? log.args : [])],
     );
-    if (Number(recorded) === 1 && log) await this.requestLog.afterSettlement(keyId, reservation.id);
+    if (Number(recorded) === 1 && log) await this.requestLog.afterSettlement(keyId, team, reservation.id);
   }
 
   async getMonthSpend(keyId: string, month: string): Promise<number> {
-    return fromCreditUnits(Number((await this.connection.commands.hGet(this.keys.credits(keyId, month), 'spent')) ?? 0));
+    return fromCreditUnits(Number((await this.connection.commands.hGet(this.keys.credits(keyId, month, await locateKey(this.connection, this.keys, keyId)), 'spent')) ?? 0));
+  }
+
+  async getTeamMonthSpend(team: string, month: string, owner?: string): Promise<number> {
+    return fromCreditUnits(Number((await this.connection.commands.hGet(owner === undefined ? this.keys.teamCredits(team, month) : this.keys.memberCredits(team, owner, month), 'spent')) ?? 0));
   }
 
   async getUsage(keyId: string, month: string): Promise<UsageTotals[]> {
-    return decodeUsage(await this.connection.commands.hGetAll(this.keys.usage(keyId, month)));
+    return decodeUsage(await this.connection.commands.hGetAll(this.keys.usage(keyId, month, await locateKey(this.connection, this.keys, keyId))));
   }
 
   // Spend visibility: usage by day, the request log, budget alerts (docs/spend.md).
 
   async getDailyUsage(keyId: string, month: string): Promise<DailyUsageTotals[]> {
-    return decodeDailyUsage(await this.connection.commands.hGetAll(this.keys.usageDay(keyId, month)));
+    return decodeDailyUsage(await this.connection.commands.hGetAll(this.keys.usageDay(keyId, month, await locateKey(this.connection, this.keys, keyId))));
   }
 
   async appendRequestLog(record: RequestLogRecord): Promise<void> {

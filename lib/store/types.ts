@@ -7,11 +7,12 @@
 import type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
 import type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
 import type { AuditLogStore } from '../audit/audit-types';
-
+import type { TeamCaps } from './people-caps';
 export type { AdmissionRequest, AdmissionResult, KeySnapshot } from './admission-types';
 export { createKeyRecord } from './records';
-export type { KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
+export type { CapLevel, KeyPatch, KeyRecord, KeySecret, NewKey, Reservation, ReserveResult } from './records';
 export type { AuditDraft, AuditEntry, AuditHead, AuditLogStore } from '../audit/audit-types';
+export type { TeamCaps } from './people-caps';
 
 /** Token counts and credits of one settled request, for the ledger. */
 export interface UsageEntry {
@@ -101,12 +102,13 @@ export interface RequestLogPage {
   cursor: string | null;
 }
 
-/** A budget alert: a key's monthly spend crossed `threshold` percent of its cap. */
+/** A budget alert: a key's (or, with `team`, a team's: its cap and ledger) monthly spend crossed `threshold` percent of its cap. */
 export interface BudgetAlert {
-  /** `<keyId>:<month>:<threshold>`: at most one alert per key, month and threshold, ever. */
+  /** `<keyId>:<month>:<threshold>` (a team's: `team:<team>:<month>:<threshold>`): one per key or team, month and threshold, ever. */
   id: string;
-  keyId: string;
+  keyId: string; // the key whose settlement crossed it
   keyName: string;
+  team?: string;
   /** Percent of the cap. */
   threshold: number;
   /** Settled credits of the month when the threshold was crossed. */
@@ -198,13 +200,13 @@ export interface LedgerStore {
    */
   admit(request: AdmissionRequest): Promise<AdmissionResult>;
   /**
-   * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when
-   * spent + reserved + credits <= cap (a null cap always succeeds). With `minCredits` (<= credits),
-   * when `credits` do not fit but `minCredits` do, holds all that is left (cap - spent - reserved)
-   * instead; the reservation's `credits` say what was held. Holds expire after `ttlMs`. `deadline`
-   * (epoch ms) is AdmissionRequest.deadline's: past it the Redis store holds nothing and throws.
+   * Atomically hold `credits` against `cap` in the key's month bucket: succeeds when spent + reserved + credits <= cap (a null cap always succeeds). With
+   * `minCredits` (<= credits), when `credits` do not fit but `minCredits` do, holds all that is left (cap - spent - reserved) instead; the reservation's
+   * `credits` say what was held. Holds expire after `ttlMs`. `deadline` (epoch ms) is AdmissionRequest.deadline's: past it the Redis store holds nothing
+   * and throws. With `teamCaps` (a key in a team), the same hold is taken in the member's and the team's month ledgers in the same step and must fit their
+   * caps too (people-caps.ts); refused, `limit` names the cap.
    */
-  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number): Promise<ReserveResult>;
+  reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number, teamCaps?: TeamCaps): Promise<ReserveResult>;
   /**
    * Extend a live hold to `ttlMs` from now, for a request still in flight (a long stream), so its
    * credits keep counting against the cap until it settles. Returns false when the hold has already
@@ -218,6 +220,8 @@ export interface LedgerStore {
   settleCredits(reservation: Reservation, usage: UsageEntry): Promise<void>;
   /** Credits spent by a key in a month (settled only). */
   getMonthSpend(keyId: string, month: string): Promise<number>;
+  /** Credits settled in a month on a team's ledger, or with `owner` on that member's (people-caps.ts). */
+  getTeamMonthSpend(team: string, month: string, owner?: string): Promise<number>;
   /** Ledger of a key for a month, per model. */
   getUsage(keyId: string, month: string): Promise<UsageTotals[]>;
   /** Ledger of a key for a month, per UTC day and model. */

@@ -9,6 +9,7 @@ import { describeKeyStoreContract } from './store-contract/keys';
 import { describeLedgerStoreContract } from './store-contract/ledger';
 import { describeRequestLogStoreContract } from './store-contract/request-log';
 import { describeResponseStoreContract } from './store-contract/responses';
+import { describeTeamCapsContract } from './store-contract/team-caps';
 import { T0, type ContractFixture } from './store-contract/shared';
 import type { GatewayStore } from '../../lib/store/types';
 
@@ -29,6 +30,7 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
   describe('KeyStore', () => describeKeyStoreContract(current));
   describe('KeyStore: keys declared in config.json', () => describeDeclaredKeyContract(current));
   describe('LedgerStore (admission and ledger)', () => describeLedgerStoreContract(current));
+  describe('LedgerStore: caps at every level (key, member, team)', () => describeTeamCapsContract(current));
   describe('RequestLogStore', () => describeRequestLogStoreContract(current));
   describe('AlertQueueStore', () => describeAlertQueueStoreContract(current));
   describe('ResponseStore (stored responses and pins)', () => describeResponseStoreContract(current));

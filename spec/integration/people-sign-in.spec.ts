@@ -142,6 +142,15 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
     const made = await asUser(gateway, cookie, 'POST', '/keys', { name: 'for bob', team: 'payments', owner: 'bob' }, csrf);
     expect(made.status).to.equal(201);
     expect(made.body.key).to.deep.include({ owner: 'bob', team: 'payments', rateLimitPerMinute: 100 });
+    // It takes the team's models (not every model) and no cap of its own: the member cap holds it at each request.
+    expect(made.body.key).to.deep.include({ allowedModels: ['model-haiku-4.5', 'model-sonnet-4.6'], monthlyCreditCap: null });
+    // Nor can a team admin take a key out of the team, hand it to someone else, or read the organisation's teams.
+    for (const change of [{ team: null }, { owner: 'carol' }]) {
+      const moved = await asUser(gateway, cookie, 'PATCH', `/keys/${made.body.key.id}`, change, csrf);
+      expect([moved.status, moved.body.error.message]).to.deep.equal([403, 'team and owner of a key are changed by organisation admins only']);
+    }
+    expect((await asUser(gateway, cookie, 'GET', '/teams')).status).to.equal(403);
+    expect((await asUser(gateway, cookie, 'GET', '/usage?groupBy=team')).status).to.equal(403);
     expect((await asUser(gateway, cookie, 'POST', '/keys', { name: 'x', team: 'payments', monthlyCreditCap: 9 }, csrf)).status).to.equal(403);
   });
 

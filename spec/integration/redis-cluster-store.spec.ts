@@ -100,6 +100,46 @@ describe('Redis store on a Redis Cluster (3 primaries, 3 replicas, started here)
     }
   });
 
+  it('writes a team key\'s settlement, its team ledgers and its request log record in one step: the outbox is under the team\'s tag, swept once', async () => {
+    const prefix = uniqueRedisPrefix('cluster-team-outbox');
+    const store = await RedisStore.connect({ clusterNodes: [...cluster().urls], prefix });
+    const connection = (store as unknown as { connection: { run: RedisStoreRun } }).connection;
+    const run = connection.run.bind(connection);
+    try {
+      await store.createKey({ id: 'k-team-outbox', secret: { sha256: hashSecret('sk-cs4-team-outbox-0041'), expiresAt: null }, last4: '0041', rateLimitPerMinute: 60, allowedModels: null, monthlyCreditCap: null, team: 'core', owner: 'alice' });
+      const month = new Date().toISOString().slice(0, 7);
+      const settleOne = async (requestId: string) => {
+        const held = await store.reserveCredits('k-team-outbox', month, 1, null, 60_000, undefined, undefined, { team: 'core', owner: 'alice', memberCap: 10, teamCap: 100 });
+        if (!held.ok) throw new Error('not held');
+        // The instance "dies" after the settlement: the move into the log fails, the record waits in the outbox.
+        connection.run = (script, keys, args) => (script === MOVE_LOG_RECORD ? Promise.reject(new Error('injected: killed after the settlement')) : run(script, keys, args));
+        await store.settleCredits(held.reservation, {
+          model: 'model-haiku-4.5', inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.25,
+          log: { time: Date.now(), requestId, keyId: 'k-team-outbox', keyGroup: 'default', route: 'POST /v1/messages', model: 'model-haiku-4.5', status: 200, stopReason: 'end_turn', inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits: 0.25, firstByteMs: 1, durationMs: 2, streamed: false, clientAborted: false, sessionId: null, agentId: null, upstreamTarget: null },
+        });
+        connection.run = run;
+      };
+      const logged = async (requestId: string) => (await store.readRequestLog(0, Date.now() + 60_000, null, 1000)).records.filter((record) => record.requestId === requestId).length;
+      await settleOne('req_team_outbox_1');
+      // The outbox sits in the slot of the team's ledgers (the settlement script's keys share one slot).
+      expect((await cluster().primaryForKey(`${prefix}{team:core}:k:k-team-outbox:log-outbox`)).port).to.equal((await cluster().primaryForKey(`${prefix}{team:core}:credits:${month}`)).port);
+      expect([await store.getMonthSpend('k-team-outbox', month), await store.getTeamMonthSpend('core', month, 'alice'), await store.getTeamMonthSpend('core', month)]).to.deep.equal([0.25, 0.25, 0.25]);
+      expect(await logged('req_team_outbox_1'), 'not in the log yet').to.equal(0);
+      expect(await store.requestLog.sweep()).to.equal(1);
+      expect(await store.requestLog.sweep()).to.equal(0);
+      expect(await logged('req_team_outbox_1')).to.equal(1);
+      // A record still in the outbox when the key leaves its team goes with the key, and the sweep finds it there.
+      await settleOne('req_team_outbox_2');
+      await store.updateKey('k-team-outbox', { team: null, owner: null });
+      expect(await store.requestLog.sweep()).to.equal(1);
+      expect([await logged('req_team_outbox_1'), await logged('req_team_outbox_2')], 'each once').to.deep.equal([1, 1]);
+      expect(await store.getMonthSpend('k-team-outbox', month)).to.equal(0.5);
+    } finally {
+      connection.run = run;
+      await store.close();
+    }
+  });
+
   it('keeps each API key\'s state in one slot: the keys of a key spread over the cluster by their hash tag', async () => {
     const prefix = uniqueRedisPrefix('slots');
     const store = await RedisStore.connect({ clusterNodes: [...cluster().urls], prefix });

@@ -117,7 +117,7 @@ describe('admin key view and months', () => {
     }, '2025-02', 1.5);
     expect(view).to.deep.equal({
       id: 'k', name: 'K', last4: 'abcd', declaredIn: null, createdAt: '2025-01-01T00:00:00.000Z', status: 'revoked', keyGroup: 'default',
-      rateLimitPerMinute: 5, allowedModels: null, monthlyCreditCap: 10, spend: { month: '2025-02', credits: 1.5 }, alertThresholds: null, owner: null, team: null,
+      rateLimitPerMinute: 5, allowedModels: null, monthlyCreditCap: 10, spend: { month: '2025-02', credits: 1.5 }, alertThresholds: null, team: null, owner: null,
     });
   });
 

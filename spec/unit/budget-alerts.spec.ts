@@ -2,7 +2,10 @@
 import crypto from 'node:crypto';
 import { expect } from 'chai';
 import { alertBackoffMs, createAlertDispatcher, MAX_ALERT_BACKOFF_MS } from '../../lib/alerts/alert-dispatcher';
-import { reachedThresholds } from '../../lib/alerts/budget-alerts';
+import { createBudgetAlerts, reachedThresholds } from '../../lib/alerts/budget-alerts';
+import type { AlertDispatcher } from '../../lib/alerts/alert-dispatcher';
+import type { RequestContext } from '../../lib/pipeline/context';
+import type { Response } from 'express';
 import { signAlertBody, type WebhookOutcome } from '../../lib/alerts/webhook';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { createCapturingLogger } from '../helpers/gateway';
@@ -48,5 +51,29 @@ describe('budget alerts', () => {
     expect(attempts).to.have.length(3);
     expect(lines.find((line) => line.message === 'budget alert given up')).to.include({ alert_id: 'k1:2025-06:50', attempts: 3, reason: 'status 503' });
     expect(await store.leaseBudgetAlert(now + 10 * 3_600_000, 1000)).to.equal(null);
+  });
+
+  it('claims a team\'s thresholds of its cap once each, from its month ledger, after a team key\'s settlement', async () => {
+    const now = Date.UTC(2025, 5, 15);
+    const store = new MemoryStore(() => now);
+    let kicks = 0;
+    const step = createBudgetAlerts({
+      store, dispatcher: { kick: () => (kicks += 1) } as unknown as AlertDispatcher, clock: () => now, defaultThresholds: () => [50, 80, 100],
+      teams: () => [{ id: 'core', name: 'Core', oidcGroups: [], adminGroups: [], monthlyCreditCap: 10, memberMonthlyCreditCap: null, allowedModels: null, rateLimitPerMinute: null }],
+    });
+    const key = { id: 'alice-1', name: 'Alice', team: 'core', owner: 'alice', monthlyCreditCap: null } as RequestContext['key'];
+    const settle = async (credits: number) => {
+      const held = await store.reserveCredits('alice-1', '2025-06', credits, null, 60_000, undefined, undefined, { team: 'core', owner: 'alice', teamCap: 10, memberCap: null });
+      if (!held.ok) throw new Error('refused');
+      await store.settleCredits(held.reservation, { model: 'm', inputTokens: 1, outputTokens: 1, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits });
+      await step({ key, settledMonth: '2025-06' } as RequestContext, {} as Response);
+    };
+    await settle(4);
+    expect(kicks, 'under 50 % of the team cap').to.equal(0);
+    await settle(4.5);
+    await settle(0.1);
+    expect(kicks, '50 and 80 % claimed once each').to.equal(2);
+    const first = await store.leaseBudgetAlert(now, 1000);
+    expect(first!.alert).to.deep.include({ id: 'team:core:2025-06:50', team: 'core', keyId: 'alice-1', cap: 10, spent: 8.5, threshold: 50 });
   });
 });
