@@ -28,6 +28,7 @@ import { keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
 import { checkFilesOf } from '../middleware/file-access';
 import { asksWideWindow, type FileFacts, type InputBound } from '../lib/billing/input-bound';
 import { callUpstream, parseJson, pinnedTarget, type UpstreamAnswer } from '../lib/upstream/pinned-call';
+import { FEATURES } from '../lib/upstream/providers/capabilities';
 import { cursorTarget, ownEntries, ownPin, relay } from './pinned-upstream';
 import { batchWorstCase, describeWorstCase } from '../lib/billing/worst-case';
 
@@ -153,13 +154,18 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const target = await checkFilesOf(store, key.id, requests.map(({ params }, i) => ({ body: params, where: `requests.${i}: file_id` })), files);
       const { needs, describeLargest } = batchNeeds(requests, files, asksWideWindow(req.headers['anthropic-beta']));
       const month = utcMonth(clock());
+      // Held at the dearest target that may create it (its `priceMultiplier`), billed at the one that did.
+      const client = options.upstreamFor(ctx);
+      const offering = client.targets.filter((t) => (target === undefined ? (t.capabilities.features & FEATURES.batches) !== 0 : t.id === target));
+      const multiplier = Math.max(1, ...offering.map((t) => t.priceMultiplier));
       const holds: BatchPinData['holds'] = [];
-      for (const [model, credits] of needs) {
+      for (const [model, needed] of needs) {
+        const credits = needed * multiplier;
         const teamCaps = key.team ? teamCapsOf(key, options.teams?.() ?? []) : undefined;
         const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, BATCH_PIN_TTL_MS, undefined, undefined, teamCaps);
         if (!result.ok) {
           await releaseHolds(store, holds);
-          const total = [...needs.values()].reduce((sum, c) => sum + c, 0);
+          const total = [...needs.values()].reduce((sum, c) => sum + c, 0) * multiplier;
           const left = Math.max(0, result.cap - result.spent - result.reserved);
           throw new GatewayError(402, 'billing_error',
             `monthly credit cap of this ${result.limit ?? 'key'}: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
@@ -181,7 +187,8 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
         await releaseHolds(store, holds);
         return relay(res, answer);
       }
-      const data: BatchPinData = { holds, models, billed: false, target: answer.target };
+      const served = client.targets.length === 1 ? client.targets[0] : client.targets.find((t) => t.id === answer.target);
+      const data: BatchPinData = { holds, models, billed: false, target: answer.target, ...(served && served.priceMultiplier !== 1 ? { priceMultiplier: served.priceMultiplier } : {}) };
       await store.savePin({ kind: 'batch', id: created.id, keyId: key.id, data }, BATCH_PIN_TTL_MS);
       relayBatch(res, answer);
     }),

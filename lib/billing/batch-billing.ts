@@ -25,6 +25,8 @@ export interface BatchPinData {
   billed: boolean;
   /** Id of the upstream target (account) that created the batch: every later call goes there. */
   target?: string;
+  /** That target's `priceMultiplier` when it is not 1: its results are priced that many times. */
+  priceMultiplier?: number;
 }
 
 /** The summed usage and credits of one model's results. */
@@ -64,7 +66,7 @@ export function sumBatchResults(results: Buffer, data: BatchPinData, catalogue: 
     sum.usage.output_tokens += usage.output_tokens;
     sum.usage.cache_creation_input_tokens += usage.cache_creation_input_tokens;
     sum.usage.cache_read_input_tokens += usage.cache_read_input_tokens;
-    sum.credits += priceUsage(model, usage);
+    sum.credits += priceUsage(model, usage) * (data.priceMultiplier ?? 1);
     sum.requests += 1;
     totals.set(model.id, sum);
   }

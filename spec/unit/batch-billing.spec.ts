@@ -34,6 +34,16 @@ describe('sumBatchResults', () => {
     expect(totals.get('model-haiku-4.5')!.credits).to.be.closeTo((110 * 1 + 55 * 5) / 1e6 * 0.5, 1e-12);
   });
 
+  it('prices the results of a batch its target bills apart at that target\'s priceMultiplier', () => {
+    const results = Buffer.from([line('a', succeeded(100, 50)), line('c', succeeded(7, 3))].join('\n'));
+    const plain = sumBatchResults(results, data, catalogue);
+    const dearer = sumBatchResults(results, { ...data, priceMultiplier: 1.1 }, catalogue);
+    expect(plain.get('model-haiku-4.5')!.credits).to.be.closeTo((100 * 1 + 50 * 5) / 1e6 * 0.5, 1e-12);
+    expect(dearer.get('model-haiku-4.5')!.credits).to.be.closeTo((100 * 1 + 50 * 5) / 1e6 * 0.5 * 1.1, 1e-12);
+    expect(dearer.get('model-sonnet-4.6')!.credits).to.be.closeTo((7 * 3 + 3 * 15) / 1e6 * 0.5 * 1.1, 1e-12);
+    expect(dearer.get('model-haiku-4.5')!.usage).to.deep.equal(plain.get('model-haiku-4.5')!.usage);
+  });
+
   it('reads a last line without a newline, and nothing from an empty body', () => {
     expect(sumBatchResults(Buffer.from(line('c', succeeded(2, 2))), data, catalogue).get('model-sonnet-4.6')!.requests).to.equal(1);
     expect(sumBatchResults(Buffer.alloc(0), data, catalogue).size).to.equal(0);
