@@ -120,7 +120,7 @@ function exchange(agent: http.Agent, baseUrl: string, request: BenchRequest): Pr
     const url = new URL(request.path, baseUrl);
     const sentAt = now();
     const req = http.request(url, { method: 'POST', agent, headers: { ...request.headers, 'content-length': Buffer.byteLength(request.body) } });
-    req.setTimeout(30_000, () => req.destroy(new Error('no reply within 30 s')));
+    req.setTimeout(30_000, () => req.destroy(new Error(`no reply within 30 s from ${url.href}`)));
     req.once('error', reject);
     req.once('response', (res) => {
       const headAt = now();

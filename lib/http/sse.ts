@@ -64,22 +64,14 @@ export interface StreamWriter {
 export interface StreamSource {
   pause(): unknown;
   resume(): unknown;
-  /**
-   * The connection the source reads (an upstream reply's socket): paused with it, so that no more of
-   * the upstream's bytes are read into this process while the client's socket is full (pausing the
-   * reply alone still lets its socket read past the reply's 16 KiB high-water mark, a 64 KiB read at a time).
-   */
-  readonly socket?: { pause(): unknown; resume(): unknown } | null;
 }
 
 /**
  * The writer of one streamed reply. With `source`, backpressure: a write the client's socket cannot
  * take at once (`res.write` returns false: Node's buffer is past its 16 KiB high-water mark) pauses
- * `source` (and its socket) until `res` emits `drain`, so a slow or stalled reader holds about one
- * upstream read (64 KiB) and the refused write in the gateway (under 96 KiB; 156 KiB with the reply
- * paused alone, spec/unit/stream-writer.spec.ts); a client that does not drain within
- * `stallMs` ms is disconnected (`res.destroy()`, which cancels the upstream request as any client
- * leaving does).
+ * `source` until `res` emits `drain`, so a slow reader holds at most one upstream chunk's output in the
+ * gateway; a client that does not drain within `stallMs` ms is disconnected (`res.destroy()`, which
+ * cancels the upstream request as any client leaving does).
  */
 export function createStreamWriter(res: Response, source?: StreamSource, stallMs = Infinity): StreamWriter {
   // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.
@@ -89,16 +81,13 @@ export function createStreamWriter(res: Response, source?: StreamSource, stallMs
   const holdUntilDrained = (from: StreamSource) => {
     held = true;
     from.pause();
-    from.socket?.pause();
     const timer = Number.isFinite(stallMs) ? setTimeout(() => res.destroy(), stallMs) : undefined;
     const release = () => {
       held = false;
       clearTimeout(timer);
       res.off('drain', release);
       res.off('close', release);
-      if (res.destroyed) return;
-      from.resume();
-      from.socket?.resume();
+      if (!res.destroyed) from.resume();
     };
     res.on('drain', release);
     res.on('close', release);
