@@ -16,7 +16,7 @@ import { AUDIT_PAGE_ENTRIES, scanAudit, verifyAuditLog, type AuditFilter } from 
 import type { AuditActor, AuditDraft, AuditEntry, AuditLogStore } from '../audit/audit-types';
 import { actorOf, type Actor } from './actor';
 import { checkKnownParameters, parseChoice } from './usage-query';
-import { writeWithBackpressure } from './spend-routes';
+import { writeWithBackpressure } from '../http/sse';
 
 /** Entries a JSON page holds by default, and at most. */
 export const AUDIT_DEFAULT_LIMIT = 100;

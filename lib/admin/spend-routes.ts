@@ -10,8 +10,9 @@
  *   page by page from the store (`PAGE_RECORDS` at a time, waiting for the client to take each), so an
  *   export of any size holds one page in memory.
  */
-import type { Response, Router } from 'express';
+import type { Router } from 'express';
 import { errors } from '../http/errors';
+import { writeWithBackpressure } from '../http/sse';
 import { dayEnd, dayStart, daysBetween, monthsBetween } from '../store/usage-days';
 import type { DailyUsageTotals, KeyStore, LedgerStore, RequestLogRecord, RequestLogStore } from '../store/types';
 import type { Clock } from '../store/month';
@@ -54,19 +55,6 @@ export function formatCsvField(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-/** Write `chunk`, resolving once the client has taken it (or has gone). */
-export async function writeWithBackpressure(res: Response, chunk: string): Promise<void> {
-  if (res.write(chunk) || res.destroyed) return;
-  await new Promise<void>((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
 
 export interface SpendRoutesOptions {
   store: KeyStore & LedgerStore & RequestLogStore;

@@ -3,6 +3,7 @@
  * upstream chunk), and the parser of incoming streams (eventsource-parser, which holds for any split
  * of the byte stream).
  */
+import type http from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { Response } from 'express';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
@@ -108,4 +109,22 @@ export function createStreamWriter(res: Response, source?: StreamSource, stallMs
       pending = '';
     },
   };
+}
+
+/**
+ * Write `chunk` to `res`, resolving once the client has taken it (Node's buffer back under its
+ * high-water mark: `drain`) or has gone (`close`): what a long export or a test fake's bulk stream
+ * writes with, so a slow reader never makes the writer buffer the whole body.
+ */
+export async function writeWithBackpressure(res: http.ServerResponse, chunk: string | Uint8Array): Promise<void> {
+  if (res.write(chunk) || res.destroyed) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

@@ -14,6 +14,7 @@ import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { listenOnLoopback } from '../../lib/http/loopback';
+import { writeWithBackpressure } from '../../lib/http/sse';
 import { nativeMessage, nativeTextEvents } from './fake-upstream';
 import { checkBedrockBody, refuse, type BedrockRefusal } from './fake-bedrock-rules';
 
@@ -163,20 +164,6 @@ export interface FakeBedrockOptions {
 
 const PATH = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|count-tokens)$/;
 
-/** Write `frames` as the stream's body, waiting for `drain` when the socket is full (as a real server). */
-async function writeFrame(res: http.ServerResponse, frame: Uint8Array): Promise<void> {
-  if (res.write(frame)) return;
-  await new Promise<void>((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
-
 async function sendStream(res: http.ServerResponse, script: Extract<BedrockScript, { kind: 'events' }>): Promise<void> {
   res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-content-type': 'application/json', 'x-amzn-requestid': 'fake-request-1' });
   const events = script.events.map((e) => (script.omitUsage && e.data?.usage ? { ...e, data: { ...e.data, usage: undefined } } : e));
@@ -186,12 +173,12 @@ async function sendStream(res: http.ServerResponse, script: Extract<BedrockScrip
       return;
     }
     const last = i === events.length - 1;
-    await writeFrame(res, encodeChunkFrame(last && script.metrics ? { ...events[i].data, 'amazon-bedrock-invocationMetrics': script.metrics } : events[i].data));
+    await writeWithBackpressure(res, encodeChunkFrame(last && script.metrics ? { ...events[i].data, 'amazon-bedrock-invocationMetrics': script.metrics } : events[i].data));
     if (i === 2 && script.bulk) {
       const frame = encodeChunkFrame({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'x'.repeat(1000) } });
       for (let n = 0; n < script.bulk.times && !res.destroyed; n++) {
         script.bulk.sent.bytes += frame.length;
-        await writeFrame(res, frame);
+        await writeWithBackpressure(res, frame);
       }
     }
   }

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import { listenOnLoopback } from '../../lib/http/loopback';
+import { writeWithBackpressure } from '../../lib/http/sse';
 import { billingFieldRefusal, createApiJudge } from './api-rules';
 
 export interface RecordedRequest {
@@ -137,16 +138,7 @@ async function writeBulk(res: http.ServerResponse, item: { raw: string; times: n
   const bytes = Buffer.from(item.raw);
   for (let i = 0; i < item.times && !res.destroyed; i++) {
     item.sent.bytes += bytes.length;
-    if (res.write(bytes)) continue;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
-    });
+    await writeWithBackpressure(res, bytes);
   }
 }
 
