@@ -47,6 +47,12 @@ export interface TeamConfig {
   allowedModels: string[] | null;
   /** Default requests per minute of its members' keys; null: `defaults.rateLimitPerMinute`. */
   rateLimitPerMinute: number | null;
+  /**
+   * Members' own caps (OIDC subject -> credits per UTC month), set through the admin API
+   * (`PATCH /admin/v1/teams/{id}/members/{subject}`), never in config.json; each replaces
+   * `memberMonthlyCreditCap` for that member. Absent: none.
+   */
+  memberCaps?: Readonly<Record<string, number>>;
 }
 
 const ID_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
@@ -91,6 +97,15 @@ export const teamSchema = {
     rateLimitPerMinute: { type: ['integer', 'null'], minimum: 1 },
   },
 } as const;
+
+/**
+ * A team's fields as JSON in one fixed order (the stores keep and compare teams in this form), without
+ * `memberCaps` (kept apart, lib/store/people-types.ts).
+ */
+export function formatTeam(team: TeamConfig): string {
+  const { id, name, oidcGroups, adminGroups, monthlyCreditCap, memberMonthlyCreditCap, allowedModels, rateLimitPerMinute } = team;
+  return JSON.stringify({ id, name, oidcGroups, adminGroups, monthlyCreditCap, memberMonthlyCreditCap, allowedModels, rateLimitPerMinute });
+}
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 

@@ -24,6 +24,7 @@ import { SettlementRefusedError } from './credits';
 import { GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
 import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, TeamCaps, UsageEntry } from './types';
+import type { TeamStore, WithTeamStore } from './people-types';
 
 export interface StoreGuardOptions {
   logger: Logger;
@@ -243,11 +244,21 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       await withTimeout(store.close(), Math.max(timeoutMs, 5000)).catch((err: Error) => logger.error({ message: 'store did not close cleanly', error: err.message }));
     },
   };
+  // The team role (teams made through the admin API, read every second by lib/people/team-directory.ts):
+  // each call bounded like the rest; an outage is a 503 for an admin call, and the directory keeps what it read last.
+  const backingTeams = (store as WithTeamStore).teams;
+  const teams: TeamStore | undefined = backingTeams && {
+    readTeams: () => call('readTeams', () => backingTeams.readTeams()),
+    createTeam: (team) => call('createTeam', () => backingTeams.createTeam(team)),
+    replaceTeam: (before, after) => call('replaceTeam', () => backingTeams.replaceTeam(before, after)),
+    setMemberCap: (team, subject, cap) => call('setMemberCap', () => backingTeams.setMemberCap(team, subject, cap)),
+  };
   // Everything else (key management, ledger reads) is the store's own, bound to it; a proxy keeps
   // `instanceof` and fields of the backing store visible to code that needs them.
   return new Proxy(store, {
     get(target, property, receiver) {
       if (Object.prototype.hasOwnProperty.call(overrides, property)) return overrides[property as keyof GatewayStore];
+      if (property === 'teams' && teams) return teams;
       const value = Reflect.get(target, property, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },

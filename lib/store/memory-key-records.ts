@@ -4,6 +4,7 @@
  * copies both use.
  */
 import type { MemoryPeopleSnapshot } from './memory-people';
+import type { MemoryTeamSnapshot } from './memory-teams';
 import type { MemorySpendSnapshot } from './memory-spend';
 import type { MemoryAuditSnapshot } from '../audit/memory-audit-log';
 import type { KeyRecord, KeySecret, KeySnapshot, PinnedObject, UsageTotals } from './types';
@@ -39,6 +40,8 @@ export interface MemorySnapshot {
   audit?: MemoryAuditSnapshot;
   /** The people role's users, sessions and members added by email. Absent in files written before it existed. */
   people?: MemoryPeopleSnapshot;
+  /** The team role's teams made through the admin API and members' own caps. Absent in files written before it existed. */
+  teams?: MemoryTeamSnapshot;
 }
 
 /** The record handed to requests (one frozen copy until the record changes) and its version. */

@@ -21,6 +21,7 @@ import { MemoryReservations } from './memory-reservations';
 import { MemoryRateWindows } from './memory-rate-windows';
 import { MemoryResponses } from './memory-responses';
 import { MemoryPeopleStore } from './memory-people';
+import { MemoryTeamStore } from './memory-teams';
 import { bucketNamesOf, decideHold, ledgersOf, memberLedgerName, teamLedgerName, type TeamCaps } from './people-caps';
 import { bookingTime, utcDay } from './usage-days';
 import { atEndOfTurn } from '../http/turn';
@@ -49,12 +50,12 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     this.changes += 1;
     if (urgent) this.onKeysChanged?.();
   });
+  /** The team role (teams made through the admin API, members' own caps): people-types.ts; a change is written at once. */
+  readonly teams = new MemoryTeamStore(() => { this.changes += 1; this.onKeysChanged?.(); });
 
   private readonly auditLog = new MemoryAuditLog();
 
-  constructor(clock: Clock = systemClock) {
-    super(clock);
-  }
+  constructor(clock: Clock = systemClock) { super(clock); }
 
   /**
    * Runs `work` now, in one synchronous step, and answers its result at the end of the event loop's
@@ -257,6 +258,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
       pins: [...this.pins.batch.entries(), ...this.pins.file.entries()].map(({ record, expiresAt }) => ({ pin: record, expiresAt })),
       audit: this.auditLog.snapshot(),
       people: this.people.snapshot(),
+      teams: this.teams.snapshot(),
     };
   }
 
@@ -282,6 +284,7 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
     this.alerts.restore(snapshot.spendState ?? {});
     this.auditLog.restore(snapshot.audit);
     this.people.restore(snapshot.people);
+    this.teams.restore(snapshot.teams);
     for (const { pin, expiresAt } of snapshot.pins ?? []) {
       this.pins[pin.kind].restore(pin, expiresAt);
       const batch = pin.data as { billed?: boolean; holds?: Array<{ reservation: Reservation }> };
@@ -293,6 +296,5 @@ export class MemoryStore extends MemoryKeyStore implements GatewayStore {
   }
 
   async ping(): Promise<void> {}
-
   async close(): Promise<void> {}
 }

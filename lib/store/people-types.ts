@@ -3,7 +3,9 @@
  * signed in, and team members added by email. Memory (memory-people.ts) and Redis (redis-people.ts)
  * implementations; every record with a lifetime expires in the store itself, so any instance sharing
  * the store serves the callback of a sign-in another one started, and every later call of the session.
+ * The team role beside it (TeamStore, below) keeps the teams made through the admin API.
  */
+import type { TeamConfig } from '../config/people';
 
 /** A sign-in under way, between `GET /dashboard/login` and the provider's redirect back to the callback. */
 export interface PendingSignIn {
@@ -76,4 +78,48 @@ export interface PeopleStore {
 /** A store that has the people role (the memory and Redis stores do; a custom store may). */
 export interface WithPeopleStore {
   readonly people?: PeopleStore;
+}
+
+/** One member's own monthly cap in a team, set through the admin API (replaces the team's `memberMonthlyCreditCap` for them). */
+export interface MemberCapRecord {
+  team: string;
+  /** The member's OIDC subject (a key's `owner`). */
+  subject: string;
+  /** Credits per UTC month. */
+  monthlyCreditCap: number;
+}
+
+/** What the team role holds: the teams made through the admin API and the members' own caps. */
+export interface TeamStoreState {
+  /** By id. */
+  teams: TeamConfig[];
+  /** By team, then subject. */
+  memberCaps: MemberCapRecord[];
+}
+
+/**
+ * The team role (lib/people/team-directory.ts reads it): teams made through the admin API (config.json's
+ * stay in the file) and per-member cap overrides. Memory (memory-teams.ts) and Redis (redis-teams.ts)
+ * implementations; every instance sharing the store reads the same state.
+ */
+export interface TeamStore {
+  /** Every team and member cap held, at once. */
+  readTeams(): Promise<TeamStoreState>;
+  /** Add `team`; false (nothing written) when a team with its id exists. */
+  createTeam(team: TeamConfig): Promise<boolean>;
+  /**
+   * Replace team `before.id` with `after` only while it is still exactly `before` (a compare-and-set:
+   * two admins' edits never lose one another); false when it changed since or is gone.
+   */
+  replaceTeam(before: TeamConfig, after: TeamConfig): Promise<boolean>;
+  /**
+   * Set (a number, credits per UTC month) or clear (null) member `subject`'s own cap in `team`.
+   * @returns the cap it had before, null: none
+   */
+  setMemberCap(team: string, subject: string, monthlyCreditCap: number | null): Promise<number | null>;
+}
+
+/** A store that has the team role (the memory and Redis stores do; a custom store may). */
+export interface WithTeamStore {
+  readonly teams?: TeamStore;
 }

@@ -22,6 +22,7 @@ import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
 import { RedisPeopleStore } from './redis-people';
+import { RedisTeamStore } from './redis-teams';
 import { bookingTime, utcDay } from './usage-days';
 import {
   createKeyRecord, type AdmissionRequest, type AdmissionResult, type GatewayStore, type KeyPatch, type KeyRecord, type KeySecret, type KeySnapshot,
@@ -49,6 +50,8 @@ export class RedisStore implements GatewayStore {
   /** The request log, and on a cluster its outboxes and their sweep (redis-request-log.ts). */
   readonly requestLog: RedisRequestLog;
   private readonly objects: RedisObjects;
+  /** The team role (teams made through the admin API, members' own caps): redis-teams.ts. */
+  readonly teams: RedisTeamStore;
 
   private constructor(
     private readonly connection: RedisConnection,
@@ -61,6 +64,7 @@ export class RedisStore implements GatewayStore {
     this.admission = new RedisAdmission(connection, keys);
     this.requestLog = new RedisRequestLog(connection, keys, clock, this.pending, onError);
     this.objects = new RedisObjects(connection, keys, clock);
+    this.teams = new RedisTeamStore(connection, keys.prefix);
   }
 
   /** `cluster` when connected to a Redis Cluster, else `single`. */

@@ -10,8 +10,10 @@ import { describeLedgerStoreContract } from './store-contract/ledger';
 import { describeRequestLogStoreContract } from './store-contract/request-log';
 import { describeResponseStoreContract } from './store-contract/responses';
 import { describeTeamCapsContract } from './store-contract/team-caps';
+import { describeTeamStoreContract } from './store-contract/teams';
 import { T0, type ContractFixture } from './store-contract/shared';
 import type { GatewayStore } from '../../lib/store/types';
+import type { WithTeamStore } from '../../lib/store/people-types';
 
 export { expectRejection } from './store-contract/shared';
 
@@ -35,4 +37,5 @@ export function describeStoreContract(open: () => Promise<StoreFixture>, close: 
   describe('AlertQueueStore', () => describeAlertQueueStoreContract(current));
   describe('ResponseStore (stored responses and pins)', () => describeResponseStoreContract(current));
   describe('AuditLogStore', () => describeAuditLogStoreContract(current));
+  describe('TeamStore (teams made through the admin API)', () => describeTeamStoreContract(current as () => ContractFixture<WithTeamStore>));
 }
