@@ -32,6 +32,7 @@ import { createMetrics, createMetricsEndpoint, type GatewayMetrics } from './obs
 import { createSettlement } from './billing/settlement';
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
+import { createTeamDirectory, teamStoreOf, type TeamDirectory } from './people/team-directory';
 import type { Tracing } from './observability/tracing';
 import { PUBLIC_ROUTES } from './pipeline/route-table';
 import { createUpstreamPool, type UpstreamClient, type UpstreamPool } from './upstream';
@@ -68,6 +69,8 @@ export interface AppDependencies {
   /** Where the current configuration is read; a reload replaces it. Default: a source of `config`. */
   configSource?: ConfigSource;
   store: GatewayStore;
+  /** The teams, config.json's and the admin API's. Default: a directory over the store's team role, read again when over 1 s old. */
+  teamDirectory?: TeamDirectory;
   /** The client of the top-level upstream (the basic key group's). */
   upstream: UpstreamClient;
   /** The clients of every key group's upstream. Default: a pool around `upstream`. */
@@ -118,7 +121,9 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   const logger = withRequestIds(deps.logger);
   const source = deps.configSource ?? createConfigSource(deps.config);
   const config = source.config;
-  const teams = () => source.config.teams; // read per request: a reload swaps them (lib/store/people-caps.ts)
+  // Read per request: a reload swaps config.json's, the admin API adds its own (lib/people/team-directory.ts).
+  const teamDirectory = deps.teamDirectory ?? createTeamDirectory({ store: teamStoreOf(store), fileTeams: () => source.config.teams });
+  const teams = () => teamDirectory.list();
   const catalogue: Catalogue = createLiveCatalogue(source);
   const upstreams = deps.upstreams ?? createUpstreamPool({ defaultClient: upstream, defaultTargets: config.upstream.targets });
   const hooks = mergeHooks(deps.hooks);
@@ -283,7 +288,7 @@ export function createGatewayRouter(deps: AppDependencies): Router {
   router.delete('/v1/files/:id', ...batchSteps, named('filesDelete', files.remove));
   router.use(createAdminSurface({
     config, store, catalogue, logger, clock,
-    teams,
+    teams, teamDirectory,
     upstreams: () => upstreams.describe(catalogue.keyGroups),
     aliases: () => source.config.aliases,
     defaultRateLimitPerMinute: () => source.config.defaults.rateLimitPerMinute,

@@ -23,8 +23,8 @@ import { keepMemoryState, loadMemoryState, saveMemoryState } from './store/memor
 import { systemClock, type Clock } from './store/month';
 import type { GatewayStore } from './store/types';
 import { createTracing, tracesEndpointOf, type TracingEnv } from './observability/tracing';
-import { createUpstreamClient, faultOptionsOf } from './upstream';
-import { createUpstreamPool, targetOptionsOf, type UpstreamPool } from './upstream';
+import { createUpstreamClient, createUpstreamPool, faultOptionsOf, targetOptionsOf, type UpstreamPool } from './upstream';
+import { openTeamDirectory } from './people/team-directory';
 import { checkUpstreamCredentials, isPlainObject, mergeConfigObjects } from './config/merge';
 
 export { checkUpstreamCredentials, mergeConfigObjects } from './config/merge';
@@ -112,10 +112,7 @@ export interface BuildOptions {
    * false. Hooks and a fail-open store put the scope back regardless: see `needsRequestScope`.
    */
   requestScope?: boolean;
-  /**
-   * The environment whose OpenTelemetry variables turn tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`, ...;
-   * lib/observability/tracing.ts). Default: `process.env`.
-   */
+  /** The environment whose OpenTelemetry variables turn tracing on (`OTEL_EXPORTER_OTLP_ENDPOINT`, ...; lib/observability/tracing.ts). Default: `process.env`. */
   tracingEnv?: TracingEnv;
 }
 
@@ -204,6 +201,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   // Every key group's client at start: a cloud target whose provider cannot be made stops the start, never a request.
   upstreams.inUse(config.keyGroups);
   const source = createConfigSource(config);
+  const teamDirectory = await openTeamDirectory(store, () => source.config.teams, (err) => logger.error({ message: 'teams made through the admin API not read; the last ones read stay', error: err.message }), options.clock);
   const keyChannel = stateFile ? await openKeyChannel(stateFile, store, () => source.config, logger) : undefined;
   const metrics = createMetrics();
   const hooks = mergeHooks(options.hooks);
@@ -225,7 +223,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   let draining = false;
   const router = createGatewayRouter({
     draining: () => draining,
-    config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined,
+    config, configSource: source, store, upstream, upstreams, logger, simulated: simulated !== undefined, teamDirectory,
     afterResponseSteps: options.afterResponseSteps, hooks, metrics, clock: options.clock, requestScope, alerts, tracing,
   });
   const app = express();
@@ -283,6 +281,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
       for (const target of upstream.targets) target.agent.destroy();
       // Before the store: an alert being sent is put back in it for another instance.
       await alerts?.close();
+      teamDirectory.stop();
       await store.close();
       // After the finish steps (the caller waited for them): their spans are exported before it resolves.
       await tracing?.shutdown().catch((err: Error) => logger.warn({ message: 'traces not exported at shutdown', error: err.message }));

@@ -34,6 +34,7 @@ import { formatKeyView, monthResetsAt, summariseUsage } from './key-view';
 import { addSelfServiceRoutes, requireTeam } from './self-service-routes';
 import { addSpendRoutes } from './spend-routes';
 import { addTeamRoutes } from './team-routes';
+import { createTeamDirectory, type TeamDirectory } from '../people/team-directory';
 import { daysOfMonth, sumByDay } from './usage-query';
 
 export interface AdminRouterOptions {
@@ -54,8 +55,10 @@ export interface AdminRouterOptions {
   upstreams?: () => KeyGroupUpstreamStatus[];
   /** Signed-in users (only when `auth.oidc` is set): sessions, the people store, the teams now. */
   people?: { sessions: Sessions; store: PeopleStore; teams: () => readonly TeamConfig[] };
-  /** The teams (config `teams[]`, read per request) for `GET /teams`, `GET /usage?groupBy=user|team` and keys' `team`. Default: `people.teams`, else none. */
+  /** The teams (config `teams[]`, read per request) for `GET /usage?groupBy=user|team` and keys' `team`. Default: `teamDirectory`'s, else `people.teams`, else none. */
   teams?: () => readonly TeamConfig[];
+  /** The teams, config.json's and the admin API's (`/teams`, lib/people/team-directory.ts). Default: one over `teams` alone (no team can be made). */
+  teamDirectory?: TeamDirectory;
 }
 
 /** Largest admin request body, in bytes. */
@@ -84,7 +87,8 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   const now = options.clock ?? systemClock;
   const validators = createAdminValidators();
   const actions = createKeyActions({ store, catalogue, logger, now });
-  const teams = () => options.teams?.() ?? options.people?.teams() ?? [];
+  const teamDirectory = options.teamDirectory ?? createTeamDirectory({ fileTeams: () => options.teams?.() ?? options.people?.teams() ?? [] });
+  const teams = () => teamDirectory.list();
   const router = Router({ strict: false });
 
   /** The team `id` a key is put in; 400 naming `team` when there is no such team. */
@@ -206,11 +210,14 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     res.json({ keyId: id, month, monthResetsAt: monthResetsAt(month), monthlyCreditCap: key.monthlyCreditCap, models, totals, days });
   });
 
+  // Team admins change their own team here (team-routes.ts checks each caller).
+  addTeamRoutes(router, {
+    store, directory: teamDirectory, validators, now, defaultRateLimitPerMinute: options.defaultRateLimitPerMinute, modelIds: () => catalogue.models.map((model) => model.id),
+  });
   if (options.people) addSelfServiceRoutes(router, { actions, validators, people: options.people.store, teams, defaultRateLimitPerMinute: options.defaultRateLimitPerMinute, store });
-  // Everything below (spend, teams, models, upstreams) is the organisation admins'.
+  // Everything below (spend, audit, models, upstreams) is the organisation admins'.
   router.use((req, _res, next) => next(isOrgAdmin(actorOf(req)) ? undefined : forbidden(req)));
   addSpendRoutes(router, { store, now, teams });
-  addTeamRoutes(router, { store, now, teams });
   addAuditRoutes(router, { store });
 
   router.get('/models', (_req, res) => {

@@ -5,6 +5,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { errors } from '../http/errors';
 import { describeValidationError } from '../../middleware/validate-body';
+import { teamSchema } from '../config/people';
 
 /** Longest grace period a rotation may give the old secret: 30 days, in seconds. */
 export const MAX_GRACE_PERIOD_SECONDS = 30 * 24 * 3600;
@@ -39,6 +40,26 @@ export interface AddMemberBody {
   email: string;
 }
 
+/** `POST /admin/v1/teams`: a team as config.json's `teams[]` writes it (lib/config/people.ts); only `id` is required. */
+export interface CreateTeamBody {
+  id: string;
+  name?: string;
+  oidcGroups?: string[];
+  adminGroups?: string[];
+  monthlyCreditCap?: number | null;
+  memberMonthlyCreditCap?: number | null;
+  allowedModels?: string[] | null;
+  rateLimitPerMinute?: number | null;
+}
+
+/** `PATCH /admin/v1/teams/:id`: at least one field; never `id`. */
+export type PatchTeamBody = Partial<Omit<CreateTeamBody, 'id'>>;
+
+/** `PATCH /admin/v1/teams/:id/members/:subject`: the member's own cap, credits per UTC month; null: the team's default again. */
+export interface MemberCapBody {
+  monthlyCreditCap: number | null;
+}
+
 /** `POST /admin/v1/keys/:id/rotate`. */
 export interface RotateKeyBody {
   /** Seconds the old secret keeps working. Default 86400 (24 h); 0 ends it at once. */
@@ -51,6 +72,9 @@ export interface AdminValidators {
   createOwnKey(body: unknown): CreateOwnKeyBody;
   addMember(body: unknown): AddMemberBody;
   rotateKey(body: unknown): RotateKeyBody;
+  createTeam(body: unknown): CreateTeamBody;
+  patchTeam(body: unknown): PatchTeamBody;
+  setMemberCap(body: unknown): MemberCapBody;
   /** Revocation (and its undoing, restore) takes no fields; an empty object (or no body) is accepted. */
   revokeKey(body: unknown): Record<string, never>;
 }
@@ -118,6 +142,10 @@ export function createAdminValidators(): AdminValidators {
       properties: { gracePeriodSeconds: { type: 'integer', minimum: 0, maximum: MAX_GRACE_PERIOD_SECONDS } },
     },
     revokeKey: { type: 'object', additionalProperties: false, properties: {} },
+    // A team's fields as config.json's (one schema for both), a name of at most 100 characters.
+    createTeam: { ...teamSchema, properties: { ...teamSchema.properties, name: { type: 'string', minLength: 1, maxLength: 100 } } },
+    patchTeam: { type: 'object', additionalProperties: false, minProperties: 1, properties: (({ id: _id, ...rest }) => ({ ...rest, name: { type: 'string', minLength: 1, maxLength: 100 } }))(teamSchema.properties) },
+    setMemberCap: { type: 'object', additionalProperties: false, required: ['monthlyCreditCap'], properties: { monthlyCreditCap: { type: ['number', 'null'], minimum: 0 } } },
   };
   const compile = <T>(schema: { properties?: Record<string, unknown> }) => {
     const validate: ValidateFunction = ajv.compile(schema);
@@ -135,5 +163,8 @@ export function createAdminValidators(): AdminValidators {
     addMember: compile<AddMemberBody>(schemas.addMember),
     rotateKey: compile<RotateKeyBody>(schemas.rotateKey),
     revokeKey: compile<Record<string, never>>(schemas.revokeKey),
+    createTeam: compile<CreateTeamBody>(schemas.createTeam),
+    patchTeam: compile<PatchTeamBody>(schemas.patchTeam),
+    setMemberCap: compile<MemberCapBody>(schemas.setMemberCap),
   };
 }

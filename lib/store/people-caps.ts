@@ -69,17 +69,19 @@ export function memberLedgerName(team: string, owner: string): string {
 const teamIndexes = new WeakMap<readonly TeamConfig[], Map<string, TeamConfig>>();
 
 /**
- * The team caps of `key`'s holds: its team's cap and its member cap (the team's `memberMonthlyCreditCap`),
- * looked up in `teams` (config `teams[]`). Undefined for a key without a team; a key whose team is no
- * longer declared keeps its ledgers (and, on Redis, its place under the team's hash tag) with no caps
- * but its own.
+ * The team caps of `key`'s holds: its team's cap and its member cap (the member's own, `memberCaps`,
+ * set through the admin API, else the team's `memberMonthlyCreditCap`), looked up in `teams` (config
+ * `teams[]` and the admin API's, lib/people/team-directory.ts). Undefined for a key without a team; a
+ * key whose team is no longer declared keeps its ledgers (and, on Redis, its place under the team's
+ * hash tag) with no caps but its own.
  */
 export function teamCapsOf(key: Pick<KeyRecord, 'team' | 'owner'>, teams: readonly TeamConfig[]): TeamCaps | undefined {
   if (!key.team) return undefined;
   let index = teamIndexes.get(teams);
   if (!index) teamIndexes.set(teams, (index = new Map(teams.map((team) => [team.id, team]))));
   const team = index.get(key.team);
-  return { team: key.team, owner: key.owner ?? null, teamCap: team?.monthlyCreditCap ?? null, memberCap: team?.memberMonthlyCreditCap ?? null };
+  const own = key.owner && team?.memberCaps && Object.hasOwn(team.memberCaps, key.owner) ? team.memberCaps[key.owner] : undefined;
+  return { team: key.team, owner: key.owner ?? null, teamCap: team?.monthlyCreditCap ?? null, memberCap: own ?? team?.memberMonthlyCreditCap ?? null };
 }
 
 /**
