@@ -201,7 +201,7 @@ export async function buildGateway(options: BuildOptions): Promise<Gateway> {
   // Every key group's client at start: a cloud target whose provider cannot be made stops the start, never a request.
   upstreams.inUse(config.keyGroups);
   const source = createConfigSource(config);
-  const teamDirectory = await openTeamDirectory(store, () => source.config.teams, (err) => logger.error({ message: 'teams made through the admin API not read; the last ones read stay', error: err.message }), options.clock);
+  const teamDirectory = await openTeamDirectory(store, () => source.config.teams, (err) => logger.error({ message: 'teams made through the admin API not read; the last ones read stay', error: (err as { log?: { error?: string } }).log?.error ?? err.message }), options.clock);
   const keyChannel = stateFile ? await openKeyChannel(stateFile, store, () => source.config, logger) : undefined;
   const metrics = createMetrics();
   const hooks = mergeHooks(options.hooks);

@@ -110,7 +110,7 @@ export function addTeamRoutes(router: Router, options: TeamRoutesOptions): void 
     const changed = changedFields(current, next, TEAM_FIELDS.filter((field) => change[field] !== undefined));
     await recordAdminAudit(store, req, { action: 'team.update', object: { type: 'team', id }, team: id, ...changed });
     await refreshAfterChange();
-    res.json(directory.list().find((team) => team.id === id) ?? { ...next, declaredIn: 'admin-api' });
+    res.json({ ...next, declaredIn: 'admin-api', memberCaps: known?.memberCaps ?? {} });
   });
 
   router.patch('/teams/:id/members/:subject', async (req, res) => {
