@@ -215,10 +215,11 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     store, directory: teamDirectory, validators, now, defaultRateLimitPerMinute: options.defaultRateLimitPerMinute, modelIds: () => catalogue.models.map((model) => model.id),
   });
   if (options.people) addSelfServiceRoutes(router, { actions, validators, people: options.people.store, teams, defaultRateLimitPerMinute: options.defaultRateLimitPerMinute, store });
-  // Everything below (spend, audit, models, upstreams) is the organisation admins'.
+  // The audit log scopes each caller itself: a team admin reads their teams' entries (audit-routes.ts).
+  addAuditRoutes(router, { store });
+  // Everything below (spend, models, upstreams) is the organisation admins'.
   router.use((req, _res, next) => next(isOrgAdmin(actorOf(req)) ? undefined : forbidden(req)));
   addSpendRoutes(router, { store, now, teams });
-  addAuditRoutes(router, { store });
 
   router.get('/models', (_req, res) => {
     const aliasesOf = (id: string) => Object.entries(options.aliases()).filter(([, target]) => target === id).map(([alias]) => alias);

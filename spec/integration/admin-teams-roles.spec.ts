@@ -111,5 +111,14 @@ for (const kind of ['memory', 'redis'] as const) {
       expect(entries[0]).to.deep.include({ action: 'team.create', actor: 'admin-token', team: 'growth' });
       expect(entries.at(-1)).to.deep.include({ action: 'team.member.cap', before: { member: 'bob', monthlyCreditCap: 5 }, after: { member: 'bob', monthlyCreditCap: 60 } });
     });
+
+    it('the team admin reads their team\'s audit entries through the admin API, but may not verify; a member reads none', async () => {
+      const asDana = await as('dana', 'GET', '/audit?objectId=growth');
+      expect(asDana.status).to.equal(200);
+      expect(asDana.body.data.map((entry: any) => entry.action)).to.include.members(['team.create', 'team.update', 'team.member.cap']);
+      expect(asDana.body.data.every((entry: any) => ['growth', 'payments'].includes(entry.team))).to.equal(true);
+      expect((await as('dana', 'GET', '/audit/verify')).status).to.equal(403);
+      expect((await as('bob', 'GET', '/audit')).status).to.equal(403);
+    });
   });
 }
