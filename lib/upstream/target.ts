@@ -99,25 +99,12 @@ export interface HeldTargetSettings extends RetryPolicyOptions, TargetHealthOpti
 export const KEEP_ALIVE_IDLE_MS = 4000;
 
 /**
- * The high-water mark, in bytes, of what an upstream socket and its reply (`http.IncomingMessage`,
- * which takes its socket's) buffer while their reader holds them paused (a client slow to take a
- * stream, lib/http/sse.ts). Kept small for memory, not Node's 16 KiB (64 KiB from Node 22): a paused
- * reply holding less than its high-water mark asks its socket for more (Node resumes the socket), so
- * at 16 KiB a held reply could take a further 64 KiB read. A reader that keeps up never buffers: its
- * data is passed on as it arrives. spec/unit/stream-writer.spec.ts measures what a stalled reader holds.
- */
-export const UPSTREAM_READ_HIGH_WATER_MARK = 1024;
-
-/**
  * The keep-alive agent of a target at `url` (http or https by its protocol): idle sockets closed after
- * {@link KEEP_ALIVE_IDLE_MS}, at most `maxSockets` at once (default unbounded), reads buffered to
- * {@link UPSTREAM_READ_HIGH_WATER_MARK}.
+ * {@link KEEP_ALIVE_IDLE_MS}, at most `maxSockets` at once (default unbounded). The stream writer's
+ * tests hold a reply on one (spec/unit/stream-writer.spec.ts).
  */
 export function createTargetAgent(url: URL, maxSockets = Infinity): http.Agent {
-  // The agent passes its options to each socket it creates. `highWaterMark`, not `readableHighWaterMark`,
-  // which a TLS socket ignores; it also bounds the request's write buffer, which is harmless: a request
-  // is sent whole (`end(body)`).
-  const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxSockets, maxFreeSockets: 256, highWaterMark: UPSTREAM_READ_HIGH_WATER_MARK };
+  const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxSockets, maxFreeSockets: 256 };
   return url.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
 }
 
