@@ -65,14 +65,31 @@ export interface StreamWriter {
 export interface StreamSource {
   pause(): unknown;
   resume(): unknown;
+  /** False while the source's message is still arriving (an upstream reply: `IncomingMessage.complete`). */
+  readonly complete?: boolean;
+  /**
+   * The connection it is read from (an upstream reply's socket), paused with it while the message is
+   * incomplete: Node pauses the socket itself only when a push into the paused reply is refused, not when
+   * the hold starts as the reply gives out what it had buffered (after a drain), which let the socket
+   * feed a further 64 KiB read into the reply.
+   */
+  readonly socket?: { pause(): unknown; resume(): unknown; readonly destroyed: boolean } | null;
 }
 
 /**
  * The writer of one streamed reply. With `source`, backpressure: a write the client's socket cannot
  * take at once (`res.write` returns false: Node's buffer is past its 16 KiB high-water mark) pauses
- * `source` until `res` emits `drain`, so a slow reader holds at most one upstream chunk's output in the
- * gateway; a client that does not drain within `stallMs` ms is disconnected (`res.destroy()`, which
- * cancels the upstream request as any client leaving does).
+ * `source`, and its socket while its message is incomplete, until `res` emits `drain` or closes; a
+ * client that does not drain within `stallMs` ms is disconnected (`res.destroy()`, which cancels the
+ * upstream request as any client leaving does). Both are resumed on close too, so a reply that ended
+ * while held is read to its end and its kept-alive socket goes back to the agent flowing: a socket
+ * left paused there hangs the next request sent on it. A socket is never paused once its message is
+ * complete (Node resumed it then for the next message), so no pause made here outlives its reply.
+ * A stalled reader then holds the refused write (16 KiB and the chunk that crossed it), the rest of
+ * the upstream read being parsed, and the one further read a paused socket takes (Node reads a socket
+ * 64 KiB at a time): 92 KiB measured with 16 KiB upstream chunks, 106 with 64 KiB ones, 94 to 142
+ * with 1 to 4 KiB ones (156, 170 and 132 to 158 before; spec/unit/stream-writer.spec.ts, bench/RESULTS.md;
+ * the kernel's socket queues are not the process's memory).
  */
 export function createStreamWriter(res: Response, source?: StreamSource, stallMs = Infinity): StreamWriter {
   // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.
@@ -82,13 +99,17 @@ export function createStreamWriter(res: Response, source?: StreamSource, stallMs
   const holdUntilDrained = (from: StreamSource) => {
     held = true;
     from.pause();
+    // A complete message's socket is no longer its own: Node resumed it for the next message.
+    const socket = from.complete === false ? from.socket : undefined;
+    socket?.pause();
     const timer = Number.isFinite(stallMs) ? setTimeout(() => res.destroy(), stallMs) : undefined;
     const release = () => {
       held = false;
       clearTimeout(timer);
       res.off('drain', release);
       res.off('close', release);
-      if (!res.destroyed) from.resume();
+      if (socket && !socket.destroyed) socket.resume();
+      from.resume();
     };
     res.on('drain', release);
     res.on('close', release);

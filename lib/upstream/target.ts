@@ -99,6 +99,16 @@ export interface HeldTargetSettings extends RetryPolicyOptions, TargetHealthOpti
 export const KEEP_ALIVE_IDLE_MS = 4000;
 
 /**
+ * The keep-alive agent of a target at `url` (http or https by its protocol): idle sockets closed after
+ * {@link KEEP_ALIVE_IDLE_MS}, at most `maxSockets` at once (default unbounded). The stream writer's
+ * tests hold a reply on one (spec/unit/stream-writer.spec.ts).
+ */
+export function createTargetAgent(url: URL, maxSockets = Infinity): http.Agent {
+  const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxSockets, maxFreeSockets: 256 };
+  return url.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+}
+
+/**
  * Create the target at `index` of a client: its keep-alive agent (http or https by its URL), its
  * credential rotation and retry policy, a healthy state and zero counters.
  * @throws TypeError when `options.url` is not a URL
@@ -106,14 +116,13 @@ export const KEEP_ALIVE_IDLE_MS = 4000;
 export function createHeldTarget(options: UpstreamTargetOptions, index: number, settings: HeldTargetSettings): HeldTarget {
   const url = new URL(options.url);
   const secure = url.protocol === 'https:';
-  const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxSockets: settings.maxSockets ?? Infinity, maxFreeSockets: 256 };
   const credentials = createCredentialRotation(options.apiKeys ?? [], settings.auth, settings.now);
   return {
     id: options.id ?? 'default',
     index,
     url,
     basePath: url.pathname.replace(/\/+$/, ''),
-    agent: trackAgentConnections(secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions)),
+    agent: trackAgentConnections(createTargetAgent(url, settings.maxSockets)),
     transport: secure ? https : http,
     provider: options.provider,
     modelIds: options.modelIds ?? null,

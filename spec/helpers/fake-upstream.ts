@@ -16,6 +16,8 @@ export interface RecordedRequest {
   body: any;
   /** The body's bytes as received. */
   raw: Buffer;
+  /** The port the request's connection came from: requests sent on one kept-alive socket share it. */
+  remotePort?: number;
 }
 
 /** What the fake upstream does with one request. */
@@ -174,7 +176,7 @@ export async function startFakeUpstream(handler: FakeHandler = defaultHandler, o
         body = text;
       }
       const index = requests.length;
-      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw };
+      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body, raw, remotePort: req.socket.remotePort };
       if (options.record !== false) {
         requests.push(recorded);
         res.once('close', () => slot(index).resolve(Date.now()));

@@ -69,7 +69,10 @@ const ROUTES: StreamRoute[] = [
  * The text eight stalled streams of a route that keeps its text must hold, in MiB: each stream's kernel
  * send queue takes up to tcp_wmem's maximum of output bytes (Linux, `net.ipv4.tcp_wmem`; 4 MiB by
  * default, `ss -tn` shows some 3.9 MB queued per stalled client) before `res.write` refuses, and
- * `textShare` of those bytes is text, kept at one byte a character (translators/held-text.ts).
+ * `textShare` of those bytes is text, kept at one byte a character (translators/held-text.ts). The
+ * gateway cannot bound that queue (Node sets no SO_SNDBUF or TCP_NOTSENT_LOWAT on a TCP socket) nor
+ * drop the text (the final events repeat it whole), so on Responses the issue's 20 MB holds only
+ * beside it: some 16 MiB here, 19 to 21 MB growth in all when run alone (docs/operations.md, slow clients).
  */
 function textTheQueuesHold(textShare: number): number {
   const wmem = fs.existsSync('/proc/sys/net/ipv4/tcp_wmem') ? Number(fs.readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/)[2]) : 4 * MiB;

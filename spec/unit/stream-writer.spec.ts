@@ -1,8 +1,11 @@
 /** The streamed reply's writer (lib/http/sse.ts): every event reaches the client once, nothing after the end. */
 import { expect } from 'chai';
 import { EventEmitter } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
 import type { Response } from 'express';
 import { createStreamWriter } from '../../lib/http/sse';
+import { createTargetAgent } from '../../lib/upstream/target';
 
 /** A response that records its writes and its end, as far as the writer uses one. */
 function recordingResponse() {
@@ -21,6 +24,13 @@ function recordingResponse() {
     },
   };
   return { res, calls };
+}
+
+/** `promise`, or a rejection naming `what` when it has not settled within `ms`. */
+function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 describe('stream writer', () => {
@@ -89,13 +99,136 @@ describe('stream writer', () => {
     expect(res.listenerCount('drain') + res.listenerCount('close')).to.equal(0);
   });
 
-  it('disconnects a client that does not drain within stallMs', async () => {
+  it('disconnects a client that does not drain within stallMs, then lets go of its source', async () => {
     const { res, source, calls } = fullResponse();
     const out = createStreamWriter(res as unknown as Response, source, 20);
     out.add('data: a\n\n');
     out.flush();
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(res.destroyed).to.equal(true);
-    expect(calls).to.deep.equal(['pause']);
+    // Resumed on close whatever closed the reply: the exchange cancels the upstream request of a client
+    // that left, and a reply that ended while held must let its upstream reply end (its socket goes back to the agent).
+    expect(calls).to.deep.equal(['pause', 'resume']);
+    expect(res.listenerCount('drain') + res.listenerCount('close')).to.equal(0);
+  });
+
+  it("pauses its source's socket with it while the message is incomplete, and resumes both on close", () => {
+    for (const complete of [false, true]) {
+      const { res, source, calls } = fullResponse();
+      const socket = { destroyed: false, pause: () => calls.push('socket pause'), resume: () => calls.push('socket resume') };
+      const out = createStreamWriter(res as unknown as Response, { ...source, complete, socket }, 1000);
+      out.add('data: a\n\n');
+      out.flush();
+      out.end();
+      res.emit('close');
+      // A complete message's socket is left alone: Node resumed it for the next message, maybe another request's.
+      expect(calls, `complete: ${complete}`).to.deep.equal(complete ? ['pause', 'resume'] : ['pause', 'socket pause', 'socket resume', 'resume']);
+    }
+  });
+
+  it('lets an upstream reply that ended while held be read to its end: its kept-alive socket carries the next request', async function () {
+    this.timeout(15_000);
+    const upstream = http.createServer((req, reply) => {
+      reply.writeHead(200, { 'content-type': 'text/event-stream' });
+      reply.end(req.url === '/long' ? Buffer.alloc(1024 * 1024, 'x') : 'ok');
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    // One socket: a request sent on a socket left paused would never get its reply.
+    const agent = createTargetAgent(new URL('http://127.0.0.1/'), 1);
+    const get = (path: string) => within(5000, new Promise<http.IncomingMessage>((resolve) => {
+      http.get({ host: '127.0.0.1', port: (upstream.address() as net.AddressInfo).port, path, agent }, resolve);
+    }), `the reply to ${path}`);
+    try {
+      const response = await get('/long');
+      const port = response.socket.localPort;
+      const { res } = fullResponse();
+      const out = createStreamWriter(res as unknown as Response, response);
+      await new Promise<void>((resolve) => response.once('data', (data: Buffer) => {
+        // The client's socket refuses the write (the reply and its socket are held), and the client's reply ends
+        // (as the native relay's does at message_stop, before the upstream's): Node then closes it.
+        out.add(data);
+        out.flush();
+        out.end();
+        Object.assign(res, { writableEnded: true, destroyed: true }).emit('close');
+        resolve();
+      }));
+      expect(response.complete, 'the upstream reply was still arriving when it was held').to.equal(false);
+      let rest = 0;
+      response.on('data', (data: Buffer) => (rest += data.length));
+      await within(5000, new Promise((resolve) => response.once('end', resolve)), 'the end of the held reply');
+      const next = await get('/small');
+      expect(next.socket.localPort, 'the same kept-alive socket').to.equal(port);
+      next.resume();
+      await new Promise((resolve) => next.once('end', resolve));
+      expect(rest).to.be.above(0);
+    } finally {
+      agent.destroy();
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
+  });
+
+  it('holds at most 128 KiB for a stalled reader of a fast upstream stream of 16 KiB chunks (92 KiB measured): the refused write, the rest of the read being parsed, one more read', async function () {
+    this.timeout(15_000);
+    const chunk = Buffer.alloc(16 * 1024, 'x');
+    let upstreamWrote = 0;
+    // An upstream that writes 16 KiB chunks as fast as it is read (waiting for drain), 64 MB at most.
+    const upstream = http.createServer((_req, reply) => {
+      reply.writeHead(200, { 'content-type': 'text/event-stream' });
+      const more = () => {
+        while (upstreamWrote < 64 * 1024 * 1024 && !reply.destroyed) {
+          upstreamWrote += chunk.length;
+          if (!reply.write(chunk)) return void reply.once('drain', more);
+        }
+        reply.end();
+      };
+      more();
+    });
+    // The gateway's side: a target's agent (lib/upstream/target.ts), the reply relayed through the writer as routes/reply.ts does.
+    const agent = createTargetAgent(new URL('http://127.0.0.1/'));
+    let held: (() => Record<string, number>) | undefined;
+    const gateway = http.createServer((_req, res) => {
+      http.get({ host: '127.0.0.1', port: (upstream.address() as net.AddressInfo).port, agent }, (response) => {
+        const out = createStreamWriter(res as unknown as Response, response);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.on('data', (data: Buffer) => {
+          out.add(data);
+          out.flush();
+        });
+        // What this process holds of the stream: the response's write buffer (its `writableLength`
+        // counts its socket's), the upstream reply's and its socket's read buffers.
+        held = () => ({ write: res.writableLength, reply: response.readableLength, socket: response.socket?.readableLength ?? 0 });
+      });
+    });
+    await Promise.all([upstream, gateway].map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+    const client = new net.Socket();
+    try {
+      await new Promise<void>((resolve) => client.connect((gateway.address() as net.AddressInfo).port, '127.0.0.1', resolve));
+      // A reader that never reads: once the kernel's queues are full (not the process's memory), nothing more is taken.
+      client.pause();
+      client.write('GET / HTTP/1.1\r\nhost: x\r\n\r\n');
+      // Until the upstream has written nothing more for half a second (a loaded machine may delay one
+      // check past the I/O it waits for), 10 s at most.
+      let last = -1;
+      for (let still = 0, waited = 0; (still < 500 || !held) && waited < 10_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        still = upstreamWrote === last ? still + 100 : 0;
+        last = upstreamWrote;
+      }
+      expect(upstreamWrote, 'the upstream is held back').to.be.below(64 * 1024 * 1024);
+      const parts = held!();
+      const kib = (parts.write + parts.reply + parts.socket) / 1024;
+      // The refused write (a 16 KiB chunk), what is left of the 64 KiB socket read it came in (parsed
+      // into the reply at once), and the one read a paused socket still takes before it stops (64 KiB).
+      // 156 KiB when only Node paused the socket (a hold that starts as the reply gives out its buffer left
+      // it flowing for a further read).
+      expect(kib, `KiB held by the gateway for the stalled stream (${JSON.stringify(parts)})`).to.be.at.most(128);
+    } finally {
+      client.destroy();
+      agent.destroy();
+      upstream.closeAllConnections();
+      gateway.closeAllConnections();
+      await Promise.all([upstream, gateway].map((server) => new Promise((resolve) => server.close(resolve))));
+    }
   });
 });
