@@ -20,7 +20,7 @@ import { ADMIT_CHECK_LUA, SETTLE_CREDITS, SETTLE_IN_TEAM, SETTLE_IN_TEAM_AS_MEMB
  * minimum (min >= 0), what is left under the tightest when the minimum fits there (decideHold's rule,
  * people-caps.ts). Holds past their expiry stop counting first (as RESERVE_LUA does). Returns {1|0,
  * spent, reserved, held units, index}: the key's (first) bucket's figures when held; refused, the
- * tightest bucket's and its index (1-based).
+ * tightest bucket's and its index (1-based; of buckets with the same credit left, the later one).
  */
 const HOLD_ALL_LUA = `
 local function ledger(bucket, now, forget)
@@ -50,7 +50,7 @@ local function holdAll(buckets, caps, id, units, now, expiry, forget, ttl, min)
     spents[i], reserveds[i] = ledger(buckets[i], now, forget)
     if caps[i] >= 0 then
       local left = caps[i] - spents[i] - reserveds[i]
-      if tightLeft == nil or left < tightLeft then tight, tightLeft = i, left end
+      if tightLeft == nil or left <= tightLeft then tight, tightLeft = i, left end
     end
   end
   local held = units
