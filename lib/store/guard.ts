@@ -1,8 +1,8 @@
 /**
  * The store guard: what the gateway does when its store (Redis) cannot be reached.
  *
- * - Every store call is bounded by `timeoutMs`, so a server that does not answer cannot hang
- *   requests. The connection keeps no offline queue (redis-connection.ts): a call made while
+ * - Every store call (the people role's too: sign-ins, sessions, users) is bounded by `timeoutMs`, so a
+ *   server that does not answer cannot hang requests. The connection keeps no offline queue (redis-connection.ts): a call made while
  *   disconnected fails at once, and a call answered 503 never runs later. An admission or a credit
  *   reservation sent to a server that is connected but stalled carries its deadline (the call's
  *   start plus `timeoutMs`), which its script checks: run after it, it counts and holds nothing.
@@ -23,6 +23,7 @@
 import { SettlementRefusedError } from './credits';
 import { GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
+import type { PeopleStore, WithPeopleStore } from './people-types';
 import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, TeamCaps, UsageEntry } from './types';
 
 export interface StoreGuardOptions {
@@ -73,6 +74,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     );
   });
 }
+
+/** Every call of the people role (people-types.ts), each bounded by the guard. */
+const PEOPLE_CALLS = [
+  'savePendingSignIn', 'takePendingSignIn', 'saveSession', 'getSession', 'deleteSession', 'saveUser', 'getUser', 'listUsers',
+  'addTeamMemberByEmail', 'teamsOfEmail',
+] as const satisfies ReadonlyArray<keyof PeopleStore>;
 
 /** Wrap a store with the outage behaviour above. */
 export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions): GatewayStore {
@@ -243,6 +250,14 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       await withTimeout(store.close(), Math.max(timeoutMs, 5000)).catch((err: Error) => logger.error({ message: 'store did not close cleanly', error: err.message }));
     },
   };
+  // The people role (sign-ins, sessions, users: lib/people/) is bounded too, so a stalled store makes a
+  // sign-in or a session's admin call a 503 after timeoutMs rather than hang it (fail open or not:
+  // no session is served from memory).
+  const people = (store as WithPeopleStore).people;
+  if (people) {
+    (overrides as { people?: PeopleStore }).people = Object.fromEntries(PEOPLE_CALLS.map((name) => [name,
+      (...args: unknown[]) => call(`people.${name}`, () => (people[name] as (...a: unknown[]) => Promise<unknown>).apply(people, args))])) as unknown as PeopleStore;
+  }
   // Everything else (key management, ledger reads) is the store's own, bound to it; a proxy keeps
   // `instanceof` and fields of the backing store visible to code that needs them.
   return new Proxy(store, {
