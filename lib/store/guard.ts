@@ -55,6 +55,14 @@ function unmeteredReservation(keyId: string, month: string): Reservation {
   return { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 };
 }
 
+/**
+ * Whether `err` is the store's own answer rather than an outage: a GatewayError without the outage line
+ * (a key whose state is being moved, lib/store/redis-key-move.ts). Never served unmetered.
+ */
+function isStoreRefusal(err: unknown): boolean {
+  return err instanceof GatewayError && err.log === undefined;
+}
+
 /** Settlements waiting for the store, at most this many (older ones are dropped, and logged). */
 const MAX_PENDING_SETTLEMENTS = 100_000;
 
@@ -188,7 +196,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         // answered 503 holds and counts nothing (redis-admission.ts).
         return await call('admit', () => store.admit({ ...request, deadline: Date.now() + timeoutMs }));
       } catch (err) {
-        if (!failOpen) throw err;
+        if (!failOpen || isStoreRefusal(err)) throw err;
         servedUnmetered(err, 'admit', { key_id: request.snapshot.key.id });
         const reserved = request.reservation && { ok: true as const, spent: 0, reservation: unmeteredReservation(request.snapshot.key.id, request.reservation.month) };
         return { outcome: 'admitted' as const, totalHits: 1, resetTime: new Date(Date.now() + request.rateLimitWindowMs), reserved };
@@ -198,7 +206,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       try {
         return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits, Date.now() + timeoutMs, teamCaps));
       } catch (err) {
-        if (!failOpen) throw err;
+        if (!failOpen || isStoreRefusal(err)) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });
         return { ok: true as const, spent: 0, reservation: unmeteredReservation(keyId, month) };
       }
