@@ -1,8 +1,8 @@
 /**
  * The store guard: what the gateway does when its store (Redis) cannot be reached.
  *
- * - Every store call is bounded by `timeoutMs`, so a server that does not answer cannot hang
- *   requests. The connection keeps no offline queue (redis-connection.ts): a call made while
+ * - Every store call (the people role's too: sign-ins, sessions, users) is bounded by `timeoutMs`, so a
+ *   server that does not answer cannot hang requests. The connection keeps no offline queue (redis-connection.ts): a call made while
  *   disconnected fails at once, and a call answered 503 never runs later. An admission or a credit
  *   reservation sent to a server that is connected but stalled carries its deadline (the call's
  *   start plus `timeoutMs`), which its script checks: run after it, it counts and holds nothing.
@@ -24,7 +24,7 @@ import { SettlementRefusedError } from './credits';
 import { GatewayError } from '../http/errors';
 import type { Logger } from '../observability/logger';
 import type { AdmissionRequest, GatewayStore, KeyRecord, KeySnapshot, Reservation, TeamCaps, UsageEntry } from './types';
-import type { TeamStore, WithTeamStore } from './people-types';
+import type { PeopleStore, TeamStore, WithPeopleStore, WithTeamStore } from './people-types';
 
 export interface StoreGuardOptions {
   logger: Logger;
@@ -55,6 +55,14 @@ function unmeteredReservation(keyId: string, month: string): Reservation {
   return { id: `unmetered-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`, keyId, month, credits: 0 };
 }
 
+/**
+ * Whether `err` is the store's own answer rather than an outage: a GatewayError without the outage line
+ * (a key whose state is being moved, lib/store/redis-key-move.ts). Never served unmetered.
+ */
+function isStoreRefusal(err: unknown): boolean {
+  return err instanceof GatewayError && err.log === undefined;
+}
+
 /** Settlements waiting for the store, at most this many (older ones are dropped, and logged). */
 const MAX_PENDING_SETTLEMENTS = 100_000;
 
@@ -74,6 +82,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     );
   });
 }
+
+/** Every call of the people role (people-types.ts), each bounded by the guard. */
+const PEOPLE_CALLS = [
+  'savePendingSignIn', 'takePendingSignIn', 'saveSession', 'getSession', 'deleteSession', 'saveUser', 'getUser', 'listUsers',
+  'addTeamMemberByEmail', 'teamsOfEmail',
+] as const satisfies ReadonlyArray<keyof PeopleStore>;
 
 /** Wrap a store with the outage behaviour above. */
 export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions): GatewayStore {
@@ -182,7 +196,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
         // answered 503 holds and counts nothing (redis-admission.ts).
         return await call('admit', () => store.admit({ ...request, deadline: Date.now() + timeoutMs }));
       } catch (err) {
-        if (!failOpen) throw err;
+        if (!failOpen || isStoreRefusal(err)) throw err;
         servedUnmetered(err, 'admit', { key_id: request.snapshot.key.id });
         const reserved = request.reservation && { ok: true as const, spent: 0, reservation: unmeteredReservation(request.snapshot.key.id, request.reservation.month) };
         return { outcome: 'admitted' as const, totalHits: 1, resetTime: new Date(Date.now() + request.rateLimitWindowMs), reserved };
@@ -192,7 +206,7 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
       try {
         return await call('reserveCredits', () => store.reserveCredits(keyId, month, credits, cap, ttlMs, minCredits, Date.now() + timeoutMs, teamCaps));
       } catch (err) {
-        if (!failOpen) throw err;
+        if (!failOpen || isStoreRefusal(err)) throw err;
         servedUnmetered(err, 'reserveCredits', { key_id: keyId });
         return { ok: true as const, spent: 0, reservation: unmeteredReservation(keyId, month) };
       }
@@ -253,6 +267,14 @@ export function createStoreGuard(store: GatewayStore, options: StoreGuardOptions
     replaceTeam: (before, after) => call('replaceTeam', () => backingTeams.replaceTeam(before, after)),
     setMemberCap: (team, subject, cap) => call('setMemberCap', () => backingTeams.setMemberCap(team, subject, cap)),
   };
+  // The people role (sign-ins, sessions, users: lib/people/) is bounded too, so a stalled store makes a
+  // sign-in or a session's admin call a 503 after timeoutMs rather than hang it (fail open or not:
+  // no session is served from memory).
+  const people = (store as WithPeopleStore).people;
+  if (people) {
+    (overrides as { people?: PeopleStore }).people = Object.fromEntries(PEOPLE_CALLS.map((name) => [name,
+      (...args: unknown[]) => call(`people.${name}`, () => (people[name] as (...a: unknown[]) => Promise<unknown>).apply(people, args))])) as unknown as PeopleStore;
+  }
   // Everything else (key management, ledger reads) is the store's own, bound to it; a proxy keeps
   // `instanceof` and fields of the backing store visible to code that needs them.
   return new Proxy(store, {

@@ -32,8 +32,10 @@ export interface LedgerLevel {
  * Decide a hold over several ledgers (the key's first). It fits when `units` fit under every capped
  * ledger; otherwise, with `minUnits`, it takes all that is left under the tightest ledger when the
  * minimum fits there ("usable to its last credit"). Refused: the tightest ledger, the one that
- * stopped it (ties go to the earlier: key, then member, then team). All figures in credit units.
- * The Redis scripts (redis-team-caps.ts) run the same rule in Lua.
+ * stopped it; of ledgers with the same credit left, the broader one (team, then member, then key):
+ * a key whose own cap equals the member cap (a self-service key takes it as its default) is stopped
+ * by the member's cap whenever the member's ledger binds, since raising the key's would not help.
+ * All figures in credit units. The Redis scripts (redis-team-caps.ts) run the same rule in Lua.
  */
 export function decideHold(levels: readonly LedgerLevel[], units: number, minUnits: number | undefined): { ok: true; units: number } | { ok: false; level: LedgerLevel } {
   let tightest: LedgerLevel | undefined;
@@ -41,7 +43,8 @@ export function decideHold(levels: readonly LedgerLevel[], units: number, minUni
   for (const level of levels) {
     if (level.cap === null) continue;
     const left = level.cap - level.spent - level.reserved;
-    if (left < tightestLeft) {
+    // `<=`: a later (broader) ledger wins a tie (see above).
+    if (left <= tightestLeft) {
       tightest = level;
       tightestLeft = left;
     }

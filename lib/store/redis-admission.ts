@@ -13,6 +13,7 @@ import { decodeRecord } from './redis-codec';
 import type { RedisConnection } from './redis-connection';
 import { BUCKET_RETENTION_MS, type RedisKeys } from './redis-keys';
 import { admissionInTeam, reserveInTeam } from './redis-team-caps';
+import { keyMovingError } from './redis-key-move';
 import { ADMIT, FIND_KEY, RESERVE_CREDITS } from './redis-scripts';
 import type { AdmissionRequest, AdmissionResult, KeySnapshot, ReserveResult, TeamCaps } from './types';
 
@@ -70,6 +71,8 @@ export class RedisAdmission {
     )) as [string, ...unknown[]];
     // Nothing was counted or held; the caller has most likely answered 503 already.
     if (reply[0] === 'late') throw new Error('the admission reached Redis after its deadline (store.timeoutMs): nothing counted or held');
+    // The key's state is being moved to another hash tag (redis-key-move.ts): a 503 the client retries.
+    if (reply[0] === 'moving') throw keyMovingError(id);
     if (reply[0] === 'unknown' || reply[0] === 'revoked') {
       this.snapshots.delete(request.secretSha256);
       // Unknown where this copy of the record put it: the key may have moved to or from a team since.
@@ -109,6 +112,7 @@ export class RedisAdmission {
         String(EXPIRED_RESERVATION_MEMORY_MS), String(BUCKET_RETENTION_MS), minUnits, deadline],
     )) as [number, number, number, number];
     if (ok === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');
+    if (ok === -2) throw keyMovingError(keyId);
     if (ok !== 1) return { ok: false, spent: fromCreditUnits(spent), reserved: fromCreditUnits(reserved), cap: cap!, limit: 'key' };
     return { ok: true, reservation: { id, keyId, month, credits: heldCredits(held, units, credits) }, spent: fromCreditUnits(spent) };
   }

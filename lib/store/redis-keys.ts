@@ -77,6 +77,14 @@ export class RedisKeys {
     return `${this.prefix}{team:${team}}:member:${encodeURIComponent(owner)}:${month}`;
   }
 
+  /**
+   * A move of key `id`'s state under way (redis-key-move.ts: JSON `{from, to, step}`), under the key's
+   * own tag beside its pointer, until the move is done.
+   */
+  move(id: string): string {
+    return `${this.prefix}{${id}}:move`;
+  }
+
   /** Secret sha256 -> key id. */
   secret(sha256: string): string {
     return `${this.prefix}secret:${sha256}`;

@@ -10,7 +10,7 @@
  * - `P{<id>}:secrets`           hash: secret sha256 -> `current`, or the epoch ms it expires at
  * - `P{<id>}:credits:<YYYY-MM>` hash: `spent` (credit units (credits.ts) settled this UTC month),
  *                               `hold:<reservation id>` = `<units>:<expires at ms>` (in flight),
- *                               `expired:<reservation id>` = `<forget at ms>` (outlived its hold)
+ *                               `expired:<reservation id>` = `<forget at ms>` (outlived its hold), `moving` (redis-key-move.ts)
  * - `P{<id>}:usage:<YYYY-MM>`   hash: `<model>|<field>` -> integer totals (tokens, credit units, requests)
  * - `P{<id>}:usage-day:<YYYY-MM>` hash: `<YYYY-MM-DD>|<model>|<field>` -> integer totals of one UTC day
  * - `P{<id>}:rl`                rate-limit window counter (INCR; expires at the window's end)
@@ -31,7 +31,7 @@
  *
  * The month is part of the bucket's name, so a new month starts from zero by itself.
  */
-
+import { MOVING_LUA } from './redis-key-move';
 export { CREATE_KEY, FIND_KEY, REPLACE_SECRET, ROTATE_KEY, UPDATE_KEY } from './redis-key-scripts';
 
 /**
@@ -94,9 +94,10 @@ end`;
  * Reserve credits against the cap, unless past the deadline (the caller gave up on it: nothing held).
  * KEYS: credits:<month>. ARGV: reservation id, credit units, cap in credit units (-1: no cap), now,
  * hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit units (-1: none),
- * deadline (server epoch ms; -1: none). Returns {1|0, spent, reserved, held units}, or {-1} when late.
+ * deadline (server epoch ms; -1: none). Returns {1|0, spent, reserved, held units}, {-1} when late, or
+ * {-2} while the key is being moved (MOVING_LUA).
  */
-export const RESERVE_CREDITS = `${DEADLINE_LUA('ARGV[9]', '{-1}')}
+export const RESERVE_CREDITS = `${DEADLINE_LUA('ARGV[9]', '{-1}')}${MOVING_LUA('KEYS[1]', '{-2}')}
 ${RESERVE_LUA('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]', 'ARGV[4]', 'ARGV[5]', 'ARGV[6]', 'ARGV[7]', 'ARGV[8]')}`;
 
 /**
@@ -130,10 +131,10 @@ if #ARGV < 7 or hits > tonumber(ARGV[5]) then return {'admitted', hits, left} en
  * deadline (server epoch ms; -1: none), then (or nothing, for no hold) reservation id, credit units,
  * cap units (-1: none), hold expiry (ms), forget-expired delay (ms), bucket ttl (ms), minimum credit
  * units (-1: none).
- * Returns {'late'} | {'unknown'} | {'revoked'} | {'changed', record flat list} | {'admitted', hits,
- * window ms left[, 1|0, spent, reserved, held units]}.
+ * Returns {'late'} | {'moving'} (MOVING_LUA: nothing counted) | {'unknown'} | {'revoked'} | {'changed',
+ * record flat list} | {'admitted', hits, window ms left[, 1|0, spent, reserved, held units]}.
  */
-export const ADMIT = `${DEADLINE_LUA('ARGV[6]', "{'late'}")}
+export const ADMIT = `${DEADLINE_LUA('ARGV[6]', "{'late'}")}${MOVING_LUA('KEYS[4]', "{'moving'}")}
 ${ADMIT_CHECK_LUA}
 local function reserve()
 ${RESERVE_LUA('KEYS[4]', 'ARGV[7]', 'ARGV[8]', 'ARGV[9]', 'ARGV[3]', 'ARGV[10]', 'ARGV[11]', 'ARGV[12]', 'ARGV[13]')}

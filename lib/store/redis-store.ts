@@ -16,11 +16,12 @@ import { migrateLayout } from './redis-migration';
 import { RedisObjects } from './redis-objects';
 import { RENEW_RESERVATION, UPDATE_KEY } from './redis-scripts';
 import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-team-caps';
-import { locateKey, moveKeyState } from './redis-key-move';
+import { locateKey, moveKeyState, resumeKeyMove, resumeKeyMoves } from './redis-key-move';
 import { decodeDailyUsage } from './redis-spend';
 import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
+import { GatewayError } from '../http/errors';
 import { RedisPeopleStore } from './redis-people';
 import { RedisTeamStore } from './redis-teams';
 import { bookingTime, utcDay } from './usage-days';
@@ -72,7 +73,8 @@ export class RedisStore implements GatewayStore {
   get prefix(): string { return this.keys.prefix; }
 
   /**
-   * Connect to Redis, and move a store written in the earlier layout to this one (redis-migration.ts).
+   * Connect to Redis, move a store written in the earlier layout to this one (redis-migration.ts), and
+   * finish the moves of keys between hash tags left part way (redis-key-move.ts).
    * @throws Error when the server cannot be reached (the message names the URL without its password),
    *   or the prefix holds a brace
    */
@@ -81,6 +83,8 @@ export class RedisStore implements GatewayStore {
     const connection = await connectRedis(options);
     try {
       await migrateLayout(connection, keys);
+      // Moves of keys between hash tags a crash left part way (their keys answer 503 until then).
+      await resumeKeyMoves(connection, keys);
     } catch (err) {
       await connection.close().catch(() => undefined);
       throw err;
@@ -126,6 +130,11 @@ export class RedisStore implements GatewayStore {
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
+    // A move an earlier call left part way is finished first (redis-key-move.ts); one given up for
+    // requests in flight (409) left the key where it was, and this change (a revocation) still applies.
+    await resumeKeyMove(this.connection, this.keys, id).catch((err: unknown) => {
+      if (!(err instanceof GatewayError && err.status === 409)) throw err;
+    });
     const team = await locateKey(this.connection, this.keys, id);
     // Joining, leaving or changing team moves the key's state to that team's hash tag first (redis-key-move.ts).
     if (patch.team !== undefined && (patch.team ?? null) !== team && (await this.connection.commands.exists(this.keys.key(id, team)))) await moveKeyState(this.connection, this.keys, id, team, patch.team ?? null);

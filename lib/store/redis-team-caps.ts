@@ -11,6 +11,7 @@ import { EXPIRED_RESERVATION_MEMORY_MS } from './memory-reservations';
 import type { TeamCaps } from './people-caps';
 import type { CapLevel, Reservation, ReserveResult } from './records';
 import type { RedisConnection } from './redis-connection';
+import { keyMovingError, MOVING_LUA } from './redis-key-move';
 import { BUCKET_RETENTION_MS, type RedisKeys } from './redis-keys';
 import { ADMIT_CHECK_LUA, SETTLE_CREDITS, SETTLE_IN_TEAM, SETTLE_IN_TEAM_AS_MEMBER } from './redis-scripts';
 
@@ -20,7 +21,7 @@ import { ADMIT_CHECK_LUA, SETTLE_CREDITS, SETTLE_IN_TEAM, SETTLE_IN_TEAM_AS_MEMB
  * minimum (min >= 0), what is left under the tightest when the minimum fits there (decideHold's rule,
  * people-caps.ts). Holds past their expiry stop counting first (as RESERVE_LUA does). Returns {1|0,
  * spent, reserved, held units, index}: the key's (first) bucket's figures when held; refused, the
- * tightest bucket's and its index (1-based).
+ * tightest bucket's and its index (1-based; of buckets with the same credit left, the later one).
  */
 const HOLD_ALL_LUA = `
 local function ledger(bucket, now, forget)
@@ -50,7 +51,7 @@ local function holdAll(buckets, caps, id, units, now, expiry, forget, ttl, min)
     spents[i], reserveds[i] = ledger(buckets[i], now, forget)
     if caps[i] >= 0 then
       local left = caps[i] - spents[i] - reserveds[i]
-      if tightLeft == nil or left < tightLeft then tight, tightLeft = i, left end
+      if tightLeft == nil or left <= tightLeft then tight, tightLeft = i, left end
     end
   end
   local held = units
@@ -78,7 +79,7 @@ local deadline = tonumber(ARGV[6])
 if deadline >= 0 then
   local time = redis.call('TIME')
   if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return {'late'} end
-end
+end${MOVING_LUA('KEYS[4]', "{'moving'}")}
 ${ADMIT_CHECK_LUA}
 ${HOLD_ALL_LUA}
 local buckets, caps = {KEYS[4]}, {tonumber(ARGV[9])}
@@ -100,7 +101,7 @@ local deadline = tonumber(ARGV[9])
 if deadline >= 0 then
   local time = redis.call('TIME')
   if tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) > deadline then return {-1} end
-end
+end${MOVING_LUA('KEYS[1]', '{-2}')}
 ${HOLD_ALL_LUA}
 local buckets, caps = {KEYS[1]}, {tonumber(ARGV[3])}
 for i = 2, #KEYS do
@@ -193,6 +194,7 @@ export async function reserveInTeam(connection: RedisConnection, keys: RedisKeys
     [hold.id, String(hold.units), capArg(cap), String(now), String(now + request.ttlMs), String(EXPIRED_RESERVATION_MEMORY_MS),
       String(BUCKET_RETENTION_MS), request.minUnits, request.deadline, ...ledgers.map((ledger) => capArg(ledger.cap))])) as number[];
   if (reply[0] === -1) throw new Error('the reservation reached Redis after its deadline (store.timeoutMs): nothing held');
+  if (reply[0] === -2) throw keyMovingError(keyId);
   return holdResult(reply, hold, keyId, month, cap, teamCaps, ledgers);
 }
 

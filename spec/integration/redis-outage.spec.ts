@@ -3,7 +3,8 @@
  * is stopped and started again: requests fail closed with 503 in each route's shape, /health reports
  * the store unreachable, the gateway recovers by itself, and `store.failOpen` serves known keys
  * unmetered, logging every such request. A request answered 503 leaves no hold or rate-limit count,
- * whether Redis was down (no offline queue) or stalled (SIGSTOP: the admission's deadline).
+ * whether Redis was down (no offline queue) or stalled (SIGSTOP: the admission's deadline). A stalled
+ * Redis makes sign-ins and a session's admin calls (the people role) 503 after the store timeout too.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,7 +15,10 @@ import { expect } from 'chai';
 import { ADMIN_TOKEN } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { chatHeaders, isChatError, isNativeError, nativeHeaders, rawRequest } from '../helpers/http-client';
+import { startOidcProvider } from '../helpers/oidc-provider';
+import { CLIENT, PEOPLE, signInOverrides } from '../helpers/people';
 import { freePort } from '../helpers/ports';
+import { request, signIn } from '../helpers/sign-in-client';
 import { RedisKeys } from '../../lib/store/redis-keys';
 import { utcMonth } from '../../lib/store/month';
 
@@ -224,5 +228,39 @@ describe('Redis outage (a redis-server of its own)', function () {
     // A key never seen before the outage is not let in.
     const unknown = await rawRequest(gw.url, { ...nativeRequest, headers: nativeHeaders('sk-cs4-never-seen-key-0007') });
     expect(unknown.status).to.equal(503);
+  });
+
+  it('Redis stalled (SIGSTOP): a session\'s admin call and a sign-in answer 503 in the admin shape after store.timeoutMs, never hang', async () => {
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const provider = await startOidcProvider({ users: PEOPLE, clientId: CLIENT.id, clientSecret: CLIENT.secret, redirectUris: [`${baseUrl}/dashboard/callback`], groupsInIdToken: true });
+    try {
+      gw = await startTestGateway({
+        env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: `outage-${randomBytes(4).toString('hex')}:`, TEST_OIDC_CLIENT_SECRET: CLIENT.secret, PORT: String(port) },
+        overrides: { ...signInOverrides(baseUrl, provider.issuer), store: { timeoutMs: 500 } },
+      });
+      const bob = await signIn(baseUrl, 'bob');
+      const me = () => request(`${baseUrl}/admin/v1/me`, { headers: { cookie: `gateway_session=${bob.sessionCookie}` } });
+      expect((await me()).status).to.equal(200);
+      const pid = Number(fs.readFileSync(path.join(dir, 'redis.pid'), 'utf8'));
+      process.kill(pid, 'SIGSTOP');
+      try {
+        for (const call of [me, () => request(`${baseUrl}/dashboard/login`)]) {
+          const started = Date.now();
+          // Bounded here so that a hanging call fails the test (and Redis is resumed) rather than the run.
+          const reply = await Promise.race([call(), new Promise<null>((resolve) => setTimeout(() => resolve(null), 5000))]);
+          expect(reply, 'no answer within 5 s').to.not.equal(null);
+          expect(Date.now() - started, 'answered within the store timeout and a margin').to.be.below(2500);
+          expect(reply!.status).to.equal(503);
+          expect(JSON.parse(reply!.body)).to.deep.include({ type: 'error' }).and.nested.include({ 'error.type': 'api_error' });
+          expect(reply!.headers['retry-after']).to.equal('1');
+        }
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      expect((await me()).status, 'the session works again once Redis answers').to.equal(200);
+    } finally {
+      await provider.close();
+    }
   });
 });
