@@ -75,7 +75,7 @@ describe('cloud capabilities', () => {
 
   it('renders clouds\' errors in the native shape with their wording', () => {
     const bedrock = JSON.parse(nativeCloudErrorBody('bedrock', 429, { 'x-amzn-errortype': 'ThrottlingException:x' }, '{"message":"Too many requests, please wait before trying again."}'));
-    expect(bedrock).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'ThrottlingException: Too many requests, please wait before trying again.' } });
+    expect(bedrock).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests, please wait before trying again.' } });
     const vertex = JSON.parse(nativeCloudErrorBody('vertex', 429, {}, '[{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model","status":"RESOURCE_EXHAUSTED"}}]'));
     expect(vertex.error).to.deep.equal({ type: 'rate_limit_error', message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model' });
     const already = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}';
