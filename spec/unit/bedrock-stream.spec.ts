@@ -11,7 +11,7 @@ import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { convertBody, encodeModelId, toCountTokensModelId } from '../../lib/upstream/providers/bedrock';
 import { convertCountTokensReply, fillUsageFromHeaders } from '../../lib/upstream/providers/bedrock-replies';
-import { nativeCloudErrorBody } from '../../lib/upstream/providers/cloud-errors';
+import { nativeCloudError } from '../../lib/upstream/providers/cloud-errors';
 import { createEventStreamToSse } from '../../lib/upstream/providers/bedrock-stream';
 import { encodeChunkFrame, encodeExceptionFrame } from '../helpers/fake-bedrock';
 import { nativeTextEvents } from '../helpers/fake-upstream';
@@ -129,7 +129,7 @@ describe('Bedrock request and reply mapping', () => {
   });
 
   it('maps an error reply, keeping Bedrock\'s wording, and one that is not JSON', () => {
-    const convert = (status: number, errorType: string | undefined, text: string) => JSON.parse(nativeCloudErrorBody('bedrock', status, errorType ? { 'x-amzn-errortype': errorType } : {}, text));
+    const convert = (status: number, errorType: string | undefined, text: string) => JSON.parse(nativeCloudError('bedrock', status, errorType ? { 'x-amzn-errortype': errorType } : {}, text).text);
     expect(convert(429, 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/', '{"message":"Too many requests"}'))
       .to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests' } });
     expect(convert(502, undefined, '<html>bad gateway</html>')).to.deep.equal({ type: 'error', error: { type: 'api_error', message: '<html>bad gateway</html>' } });

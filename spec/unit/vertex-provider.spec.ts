@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import type { NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
 import { createVertexProvider, formatVertexOrigin, VERTEX_ANTHROPIC_VERSION } from '../../lib/upstream/providers/vertex';
-import { nativeCloudErrorBody } from '../../lib/upstream/providers/cloud-errors';
+import { nativeCloudError } from '../../lib/upstream/providers/cloud-errors';
 
 /** A google-auth-library client's answer, as v10+ gives it (a `Headers`). */
 const credentials = { getRequestHeaders: async () => new Headers({ Authorization: 'Bearer ya29.test', 'x-goog-user-project': 'billing-project' }) };
@@ -94,7 +94,7 @@ describe('vertex provider: prepare', () => {
 
 describe('vertex provider: Google errors in the native shape', () => {
   const google = (code: number, status: string | undefined, message: string) => JSON.stringify({ error: { code, message, ...(status ? { status } : {}) } });
-  const convert = (status: number, text: string) => nativeCloudErrorBody('vertex', status, {}, text);
+  const convert = (status: number, text: string) => nativeCloudError('vertex', status, {}, text).text;
   const cases: Array<[number, string | undefined, string]> = [
     [429, 'RESOURCE_EXHAUSTED', 'rate_limit_error'],
     [503, 'UNAVAILABLE', 'overloaded_error'],

@@ -23,7 +23,7 @@ import type { Transform } from 'node:stream';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
 import { convertCountTokensReply, createWholeReplyAdapter, fillUsageFromHeaders } from './bedrock-replies';
-import { nativeCloudErrorBody, poolStatusOf } from './cloud-errors';
+import { nativeCloudError, poolStatusOf } from './cloud-errors';
 import { createEventStreamToSse } from './bedrock-stream';
 
 /** What a Bedrock target needs. */
@@ -167,7 +167,7 @@ export function createBedrockProvider(settings: BedrockSettings): TargetProvider
       if (status !== 200) {
         // The exception's status (cloud-attempt.ts counted the same one for the pool).
         const mapped = poolStatusOf('bedrock', status, response.headers);
-        const adapter = createWholeReplyAdapter((body) => Buffer.from(nativeCloudErrorBody('bedrock', mapped, response.headers, body.toString('utf8'))));
+        const adapter = createWholeReplyAdapter((body) => Buffer.from(nativeCloudError('bedrock', mapped, response.headers, body.toString('utf8')).text));
         return replaceBody(response, adapter, mapped, adaptHeaders(response.headers, 'application/json'));
       }
       if (operation === 'count') return replaceBody(response, createWholeReplyAdapter(convertCountTokensReply), 200, adaptHeaders(response.headers, 'application/json'));

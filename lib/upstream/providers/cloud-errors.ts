@@ -8,6 +8,7 @@
  */
 import type http from 'node:http';
 import { mapStatusToNativeErrorType } from '../../../translators/chat-to-native-mapping';
+import { tryParseJson } from '../../http/read-body';
 import { BEDROCK_EXCEPTION_STATUSES } from './bedrock-replies';
 import type { ProviderName } from './provider';
 import { GOOGLE_STATUSES } from './vertex-errors';
@@ -46,6 +47,12 @@ export function poolStatusOf(provider: ProviderName, status: number, headers: ht
   return status;
 }
 
+/** A native error reply body: its text, and that text parsed (undefined when it is not JSON). */
+export interface NativeErrorText {
+  text: string;
+  body: unknown;
+}
+
 /**
  * A cloud's error body (`text`) as the native error body, its message kept word for word: a body
  * already native is returned as it is; Bedrock's `{"message"}` (or `{"Message"}`, as some AWS services
@@ -54,26 +61,23 @@ export function poolStatusOf(provider: ProviderName, status: number, headers: ht
  * exception or Google's canonical code when known, else `status`.
  * @param status the reply's HTTP status (after {@link poolStatusOf})
  * @param headers the reply's headers (Bedrock's `x-amzn-errortype` names the exception)
- * @returns the native body's JSON text
+ * @param parsed `text` parsed, when the caller has parsed it already (undefined: not JSON)
+ * @returns the native body's JSON text and that body (`text` is parsed once, the result not again)
  */
-export function nativeCloudErrorBody(provider: ProviderName, status: number, headers: http.IncomingHttpHeaders, text: string): string {
-  let parsed: any;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed?.type === 'error' && typeof parsed.error?.type === 'string') return text;
-  if (Array.isArray(parsed)) parsed = parsed[0];
+export function nativeCloudError(provider: ProviderName, status: number, headers: http.IncomingHttpHeaders, text: string, parsed: unknown = tryParseJson(text)): NativeErrorText {
+  const native = parsed as any;
+  if (native?.type === 'error' && typeof native.error?.type === 'string') return { text, body: parsed };
+  const first = Array.isArray(native) ? native[0] : native;
   const exception = provider === 'bedrock' ? readExceptionName(headers['x-amzn-errortype']) : undefined;
   let message: string | undefined;
   let typeStatus = statusOfException(exception) ?? status;
-  if (typeof parsed?.message === 'string' || typeof parsed?.Message === 'string') {
-    message = parsed.message ?? parsed.Message;
-  } else if (typeof parsed?.error?.message === 'string') {
-    message = parsed.error.message;
-    typeStatus = GOOGLE_STATUSES[parsed.error.status as string] ?? typeStatus;
+  if (typeof first?.message === 'string' || typeof first?.Message === 'string') {
+    message = first.message ?? first.Message;
+  } else if (typeof first?.error?.message === 'string') {
+    message = first.error.message;
+    typeStatus = GOOGLE_STATUSES[first.error.status as string] ?? typeStatus;
   }
   message ??= text.slice(0, 2000) || `the ${provider} upstream answered ${status}${exception ? ` (${exception})` : ''}`;
-  return JSON.stringify({ type: 'error', error: { type: mapStatusToNativeErrorType(typeStatus), message } });
+  const body = { type: 'error', error: { type: mapStatusToNativeErrorType(typeStatus), message } };
+  return { text: JSON.stringify(body), body };
 }

@@ -20,7 +20,7 @@
 import type http from 'node:http';
 import { PassThrough } from 'node:stream';
 import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
-import { nativeCloudErrorBody } from './cloud-errors';
+import { nativeCloudError } from './cloud-errors';
 
 /** The `anthropic_version` Vertex AI requires in the body (https://docs.anthropic.com/en/api/claude-on-vertex-ai). */
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
@@ -114,7 +114,7 @@ function adaptErrorReply(response: http.IncomingMessage): http.IncomingMessage {
     if (passing) return void adapted.end();
     const original = Buffer.concat(chunks);
     const text = original.toString('utf8');
-    const native = nativeCloudErrorBody('vertex', response.statusCode ?? 500, response.headers, text);
+    const native = nativeCloudError('vertex', response.statusCode ?? 500, response.headers, text).text;
     // A body already native passes as it came (its bytes, its content type).
     const body = native === text ? original : Buffer.from(native);
     if (body !== original) headers['content-type'] = 'application/json';
