@@ -116,10 +116,6 @@ export class RedisStore implements GatewayStore {
     return record;
   }
 
-  async seedKey(input: NewKey): Promise<void> {
-    await createRedisKey(this.connection, this.keys, createKeyRecord(input, this.clock()), input.secret.sha256, true);
-  }
-
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
     const team = await locateKey(this.connection, this.keys, id);
