@@ -112,7 +112,7 @@ export class RedisStore implements GatewayStore {
 
   async createKey(input: NewKey): Promise<KeyRecord> {
     const record = createKeyRecord(input, this.clock());
-    await createRedisKey(this.connection, this.keys, record, input.secret.sha256, false);
+    await createRedisKey(this.connection, this.keys, record, input.secret.sha256);
     return record;
   }
 
