@@ -8,6 +8,7 @@ import { CAPABILITIES, FEATURES, featureNames } from '../../lib/upstream/provide
 import { nativeCloudError, poolStatusOf } from '../../lib/upstream/providers/cloud-errors';
 import { asksStream, featuresNeeded, fitRequestToTarget } from '../../lib/upstream/providers/request-for-target';
 import { createProvider } from '../../lib/upstream/providers';
+import { BEDROCK_BETAS } from '../helpers/fake-bedrock-rules';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const native = (body: object, headers: Record<string, string> = {}) => ({ method: 'POST', path: '/v1/messages', headers, body: json(body), stream: false });
@@ -19,6 +20,11 @@ describe('cloud capabilities', () => {
     expect(CAPABILITIES.bedrock.features & FEATURES.files).to.equal(0);
     expect(CAPABILITIES.vertex.features & FEATURES.web_search).to.equal(FEATURES.web_search);
     expect(CAPABILITIES.foundry.features & FEATURES.batches).to.equal(0);
+  });
+
+  it('sends Bedrock exactly the beta flags the fake Bedrock accepts (both from AWS\'s pages, compaction included)', () => {
+    expect([...CAPABILITIES.bedrock.betas!].sort()).to.deep.equal([...BEDROCK_BETAS].sort());
+    expect(CAPABILITIES.bedrock.betas!.has('compact-2026-01-12')).to.equal(true);
   });
 
   const needs: Array<[string, Parameters<typeof featuresNeeded>[0], string[]]> = [
