@@ -1,5 +1,6 @@
-// Admin API client of the dashboard. The admin token lives in sessionStorage (this tab only, gone
-// when it closes) and travels only in the Authorization header, never in a URL.
+// Admin API client of the dashboard (the operator's page with the admin token, and people.html with a
+// session cookie). The admin token lives in sessionStorage (this tab only, gone when it closes) and
+// travels only in the Authorization header, never in a URL.
 
 const TOKEN_STORAGE_KEY = 'model-gateway.adminToken';
 const API_BASE = '/admin/v1';
@@ -26,12 +27,12 @@ export function forgetToken() {
 }
 
 /**
- * Call the admin API. Resolves with the parsed JSON reply; rejects with ApiError carrying the
- * message of the gateway's error body (`{"type":"error","error":{"type","message"}}`), or a
- * description of the network failure.
+ * One admin API call: `auth` gives its credential headers and the fetch `credentials` mode. Resolves
+ * with the parsed JSON reply; rejects with ApiError carrying the message of the gateway's error body
+ * (`{"type":"error","error":{"type","message"}}`), or a description of the network failure (status 0).
  */
-export async function callApi(method, path, body, token = readToken()) {
-  const headers = { authorization: `Bearer ${token ?? ''}` };
+async function requestApi(method, path, body, auth) {
+  const headers = { ...auth.headers };
   if (body !== undefined) headers['content-type'] = 'application/json';
   let response;
   try {
@@ -40,7 +41,7 @@ export async function callApi(method, path, body, token = readToken()) {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: 'no-store',
-      credentials: 'omit',
+      credentials: auth.credentials,
     });
   } catch (err) {
     throw new ApiError(0, `The gateway could not be reached (${err.message}).`);
@@ -57,6 +58,20 @@ export async function callApi(method, path, body, token = readToken()) {
     throw new ApiError(response.status, message);
   }
   return payload;
+}
+
+/** Call the admin API with the admin token (`Authorization: Bearer`, no cookie): see requestApi. */
+export function callApi(method, path, body, token = readToken()) {
+  return requestApi(method, path, body, { headers: { authorization: `Bearer ${token ?? ''}` }, credentials: 'omit' });
+}
+
+/**
+ * Call the admin API as a person signed in through the identity provider (people.html): the session
+ * cookie (HttpOnly, never read here), and on a call that changes something the session's CSRF token
+ * (from `GET /admin/v1/me`) in `x-csrf-token`. See requestApi.
+ */
+export function callWithSession(method, path, body, csrfToken) {
+  return requestApi(method, path, body, { headers: method === 'GET' ? {} : { 'x-csrf-token': csrfToken }, credentials: 'same-origin' });
 }
 
 export const api = {

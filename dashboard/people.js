@@ -2,33 +2,13 @@
 // their own keys (create, rotate, revoke, this month's spend) and, for a team admin, the keys of their
 // teams' members (revoke). The session is an HttpOnly cookie the page never reads; every call that
 // changes something carries the session's CSRF token (from GET /admin/v1/me) in `x-csrf-token`.
+import { callWithSession } from './api.js';
 import { $, el } from './dom.js';
 
-const API_BASE = '/admin/v1';
 const state = { me: null, csrf: '' };
 
-/** Call the admin API with the session cookie; rejects with an Error carrying the API's message and `status`. */
-async function call(method, path, body) {
-  const headers = {};
-  if (method !== 'GET') headers['x-csrf-token'] = state.csrf;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(API_BASE + path, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store', credentials: 'same-origin',
-  });
-  const text = await response.text();
-  let payload = null;
-  try {
-    payload = text ? JSON.parse(text) : null;
-  } catch {
-    payload = null;
-  }
-  if (!response.ok) {
-    const error = new Error(payload?.error?.message ?? `The gateway answered ${response.status}.`);
-    error.status = response.status;
-    throw error;
-  }
-  return payload;
-}
+/** Call the admin API with the session cookie (api.js); rejects with an ApiError carrying the API's message and `status`. */
+const call = (method, path, body) => callWithSession(method, path, body, state.csrf);
 
 /** Run `action`, showing its error in `region`; a 401 shows the sign-in panel. */
 async function attempt(region, action) {

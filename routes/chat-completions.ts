@@ -72,7 +72,7 @@ export function createChatCompletions(options: ChatCompletionsOptions): RequestH
         state: { body, created: Math.floor(Date.now() / 1000), keep },
       };
     },
-    upstreamError: (response, text) => convertNativeErrorReply(response.statusCode ?? 502, text, response.headers['retry-after']),
+    upstreamError: (response, _text, _ctx, body) => convertNativeErrorReply(response.statusCode ?? 502, body, response.headers['retry-after']),
     async whole(bytes, _response, ctx, { created, keep }) {
       const message = parseNativeMessage<NativeMessage>(bytes, ctx);
       const onUnknownStopReason = (value: string) => warnUnknownStopReason(ctx.requestId, value);

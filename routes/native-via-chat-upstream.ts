@@ -36,8 +36,8 @@ export function createNativeViaChatUpstream(options: NativeViaChatUpstreamOption
       return { request: chatRequest(request), state: undefined };
     },
     // The same status, in the native error shape.
-    upstreamError(response, text, ctx) {
-      const translated = convertChatErrorToNative(response.statusCode ?? 502, tryParseJson(text));
+    upstreamError(response, _text, ctx, body) {
+      const translated = convertChatErrorToNative(response.statusCode ?? 502, body);
       const retryAfter = response.headers['retry-after'];
       const headers: Record<string, string> = typeof retryAfter === 'string' ? { 'retry-after': retryAfter } : {};
       return { status: translated.status, headers, body: { ...translated.body, request_id: ctx.requestId } };

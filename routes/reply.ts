@@ -14,12 +14,12 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { getContext, recordReply, type RequestContext } from '../lib/pipeline/context';
 import { errors, fromTranslationError, GatewayError } from '../lib/http/errors';
 import { sendJson } from '../lib/http/json-reply';
-import { readBody } from '../lib/http/read-body';
+import { readBody, tryParseJson } from '../lib/http/read-body';
 import { createStreamWriter } from '../lib/http/sse';
 import { endOfTurn } from '../lib/http/turn';
 import type { UpstreamReply } from '../lib/upstream/attempt';
 import { boundReason, noteLastReason, readErrorReason } from '../lib/upstream/attempt-chain';
-import { nativeCloudErrorBody } from '../lib/upstream/providers/cloud-errors';
+import { nativeCloudError, type NativeErrorText } from '../lib/upstream/providers/cloud-errors';
 import type { StartAttempt, UpstreamClient, UpstreamRequest } from '../lib/upstream/client';
 import { sendForClient } from './exchange';
 import { followUpstreamStream } from './reply-reading';
@@ -63,8 +63,11 @@ export interface ReplyRoute<R, S> {
    * @throws GatewayError or TranslationError, rendered in the route's shape
    */
   convert(req: Request, res: Response, ctx: RequestContext): Promise<Converted<S>> | Converted<S>;
-  /** The upstream's error reply (any status but 200; `text` its body, credentials redacted) in the route's format. */
-  upstreamError(response: http.IncomingMessage, text: string, ctx: RequestContext): WholeReply;
+  /**
+   * The upstream's error reply (any status but 200; `text` its body, credentials redacted; `body` that
+   * text parsed once, undefined when it is not JSON) in the route's format.
+   */
+  upstreamError(response: http.IncomingMessage, text: string, ctx: RequestContext, body: unknown): WholeReply;
   /** True when a 200 reply is a stream (default: the client asked for one). */
   isStream?(response: http.IncomingMessage, ctx: RequestContext): boolean;
   /**
@@ -97,8 +100,8 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
         throw errors.upstreamUnreachable(`the upstream answered ${status} (a redirect), which the gateway does not follow`);
       }
       if (status !== 200) {
-        const text = await readUpstreamError(reply, upstream);
-        return sendUpstreamError(res, response, text, route.upstreamError(response, text, ctx));
+        const error = await readUpstreamError(reply, upstream);
+        return sendUpstreamError(res, response, error, route.upstreamError(response, error.text, ctx, error.body));
       }
       if (route.isStream ? route.isStream(response, ctx) : ctx.stream) {
         relayStream(response, res, route.stream(response, ctx, state), upstream.streamIdleTimeoutMs);
@@ -122,9 +125,9 @@ export function createReplyHandler<R, S>(upstream: UpstreamClient, route: ReplyR
  * noting its reason (the upstream's error type and message) on the context. A reply relayed with the upstream's status keeps the upstream's
  * reason phrase (Node knows none for 529, say, and would write `unknown`).
  */
-function sendUpstreamError(res: Response, response: http.IncomingMessage, text: string, reply: WholeReply): void {
+function sendUpstreamError(res: Response, response: http.IncomingMessage, error: NativeErrorText, reply: WholeReply): void {
   const ctx = getContext(res);
-  ctx.error = readErrorReason(text) ?? { type: 'upstream_error', message: `the upstream answered ${response.statusCode} without an error body` };
+  ctx.error = readErrorReason(error.text, error.body) ?? { type: 'upstream_error', message: `the upstream answered ${response.statusCode} without an error body` };
   noteLastReason(ctx, ctx.error);
   if (reply.status === response.statusCode && response.statusMessage) res.statusMessage = response.statusMessage;
   sendWholeReply(res, reply);
@@ -234,11 +237,14 @@ const ERROR_BODY_LIMIT = 1024 * 1024;
  * The body of an upstream error reply, with every upstream credential replaced by `[redacted]`: an
  * upstream may quote the gateway's own key back, and it must never reach a client. A cloud target's
  * error is given in the native shape.
+ * @returns the body's text and that text parsed (undefined when it is not JSON): the one parse of the
+ *   error path, which the route and the log line's reason read
  */
-export async function readUpstreamError({ response, provider }: UpstreamReply, upstream: UpstreamClient): Promise<string> {
+export async function readUpstreamError({ response, provider }: UpstreamReply, upstream: UpstreamClient): Promise<NativeErrorText> {
   const text = upstream.redact((await readBody(response, ERROR_BODY_LIMIT)).toString('utf8'));
+  const body = tryParseJson(text);
   // A cloud's error in the native shape, its wording kept (lib/upstream/providers/cloud-errors.ts).
-  return provider === undefined ? text : nativeCloudErrorBody(provider, response.statusCode ?? 502, response.headers, text);
+  return provider === undefined ? { text, body } : nativeCloudError(provider, response.statusCode ?? 502, response.headers, text, body);
 }
 
 /**

@@ -154,7 +154,7 @@ export function createResponses(options: ResponsesOptions): RequestHandler {
         state: { responseOptions, includeEncrypted: wantsEncryptedReasoning(body.include), keep },
       };
     },
-    upstreamError: (response, text) => convertNativeErrorReply(response.statusCode ?? 502, text, response.headers['retry-after']),
+    upstreamError: (response, _text, _ctx, body) => convertNativeErrorReply(response.statusCode ?? 502, body, response.headers['retry-after']),
     async whole(bytes, _response, ctx, { responseOptions, includeEncrypted, keep }) {
       const message = parseNativeMessage<NativeMessage>(bytes, ctx);
       const full = convertNativeReply(message, responseOptions);

@@ -86,17 +86,11 @@ export function mapStreamErrorToChat(data: NativeErrorBody | unknown): WholeRepl
 }
 
 /**
- * A native upstream's error reply (status, body text) for a client of an OpenAI-shaped route
+ * A native upstream's error reply (status, parsed body) for a client of an OpenAI-shaped route
  * (chat-completions, Responses): mapNativeErrorToChat's status (529 as 503) and chat error body, with
- * the upstream's `retry-after` passed on. A body that is not JSON counts as no body.
+ * the upstream's `retry-after` passed on. A body that was not JSON (undefined) counts as no body.
  */
-export function convertNativeErrorReply(status: number, text: string, retryAfter: string | string[] | undefined): WholeReply<ChatErrorBody> {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
+export function convertNativeErrorReply(status: number, body: unknown, retryAfter: string | string[] | undefined): WholeReply<ChatErrorBody> {
   const translated = mapNativeErrorToChat(status, body);
   if (typeof retryAfter === 'string') translated.headers = { 'retry-after': retryAfter, ...translated.headers };
   return translated;

@@ -4,6 +4,7 @@
  * their groups give them. The auth step sets it on the request; every admin route reads it from there.
  */
 import type { Request } from 'express';
+import type { SignedInUser } from '../store/people-types';
 
 /** The roles of the admin API (issue: people, teams and budgets). */
 export type Role = 'org-admin' | 'team-admin' | 'member';
@@ -13,25 +14,14 @@ export interface TokenActor {
   kind: 'admin-token';
 }
 
-/** A user signed in through OIDC. */
-export interface UserActor {
+/** A user signed in through OIDC: who they are and their roles (a {@link SignedInUser}), and their session. */
+export type UserActor = SignedInUser & {
   kind: 'user';
-  /** The ID token's `sub`. */
-  subject: string;
-  email: string | null;
-  name: string | null;
-  groups: string[];
-  /** True when one of `auth.oidc.adminGroups` is among `groups`. */
-  orgAdmin: boolean;
-  /** Ids of the teams the user belongs to (by `oidcGroups`, or added by email). */
-  teams: string[];
-  /** Ids of the teams the user administers (by the team's `adminGroups`). */
-  adminOf: string[];
   /** The session's CSRF token (sent back as `x-csrf-token` on state-changing calls). */
   csrfToken: string;
   /** The session id (never logged); sign-out deletes it from the store. */
   sessionId: string;
-}
+};
 
 export type Actor = TokenActor | UserActor;
 

@@ -23,7 +23,7 @@ import { changedFields } from '../audit/audit-log';
 import { addAuditRoutes } from './audit-routes';
 import type { KeyGroupUpstreamStatus } from '../upstream';
 import { mapBodyParserError } from '../../middleware/json-body';
-import { applyTeamPolicy, checkTeamPolicy } from '../people/team-policy';
+import { applyTeamPolicy } from '../people/team-policy';
 import { isOrgAdmin, mayManageKey } from '../people/roles';
 import type { Sessions } from '../people/sessions';
 import { actorOf, type Actor } from './actor';
@@ -124,7 +124,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
   });
 
   // An org admin creates any key; a team admin a key of a team they administer, within its policy
-  // (refused with 403 naming the limit). Either way a key in a team takes its policy (applyTeamPolicy).
+  // (refused with 403 naming the limit). Either way a key in a team is bounded by its policy.
   router.post('/keys', async (req, res) => {
     const actor = actorOf(req);
     const body = validators.createKey(req.body);
@@ -133,10 +133,10 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       if (!team || actor.kind !== 'user' || !actor.adminOf.includes(team.id)) {
         throw new GatewayError(403, 'permission_error', 'a team admin creates keys of a team they administer: give "team" (GET /admin/v1/me)', { chatCode: 'forbidden' });
       }
-      checkTeamPolicy(team, body, options.defaultRateLimitPerMinute());
+      applyTeamPolicy(team, body, 'refuse', options.defaultRateLimitPerMinute());
     }
     const rateLimitPerMinute = body.rateLimitPerMinute ?? team?.rateLimitPerMinute ?? options.defaultRateLimitPerMinute();
-    const limits = team ? applyTeamPolicy({ allowedModels: body.allowedModels ?? null, monthlyCreditCap: body.monthlyCreditCap ?? null }, team) : {};
+    const limits = team ? applyTeamPolicy(team, { allowedModels: body.allowedModels ?? null, monthlyCreditCap: body.monthlyCreditCap ?? null }, 'bound') : {};
     res.status(201).json(await actions.create(req, { ...body, ...limits, rateLimitPerMinute, team: team?.id ?? null, owner: body.owner ?? null }));
   });
 
@@ -157,14 +157,14 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
       if (patch.team !== undefined || patch.owner !== undefined) {
         throw new GatewayError(403, 'permission_error', 'team and owner of a key are changed by organisation admins only', { chatCode: 'forbidden' });
       }
-      checkTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, options.defaultRateLimitPerMinute());
+      applyTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, 'refuse', options.defaultRateLimitPerMinute());
     }
     // A key in a team (now or by this change) keeps within its team's policy: what it changes is bounded too.
     const teamId = patch.team === undefined ? current.team : patch.team;
     const team = teamId === null || teamId === undefined ? undefined : teamNamed(teamId);
     if (team) {
-      const bounded = applyTeamPolicy({ allowedModels: patch.allowedModels !== undefined ? patch.allowedModels : current.allowedModels,
-        monthlyCreditCap: patch.monthlyCreditCap !== undefined ? patch.monthlyCreditCap : current.monthlyCreditCap }, team);
+      const bounded = applyTeamPolicy(team, { allowedModels: patch.allowedModels !== undefined ? patch.allowedModels : current.allowedModels,
+        monthlyCreditCap: patch.monthlyCreditCap !== undefined ? patch.monthlyCreditCap : current.monthlyCreditCap }, 'bound');
       // Given, or changed by the policy (unchanged fields stay out: config.json sets them on a declared key).
       if (patch.allowedModels !== undefined || JSON.stringify(bounded.allowedModels) !== JSON.stringify(current.allowedModels)) patch.allowedModels = bounded.allowedModels;
       if (patch.monthlyCreditCap !== undefined || bounded.monthlyCreditCap !== current.monthlyCreditCap) patch.monthlyCreditCap = bounded.monthlyCreditCap;

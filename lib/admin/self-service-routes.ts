@@ -13,7 +13,7 @@ import type { Request, Router } from 'express';
 import type { TeamConfig } from '../config/people';
 import { errors, GatewayError } from '../http/errors';
 import { CSRF_HEADER } from '../people/sessions';
-import { checkTeamPolicy, withTeamDefaults } from '../people/team-policy';
+import { applyTeamPolicy, withTeamDefaults } from '../people/team-policy';
 import { isOrgAdmin, rolesOf } from '../people/roles';
 import type { PeopleStore } from '../store/people-types';
 import type { AuditLogStore, KeyRecord, KeyStore } from '../store/types';
@@ -100,7 +100,7 @@ export function addSelfServiceRoutes(router: Router, options: SelfServiceOptions
     if (!user.teams.includes(teamId)) throw forbidden(`team: you are not a member of team "${teamId.slice(0, 64)}" (your teams: ${user.teams.join(', ')})`);
     const team = requireTeam(options.teams(), teamId);
     const limits = withTeamDefaults(team, body, options.defaultRateLimitPerMinute());
-    checkTeamPolicy(team, limits, options.defaultRateLimitPerMinute());
+    applyTeamPolicy(team, limits, 'refuse', options.defaultRateLimitPerMinute());
     const name = body.name ?? `${user.email ?? user.subject} (${team.id})`.slice(0, 100);
     res.status(201).json(await actions.create(req, { ...body, ...limits, name, team: team.id, owner: user.subject }));
   });

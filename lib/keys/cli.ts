@@ -15,23 +15,25 @@ import { loadConfig, type GatewayConfig } from '../config';
 import { createStore, MemoryStore, seedConfigKeys } from '../store';
 import { loadMemoryState, saveMemoryState } from '../store/memory-persistence';
 import type { GatewayStore } from '../store/types';
-import { executeKeysCommand, parseCommandLine, USAGE, UsageError, type CliIo } from './key-commands';
+import { executeKeysCommand, parseCommandLine, USAGE, UsageError, type CliIo, type KeysCommandLine } from './key-commands';
 import { findStateOwner, sendKeysCommand } from './key-control';
 
 export { parseDuration, USAGE, UsageError, type CliIo } from './key-commands';
 
 /**
- * Run one CLI command. With the in-memory store and a gateway running on its state file, the command
+ * Run one CLI command, its command line parsed once here (and, sent through the key channel, once in
+ * the gateway). With the in-memory store and a gateway running on its state file, the command
  * runs in that gateway (its key channel, key-control.ts): the one writer of the file, whose store it
  * changes at once. Unreachable, it fails and changes nothing. With no gateway running, it edits the file.
  * @returns the exit status
  */
 export async function runKeysCli(argv: string[], io: CliIo): Promise<number> {
+  let line: KeysCommandLine;
   try {
-    const { command, values } = parseCommandLine(argv);
-    if (values.help || !command) {
-      (values.help ? io.stdout : io.stderr)(USAGE);
-      return values.help ? 0 : 2;
+    line = parseCommandLine(argv);
+    if (line.values.help || !line.command) {
+      (line.values.help ? io.stdout : io.stderr)(USAGE);
+      return line.values.help ? 0 : 2;
     }
   } catch (err) {
     io.stderr(`${(err as Error).message}\n\n${USAGE}`);
@@ -50,7 +52,7 @@ export async function runKeysCli(argv: string[], io: CliIo): Promise<number> {
   let store: GatewayStore | undefined;
   try {
     store = await openStore(config);
-    const outcome = await executeKeysCommand(argv, store, config, io);
+    const outcome = await executeKeysCommand(line, store, config, io);
     if (outcome.changed && store instanceof MemoryStore) {
       saveMemoryState(store, config.stateFile);
       io.stderr(`(in-memory store: no gateway is running on ${config.stateFile}; saved there, read at its next start.)\n`);

@@ -72,17 +72,30 @@ export function parseDuration(text: string): number {
   return Math.round(Number(match[1]) * unit);
 }
 
-/** What a command came to: its exit status (0 done, 1 refused, 2 bad usage) and whether it changed the store. */
-export interface CommandOutcome {
-  status: number;
-  changed: boolean;
+/** A command line parsed: the command, its key id, any further positional argument (refused), the options. */
+export interface KeysCommandLine {
+  command?: string;
+  id?: string;
+  extra: string[];
+  values: Values;
 }
 
 /**
- * Parse a command line.
+ * What a command came to: its exit status (0 done, 1 refused, 2 bad usage), whether it changed the
+ * store, and the command line as parsed (undefined when `argv` was not one).
+ */
+export interface CommandOutcome {
+  status: number;
+  changed: boolean;
+  line?: KeysCommandLine;
+}
+
+/**
+ * Parse a command line: the one parser of a key command, whether the CLI runs it or the gateway it
+ * reached through its key channel does.
  * @throws UsageError when it is not one
  */
-export function parseCommandLine(argv: string[]): { command?: string; id?: string; extra: string[]; values: Values } {
+export function parseCommandLine(argv: string[]): KeysCommandLine {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -93,23 +106,28 @@ export function parseCommandLine(argv: string[]): { command?: string; id?: strin
   return { command, id, extra, values: parsed.values };
 }
 
-/** Run one command line against `store`, with `config` (the catalogue, the key groups, the defaults). */
-export async function executeKeysCommand(argv: string[], store: GatewayStore, config: GatewayConfig, io: CliIo): Promise<CommandOutcome> {
+/**
+ * Run one command line against `store`, with `config` (the catalogue, the key groups, the defaults).
+ * @param argv the command line, or what parseCommandLine made of it (the CLI has parsed it already)
+ */
+export async function executeKeysCommand(argv: string[] | KeysCommandLine, store: GatewayStore, config: GatewayConfig, io: CliIo): Promise<CommandOutcome> {
+  let line: KeysCommandLine | undefined;
   try {
-    const { command, id, extra, values } = parseCommandLine(argv);
+    line = Array.isArray(argv) ? parseCommandLine(argv) : argv;
+    const { command, id, extra, values } = line;
     if (values.help || !command) {
       (values.help ? io.stdout : io.stderr)(USAGE);
-      return { status: values.help ? 0 : 2, changed: false };
+      return { status: values.help ? 0 : 2, changed: false, line };
     }
     if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
-    return { status: 0, changed: await runCommand(store, config, command, id, values, io) };
+    return { status: 0, changed: await runCommand(store, config, command, id, values, io), line };
   } catch (err) {
     if (err instanceof UsageError) {
       io.stderr(`${err.message}\n\n${USAGE}`);
-      return { status: 2, changed: false };
+      return { status: 2, changed: false, line };
     }
     io.stderr(`${(err as Error).message}\n`);
-    return { status: 1, changed: false };
+    return { status: 1, changed: false, line };
   }
 }
 

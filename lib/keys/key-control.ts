@@ -14,7 +14,7 @@ import net from 'node:net';
 import type { GatewayConfig } from '../config';
 import type { Logger } from '../observability/logger';
 import type { GatewayStore } from '../store/types';
-import { executeKeysCommand, parseCommandLine } from './key-commands';
+import { executeKeysCommand } from './key-commands';
 
 /** What the gateway answers: the command's exit status and output. */
 export interface KeysCommandReply {
@@ -169,8 +169,10 @@ export function openKeyChannel(
   return serveKeyCommands(stateFile, async (argv) => {
     const output = { stdout: '', stderr: '' };
     const io = { stdout: (text: string) => (output.stdout += text), stderr: (text: string) => (output.stderr += text), env: {} };
-    const { status, changed } = await executeKeysCommand(argv, store, config(), io);
-    const { command, id: keyId } = status === 2 ? { command: argv[0], id: undefined } : parseCommandLine(argv);
+    const { status, changed, line } = await executeKeysCommand(argv, store, config(), io);
+    // As parsed once by executeKeysCommand; a command line refused as such names no key.
+    const command = status === 2 ? line?.command ?? argv[0] : line?.command;
+    const keyId = status === 2 ? undefined : line?.id;
     logger.info({ message: 'key command (npm run keys)', command: command?.slice(0, 32), key_id: keyId?.slice(0, 64) ?? null, status, changed });
     return { status, ...output };
   }, logger);

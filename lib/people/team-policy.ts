@@ -3,8 +3,8 @@
  * `allowedModels`, a monthly credit cap at most the member cap (`memberMonthlyCreditCap`), a rate
  * limit at most the team's default (`rateLimitPerMinute`, else `defaults.rateLimitPerMinute`). A
  * create or edit through the admin API below an organisation admin is refused with 403 naming the
- * limit, never clamped (checkTeamPolicy); a key an organisation admin or config.json puts in a team
- * is bounded by it (applyTeamPolicy).
+ * limit, never clamped; a key an organisation admin or config.json puts in a team is bounded by it:
+ * one function, applyTeamPolicy, in its 'refuse' or 'bound' mode.
  */
 import type { TeamConfig } from '../config/people';
 import { GatewayError } from '../http/errors';
@@ -21,32 +21,6 @@ export function limitRefusal(message: string): GatewayError {
   return new GatewayError(403, 'permission_error', message, { chatCode: 'limit_exceeded' });
 }
 
-/**
- * Refuse limits above the team's policy (for a create, after `withTeamDefaults`; for an edit, the
- * fields it changes).
- * @param defaultRateLimit `defaults.rateLimitPerMinute`, requests per minute
- * @throws GatewayError 403 naming `allowedModels`, `monthlyCreditCap` or `rateLimitPerMinute`
- */
-export function checkTeamPolicy(team: TeamConfig, limits: KeyLimits, defaultRateLimit: number): void {
-  if (team.allowedModels !== null && limits.allowedModels !== undefined) {
-    if (limits.allowedModels === null) {
-      throw limitRefusal(`allowedModels: team "${team.id}" allows only ${team.allowedModels.join(', ')}; a key of the team cannot allow every model`);
-    }
-    const outside = limits.allowedModels.find((model) => !team.allowedModels!.includes(model));
-    if (outside !== undefined) throw limitRefusal(`allowedModels: "${outside.slice(0, 100)}" is not among team "${team.id}"'s models (${team.allowedModels.join(', ')})`);
-  }
-  const memberCap = team.memberMonthlyCreditCap;
-  if (memberCap !== null && limits.monthlyCreditCap !== undefined) {
-    if (limits.monthlyCreditCap === null || limits.monthlyCreditCap > memberCap) {
-      throw limitRefusal(`monthlyCreditCap: the member cap of team "${team.id}" is ${memberCap} credits a month; a key's cap cannot be above it${limits.monthlyCreditCap === null ? ' or absent' : ''}`);
-    }
-  }
-  const rateLimit = team.rateLimitPerMinute ?? defaultRateLimit;
-  if (limits.rateLimitPerMinute !== undefined && limits.rateLimitPerMinute > rateLimit) {
-    throw limitRefusal(`rateLimitPerMinute: team "${team.id}" allows at most ${rateLimit} requests per minute per key`);
-  }
-}
-
 /** A new key's limits with the team's defaults for those not given (models, member cap, rate limit). */
 export function withTeamDefaults(team: TeamConfig, limits: KeyLimits, defaultRateLimit: number): Required<KeyLimits> {
   return {
@@ -56,7 +30,7 @@ export function withTeamDefaults(team: TeamConfig, limits: KeyLimits, defaultRat
   };
 }
 
-/** A key's limits as its team's policy bounds them (applyTeamPolicy). */
+/** A key's limits as its team's policy bounds them (applyTeamPolicy's 'bound'). */
 export interface TeamBoundLimits {
   /** Catalogue ids; null: every model. */
   allowedModels: string[] | null;
@@ -65,15 +39,53 @@ export interface TeamBoundLimits {
 }
 
 /**
- * A team key's limits under its team's policy: its models within the team's (the intersection; the
- * team's list when the key names none), its own cap at most the member cap (a key that names none
- * keeps none: the member cap holds it at each hold, lib/store/people-caps.ts, and a refusal names
- * the member's cap, not a copy of it).
+ * Who sets the limits, and so what the policy does with a limit past it: `bound`, an organisation
+ * admin or config.json (the limit is brought within the policy); `refuse`, a member or a team admin
+ * (a 403 naming the limit, never clamped).
  */
-export function applyTeamPolicy(limits: TeamBoundLimits, team: TeamConfig): TeamBoundLimits {
-  const allowedModels = team.allowedModels === null ? limits.allowedModels
-    : limits.allowedModels === null ? [...team.allowedModels] : limits.allowedModels.filter((model) => team.allowedModels!.includes(model));
+export type TeamPolicyMode = 'bound' | 'refuse';
+
+/**
+ * A team key's limits under its team's policy, one rule a limit:
+ * - models within the team's: `bound` keeps the intersection (the team's list when the key allows
+ *   every model); `refuse` refuses a model outside it, or every model;
+ * - its own cap at most the member cap: `bound` lowers it (a key that names none keeps none: the member
+ *   cap holds it at each hold, lib/store/people-caps.ts, and a refusal names the member's cap, not a
+ *   copy of it); `refuse` refuses a cap above it, or none;
+ * - its rate limit at most the team's (`rateLimitPerMinute`, else `defaults.rateLimitPerMinute`):
+ *   `refuse` only (an organisation admin may give a key more).
+ * In `refuse` a limit not given (undefined) is not judged: for a create, pass the limits after
+ * `withTeamDefaults`; for an edit, the fields it changes.
+ * @param defaultRateLimit `defaults.rateLimitPerMinute`, requests per minute (`refuse`)
+ * @returns `bound`: the bounded limits; `refuse`: nothing (the limits pass as they are)
+ * @throws GatewayError 403 (`refuse`) naming `allowedModels`, `monthlyCreditCap` or `rateLimitPerMinute`
+ */
+export function applyTeamPolicy(team: TeamConfig, limits: TeamBoundLimits, mode: 'bound'): TeamBoundLimits;
+export function applyTeamPolicy(team: TeamConfig, limits: KeyLimits, mode: 'refuse', defaultRateLimit: number): void;
+export function applyTeamPolicy(team: TeamConfig, limits: KeyLimits, mode: TeamPolicyMode, defaultRateLimit?: number): TeamBoundLimits | void {
+  const refuse = mode === 'refuse';
+  let { allowedModels, monthlyCreditCap } = limits;
+  const teamModels = team.allowedModels;
+  if (teamModels !== null && allowedModels !== undefined) {
+    if (allowedModels === null) {
+      if (refuse) throw limitRefusal(`allowedModels: team "${team.id}" allows only ${teamModels.join(', ')}; a key of the team cannot allow every model`);
+      allowedModels = [...teamModels];
+    } else {
+      const outside = allowedModels.find((model) => !teamModels.includes(model));
+      if (refuse && outside !== undefined) throw limitRefusal(`allowedModels: "${outside.slice(0, 100)}" is not among team "${team.id}"'s models (${teamModels.join(', ')})`);
+      allowedModels = allowedModels.filter((model) => teamModels.includes(model));
+    }
+  }
   const memberCap = team.memberMonthlyCreditCap;
-  const monthlyCreditCap = memberCap === null || limits.monthlyCreditCap === null ? limits.monthlyCreditCap : Math.min(limits.monthlyCreditCap, memberCap);
-  return { allowedModels, monthlyCreditCap };
+  if (memberCap !== null && monthlyCreditCap !== undefined) {
+    if (refuse && (monthlyCreditCap === null || monthlyCreditCap > memberCap)) {
+      throw limitRefusal(`monthlyCreditCap: the member cap of team "${team.id}" is ${memberCap} credits a month; a key's cap cannot be above it${monthlyCreditCap === null ? ' or absent' : ''}`);
+    }
+    if (monthlyCreditCap !== null) monthlyCreditCap = Math.min(monthlyCreditCap, memberCap);
+  }
+  if (!refuse) return { allowedModels: allowedModels ?? null, monthlyCreditCap: monthlyCreditCap ?? null };
+  const rateLimit = team.rateLimitPerMinute ?? defaultRateLimit!;
+  if (limits.rateLimitPerMinute !== undefined && limits.rateLimitPerMinute > rateLimit) {
+    throw limitRefusal(`rateLimitPerMinute: team "${team.id}" allows at most ${rateLimit} requests per minute per key`);
+  }
 }

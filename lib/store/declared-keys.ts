@@ -83,13 +83,13 @@ export async function syncDeclaredKeys(store: KeyStore, config: GatewayConfig, c
 
 /**
  * The fields of a declared key as the file sets them (defaults for what it leaves out); a key in a
- * team takes its team's policy (applyTeamPolicy: models within the team's, cap at most the member
+ * team takes its team's policy (applyTeamPolicy, 'bound': models within the team's, cap at most the member
  * cap, the team's rate limit by default).
  */
 function wantedFields(declared: KeyConfig, config: GatewayConfig) {
   const team = declared.team === undefined ? undefined : config.teams.find((candidate) => candidate.id === declared.team);
   const own = { allowedModels: declared.allowedModels ?? null, monthlyCreditCap: declared.monthlyCreditCap ?? null };
-  const limits = team ? applyTeamPolicy(own, team) : own;
+  const limits = team ? applyTeamPolicy(team, own, 'bound') : own;
   return {
     name: declared.name ?? declared.id,
     // A key given by its hash has no secret end to show: an empty last4, never the hash's end.

@@ -58,10 +58,6 @@ export abstract class MemoryKeyStore extends MemorySpendStore {
     return copyRecord(record);
   }
 
-  async seedKey(input: NewKey): Promise<void> {
-    if (!this.keys.has(input.id)) await this.createKey(input);
-  }
-
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const stored = this.requireKey(id);
     stored.view = undefined;

@@ -30,7 +30,7 @@ export interface SessionRecord {
   /** Epoch ms; the store forgets the session then. */
   expiresAt: number;
   /** The user as they signed in: roles and teams hold for the session (refreshed at the next sign-in). */
-  user: Pick<UserRecord, 'subject' | 'email' | 'name' | 'groups' | 'orgAdmin' | 'teams' | 'adminOf'>;
+  user: SignedInUser;
 }
 
 /** A user as recorded at first sign-in and refreshed at each one (membership follows the provider's groups). */
@@ -51,6 +51,9 @@ export interface UserRecord {
   /** ISO 8601. */
   lastSignInAt: string;
 }
+
+/** Who a user is and what they may do, as of their last sign-in: a session's user, and the admin API's caller (lib/admin/actor.ts). */
+export type SignedInUser = Pick<UserRecord, 'subject' | 'email' | 'name' | 'groups' | 'orgAdmin' | 'teams' | 'adminOf'>;
 
 /** The people role (see the file's comment). Emails are compared lower-cased. */
 export interface PeopleStore {

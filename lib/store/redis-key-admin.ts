@@ -24,25 +24,22 @@ async function claimSecret(connection: RedisConnection, keys: RedisKeys, sha256:
 
 /**
  * Create a key: its secret's index entry, its pointer (a key in a team), then the record and secrets in
- * the key's slot (CREATE_KEY), then its id in the set of keys. With `onlyIfAbsent`, a key that exists is left as it is.
- * @throws Error when the id exists (unless onlyIfAbsent) or the secret belongs to another key
+ * the key's slot (CREATE_KEY), then its id in the set of keys.
+ * @throws Error when the id exists or the secret belongs to another key
  */
-export async function createRedisKey(connection: RedisConnection, keys: RedisKeys, record: KeyRecord, sha256: string, onlyIfAbsent: boolean): Promise<void> {
+export async function createRedisKey(connection: RedisConnection, keys: RedisKeys, record: KeyRecord, sha256: string): Promise<void> {
   const { commands } = connection;
   const team = record.team ?? null;
   // A pointer with no record behind it is what a create in a team interrupted between its two steps left.
   const pointer = await locateKey(connection, keys, record.id);
-  if ((await commands.exists(keys.key(record.id, pointer))) === 1) {
-    if (onlyIfAbsent) return;
-    throw translateScriptError(new Error('exists'), record.id);
-  }
+  if ((await commands.exists(keys.key(record.id, pointer))) === 1) throw translateScriptError(new Error('exists'), record.id);
   const claimed = await claimSecret(connection, keys, sha256, record.id);
   // A key in a team lives under the team's hash tag; its own tag points there (redis-key-move.ts), set
   // first so that the record is never there without it.
   if (team !== null) await commands.hSet(keys.key(record.id), 'movedTo', team);
   else if (pointer !== null) await commands.del(keys.key(record.id));
   try {
-    await connection.run(CREATE_KEY, [keys.key(record.id, team), keys.secrets(record.id, team)], [sha256, onlyIfAbsent ? '1' : '0', ...encodeRecord(record)]);
+    await connection.run(CREATE_KEY, [keys.key(record.id, team), keys.secrets(record.id, team)], [sha256, ...encodeRecord(record)]);
   } catch (err) {
     if (claimed) await commands.del(keys.secret(sha256));
     throw translateScriptError(err, record.id);

@@ -20,16 +20,13 @@ return {record, secret}
 
 /**
  * Create a key (its secret's index entry `secret:<sha>` is set by the caller first, as it lives in
- * another slot). KEYS: key, secrets. ARGV: sha, onlyIfAbsent (1/0), then the record as field/value pairs.
- * Returns 1 when created, 0 when the id exists and onlyIfAbsent; errors `exists`.
+ * another slot). KEYS: key, secrets. ARGV: sha, then the record as field/value pairs.
+ * Returns 1 when created; errors `exists`.
  */
 export const CREATE_KEY = `
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[2] == '1' then return 0 end
-  return redis.error_reply('exists')
-end
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.error_reply('exists') end
 local fields = {}
-for i = 3, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 2, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], 'version', '0', unpack(fields))
 redis.call('HSET', KEYS[2], ARGV[1], 'current')
 return 1

@@ -120,12 +120,8 @@ export class RedisStore implements GatewayStore {
 
   async createKey(input: NewKey): Promise<KeyRecord> {
     const record = createKeyRecord(input, this.clock());
-    await createRedisKey(this.connection, this.keys, record, input.secret.sha256, false);
+    await createRedisKey(this.connection, this.keys, record, input.secret.sha256);
     return record;
-  }
-
-  async seedKey(input: NewKey): Promise<void> {
-    await createRedisKey(this.connection, this.keys, createKeyRecord(input, this.clock()), input.secret.sha256, true);
   }
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {

@@ -175,8 +175,6 @@ export interface KeyStore {
   listKeys(): Promise<KeyRecord[]>;
   /** Creates a key. @throws Error when the id exists. */
   createKey(input: NewKey): Promise<KeyRecord>;
-  /** Creates the key if absent, else leaves it as it is (config keys are seeded this way). */
-  seedKey(input: NewKey): Promise<void>;
   /** @throws Error when the key does not exist. */
   updateKey(id: string, patch: KeyPatch): Promise<KeyRecord>;
   /**

@@ -8,6 +8,7 @@
  */
 import type http from 'node:http';
 import type { AttemptOutcome } from './attempt';
+import { tryParseJson } from '../http/read-body';
 
 /** Longest error message kept, in characters (a longer one is cut and ends with `…`). */
 export const REASON_CHARS = 500;
@@ -49,14 +50,9 @@ export function boundReason(text: string, limit = REASON_CHARS): string {
  * The type and message of an upstream error body: native `{type: "error", error: {type, message}}`
  * (https://docs.anthropic.com/en/api/errors) or chat-completions `{error: {message, type, code}}`;
  * undefined when the body is neither (an HTML page from a proxy, say: never quoted).
+ * @param body `text` parsed, when the caller has parsed it already (undefined: not JSON)
  */
-export function readErrorReason(text: string): ErrorReason | undefined {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+export function readErrorReason(text: string, body: unknown = tryParseJson(text)): ErrorReason | undefined {
   const error = (body as { error?: unknown } | null)?.error;
   if (!error || typeof error !== 'object') return undefined;
   const { type, code, message } = error as Record<string, unknown>;

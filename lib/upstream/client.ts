@@ -16,7 +16,7 @@ import { startCloudAttempt, type StartedAttempt } from './cloud-attempt';
 import type { UpstreamCredential } from './credentials';
 import { asksStream, featuresNeeded } from './providers/request-for-target';
 import { isPassedRequestHeader } from './request-headers';
-import { attemptError, isIdleSocketReset, isNotStarted, parseRetryAfter } from './retry-policy';
+import { attemptError, isIdleSocketReset, isNotStarted, parseRetryAfter, RETRYABLE_STATUSES } from './retry-policy';
 import { createHeldTarget, describeTarget, type HeldTarget, type TargetStatus, type UpstreamTarget } from './target';
 import { createTargetChoice, type UpstreamRoute } from './target-choice';
 import { UPSTREAM_DEFAULTS, type UpstreamOptions } from './options';
@@ -102,10 +102,12 @@ function sleep(ms: number, signal?: CancelSignal): Promise<void> {
 }
 
 /**
- * Statuses that mark a target failed (its health): rate limit, server error, overload. Only those with
- * which the upstream refused the request unrun (retry-policy.ts, RETRYABLE_STATUSES) move it to another.
+ * Statuses that mark a target failed (its health: cooldown, breaker): the refusals of a request it did
+ * not run (RETRYABLE_STATUSES: 429, 503, 529), and 500 and 502. They differ on purpose: a 500 or 502
+ * says the target is failing, so it counts against its health, but the upstream may have run the
+ * request, so only a refusal is retried or moves the request to another target (retry-policy.ts).
  */
-export const FAILOVER_STATUSES = new Set([429, 500, 502, 503, 529]);
+export const TARGET_FAILURE_STATUSES: ReadonlySet<number> = new Set([...RETRYABLE_STATUSES, 500, 502]);
 
 /**
  * Whether an attempt's outcome is the target's failure (not the model's answer), and the cooldown
@@ -115,7 +117,7 @@ export const FAILOVER_STATUSES = new Set([429, 500, 502, 503, 529]);
  */
 function failureOf(target: HeldTarget, credential: UpstreamCredential, outcome: AttemptOutcome, now: () => number): number | null | undefined {
   if ('status' in outcome) {
-    if (!FAILOVER_STATUSES.has(outcome.status)) return undefined;
+    if (!TARGET_FAILURE_STATUSES.has(outcome.status)) return undefined;
     if (outcome.status === 429 && credential.index >= 0 && target.credentials.anotherAwake(credential.index)) return undefined;
     return parseRetryAfter(outcome.headers, now()) ?? null;
   }

@@ -6,18 +6,15 @@
  * The fakes' errors are the provider's: 529 `overloaded_error` (https://docs.anthropic.com/en/api/errors);
  * target `b` is a loopback port nothing listens on (connection refused).
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { ADMIN_TOKEN } from '../helpers/admin';
-import { CHROMIUM_ARGS } from '../helpers/browser';
+import { openTestBrowser, type TestBrowser } from '../helpers/browser';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { KEYS } from '../helpers/gateway';
 import { startPoolGateway, type PoolGateway } from '../helpers/pool-gateway';
 import { freePort } from '../helpers/ports';
-import { CHROMIUM } from '../setup';
 
 /** A native messages request with the test key; its status once the reply has been read. */
 async function sendMessage(url: string, model: string, headers: Record<string, string> = {}): Promise<number> {
@@ -35,10 +32,9 @@ describe('dashboard for the operator in a real browser', function () {
   let busy: FakeUpstream;
   let good: FakeUpstream;
   let gw: PoolGateway;
-  let context: BrowserContext;
   let page: Page;
-  let userDataDir: string;
-  const consoleErrors: string[] = [];
+  let browser: TestBrowser;
+  let consoleErrors: string[];
 
   before(async () => {
     busy = await startFakeUpstream(() => ({ kind: 'json', status: 529, statusText: 'Overloaded', body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }));
@@ -50,13 +46,8 @@ describe('dashboard for the operator in a real browser', function () {
       { id: 'b', url: `http://127.0.0.1:${await freePort()}`, models: ['model-sonnet-4.6'] },
       { id: 'good', url: good.url, models: others },
     ], { maxRetries: 0 }, undefined, { env: { ADMIN_TOKEN } });
-    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-dashboard-operator-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    browser = await openTestBrowser('gateway-dashboard-operator-');
+    ({ page, consoleErrors } = browser);
     await page.goto(`${gw.url}/dashboard/`);
     await page.getByLabel('Admin token').fill(ADMIN_TOKEN);
     await page.getByLabel('Admin token').press('Enter');
@@ -64,11 +55,10 @@ describe('dashboard for the operator in a real browser', function () {
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await gw?.close();
     await busy?.close();
     await good?.close();
-    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
   it('shows, in the request log, both attempts of a request two targets failed (529, then connection refused) and the error the client got', async () => {

@@ -3,15 +3,11 @@
  * keys in a team, the spend panel shows the month's teams (share of the team cap) and members (share
  * of the member cap), from GET /admin/v1/usage?groupBy=team and user.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { ADMIN_TOKEN, sendMessage } from '../helpers/admin';
-import { CHROMIUM } from '../setup';
-import { CHROMIUM_ARGS } from '../helpers/browser';
+import { openTestBrowser, type TestBrowser } from '../helpers/browser';
 
 const ALICE = 'sk-cs4-test-dash-alice-00044';
 const BOB = 'sk-cs4-test-dash-bob-000044';
@@ -19,13 +15,11 @@ const BOB = 'sk-cs4-test-dash-bob-000044';
 describe('dashboard: teams and members in a real browser', function () {
   this.timeout(120_000);
   let gateway: TestGateway;
-  let context: BrowserContext;
   let page: Page;
-  let userDataDir: string;
-  const consoleErrors: string[] = [];
+  let browser: TestBrowser;
+  let consoleErrors: string[];
 
   before(async () => {
-    expect(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`).to.equal(true);
     gateway = await startTestGateway({
       env: { ADMIN_TOKEN },
       overrides: {
@@ -36,19 +30,13 @@ describe('dashboard: teams and members in a real browser', function () {
         ],
       },
     });
-    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-dashboard-teams-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('console', (message) => {
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    browser = await openTestBrowser('gateway-dashboard-teams-');
+    ({ page, consoleErrors } = browser);
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await gateway?.close();
-    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
   it('shows the month\'s teams and members with their share of the team and member caps', async () => {

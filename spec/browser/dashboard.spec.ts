@@ -5,15 +5,12 @@
  * dist/dashboard.png; `npm run screenshot:dashboard` refreshes docs/dashboard.png).
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
 import { ADMIN_TOKEN, sendMessage } from '../helpers/admin';
-// Debian's chromium (CHROMIUM_PATH overrides): the suite stops at once without it, `.ci/run` installs it.
-import { CHROMIUM } from '../setup';
-import { CHROMIUM_ARGS } from '../helpers/browser';
+import { openTestBrowser, type TestBrowser } from '../helpers/browser';
 
 const SCREENSHOT = path.resolve(process.env.DASHBOARD_SCREENSHOT ?? path.join(__dirname, '..', '..', 'dashboard.png'));
 
@@ -32,34 +29,20 @@ async function eventually(check: () => Promise<void>, attempts = 100): Promise<v
 describe('dashboard in a real browser', function () {
   this.timeout(180_000);
   let gateway: TestGateway;
-  let context: BrowserContext;
   let page: Page;
-  let userDataDir: string;
-  const consoleErrors: string[] = [];
+  let browser: TestBrowser;
+  let consoleErrors: string[];
 
   before(async () => {
-    expect(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)`).to.equal(true);
     gateway = await startTestGateway({ env: { ADMIN_TOKEN } });
-    userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-dashboard-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 900 },
-    });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gateway.url });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('console', (message) => {
-      // The refused calls this test makes on purpose (401, 400) are logged by the browser too.
-      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    browser = await openTestBrowser('gateway-dashboard-');
+    ({ page, consoleErrors } = browser);
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: gateway.url });
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await gateway?.close();
-    if (userDataDir) fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
   it('signs in, creates, uses, rotates, revokes and restores a key', async () => {

@@ -20,7 +20,9 @@ export function refuse(status: number, errorType: string, message: string): Bedr
  * The beta flags Bedrock accepts in `anthropic_beta` ("Request and Response", the `anthropic_beta`
  * parameter and the feature pages it links: computer use, token-efficient tools, interleaved thinking,
  * 128K output, 1M context, context management, effort, tool search and tool examples, fine-grained tool
- * streaming; https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html).
+ * streaming; https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html;
+ * compaction, "Include the beta header compact-2026-01-12", supported with InvokeModel:
+ * https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-compaction.html).
  * Any other flag is refused with 400 "invalid beta flag" (the wording Bedrock sends, as users report
  * it: LiteLLM #20021, claude-code #49370).
  */
@@ -28,7 +30,7 @@ export const BEDROCK_BETAS: readonly string[] = [
   'computer-use-2024-10-22', 'computer-use-2025-01-24', 'computer-use-2025-11-24', 'token-efficient-tools-2025-02-19',
   'interleaved-thinking-2025-05-14', 'output-128k-2025-02-19', 'dev-full-thinking-2025-05-14', 'context-1m-2025-08-07',
   'context-management-2025-06-27', 'effort-2025-11-24', 'tool-search-tool-2025-10-19', 'tool-examples-2025-10-29',
-  'fine-grained-tool-streaming-2025-05-14',
+  'fine-grained-tool-streaming-2025-05-14', 'compact-2026-01-12',
 ];
 
 /** The prefixes of cross-region inference profile IDs (Supported Regions and models for inference profiles). */

@@ -122,49 +122,25 @@ describe('Redis outage (a redis-server of its own)', function () {
     expect(healthy.json.store).to.deep.include({ reachable: true });
   });
 
-  it('Redis stopped for two seconds under load: no hold or rate-limit count of a request answered 503 remains', async () => {
-    const prefix = `outage-${randomBytes(4).toString('hex')}:`;
-    gw = await startTestGateway({
-      env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: prefix },
-      overrides: { store: { timeoutMs: 500 } },
-    });
-    const statuses: number[] = [(await rawRequest(gw.url, nativeRequest)).status];
-    expect(statuses[0]).to.equal(200);
-    let loading = true;
-    // 8 clients back to back, each waiting 20 ms between requests (bounded: the test stops them).
-    const worker = async () => {
-      while (loading) {
-        statuses.push((await rawRequest(gw!.url, nativeRequest)).status);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
-    const workers = Array.from({ length: 8 }, worker);
-    await new Promise((r) => setTimeout(r, 300));
-    stopRedis();
-    // A refused admission waits for no queue: its 503 comes before the store timeout (500 ms).
-    const startedAt = Date.now();
-    expect((await rawRequest(gw.url, nativeRequest)).status).to.equal(503);
-    expect(Date.now() - startedAt).to.be.below(400);
-    await new Promise((r) => setTimeout(r, 2000));
-    startRedis();
-    await new Promise((r) => setTimeout(r, 1000));
-    loading = false;
-    await Promise.all(workers);
-    const refused = statuses.filter((s) => s === 503).length;
-    expect(refused, 'requests answered 503 during the outage').to.be.greaterThan(0);
-    expect(statuses.filter((s) => s !== 200 && s !== 503), JSON.stringify(statuses)).to.deep.equal([]);
-    const keys = new RedisKeys(prefix);
-    const cli = (...args: string[]) => spawnSync('redis-cli', ['-p', String(PORT), '--raw', ...args]).stdout.toString().trim();
-    // A hold nothing settles outlives its expiry as an `expired:` entry: neither may remain once the
-    // delayed settlements of the admitted requests are in (the guard retries them every second).
-    const unsettled = () => cli('HKEYS', keys.credits('team-all', utcMonth(Date.now()))).split('\n').filter((f) => /^(hold|expired):/.test(f));
-    await waitUntil(async () => unsettled().length === 0, 'the holds settled').catch(() => undefined);
-    expect(unsettled(), 'holds left behind').to.deep.equal([]);
-    // Every request counted in the rate-limit window was answered by something other than a 503.
-    expect(Number(cli('GET', keys.rate('team-all')))).to.equal(statuses.length - refused);
-  });
+  /** What a fault under load left: the statuses answered, how many were 503, and the run's Redis keys. */
+  interface FaultRun {
+    statuses: number[];
+    refused: number;
+    keys: RedisKeys;
+    month: string;
+    /** `redis-cli --raw` on this spec's Redis; its output, trimmed. */
+    cli(...args: string[]): string;
+  }
 
-  it('Redis stalled (SIGSTOP) past store.timeoutMs under load: the admissions answered 503 run late and count and hold nothing', async () => {
+  /**
+   * A gateway on this spec's Redis (a prefix of its own, store.timeoutMs 500 ms) under load, 8 clients
+   * back to back each waiting 20 ms between requests, while `fault` runs (after 300 ms of load; the
+   * load goes on 1 s after it). Checks that some requests were answered 503 (`during`: when) and every
+   * other 200, that no hold is left once the delayed settlements of the admitted requests are in (a
+   * hold nothing settles outlives its expiry as an `expired:` entry; the guard retries every second),
+   * and that the rate-limit window counts exactly the requests not answered 503.
+   */
+  async function runFaultUnderLoad(fault: () => Promise<void>, during: string): Promise<FaultRun> {
     const prefix = `outage-${randomBytes(4).toString('hex')}:`;
     gw = await startTestGateway({
       env: { REDIS_URL: `redis://127.0.0.1:${PORT}`, REDIS_PREFIX: prefix },
@@ -181,20 +157,12 @@ describe('Redis outage (a redis-server of its own)', function () {
     };
     const workers = Array.from({ length: 8 }, worker);
     await new Promise((r) => setTimeout(r, 300));
-    // Stopped, not killed: the connection stays up, and the admissions sent meanwhile wait in the
-    // server's socket; they run when it resumes, long after the gateway answered them 503.
-    const pid = Number(fs.readFileSync(path.join(dir, 'redis.pid'), 'utf8'));
-    process.kill(pid, 'SIGSTOP');
-    try {
-      await new Promise((r) => setTimeout(r, 1500));
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
+    await fault();
     await new Promise((r) => setTimeout(r, 1000));
     loading = false;
     await Promise.all(workers);
     const refused = statuses.filter((s) => s === 503).length;
-    expect(refused, 'requests answered 503 during the stall').to.be.greaterThan(0);
+    expect(refused, `requests answered 503 ${during}`).to.be.greaterThan(0);
     expect(statuses.filter((s) => s !== 200 && s !== 503), JSON.stringify(statuses)).to.deep.equal([]);
     const keys = new RedisKeys(prefix);
     const month = utcMonth(Date.now());
@@ -202,7 +170,35 @@ describe('Redis outage (a redis-server of its own)', function () {
     const unsettled = () => cli('HKEYS', keys.credits('team-all', month)).split('\n').filter((f) => /^(hold|expired):/.test(f));
     await waitUntil(async () => unsettled().length === 0, 'the holds settled').catch(() => undefined);
     expect(unsettled(), 'holds left behind').to.deep.equal([]);
+    // Every request counted in the rate-limit window was answered by something other than a 503.
     expect(Number(cli('GET', keys.rate('team-all'))), 'requests counted').to.equal(statuses.length - refused);
+    return { statuses, refused, keys, month, cli };
+  }
+
+  it('Redis stopped for two seconds under load: no hold or rate-limit count of a request answered 503 remains', async () => {
+    await runFaultUnderLoad(async () => {
+      stopRedis();
+      // A refused admission waits for no queue: its 503 comes before the store timeout (500 ms).
+      const startedAt = Date.now();
+      expect((await rawRequest(gw!.url, nativeRequest)).status).to.equal(503);
+      expect(Date.now() - startedAt).to.be.below(400);
+      await new Promise((r) => setTimeout(r, 2000));
+      startRedis();
+    }, 'during the outage');
+  });
+
+  it('Redis stalled (SIGSTOP) past store.timeoutMs under load: the admissions answered 503 run late and count and hold nothing', async () => {
+    const { statuses, refused, keys, month, cli } = await runFaultUnderLoad(async () => {
+      // Stopped, not killed: the connection stays up, and the admissions sent meanwhile wait in the
+      // server's socket; they run when it resumes, long after the gateway answered them 503.
+      const pid = Number(fs.readFileSync(path.join(dir, 'redis.pid'), 'utf8'));
+      process.kill(pid, 'SIGSTOP');
+      try {
+        await new Promise((r) => setTimeout(r, 1500));
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    }, 'during the stall');
     // Nothing settled for a 503 either: the ledger counts the requests answered 200.
     const requests = cli('HGETALL', keys.usage('team-all', month)).split('\n');
     const counted = requests.reduce((sum, field, i) => (i % 2 === 0 && field.endsWith('|requests') ? sum + Number(requests[i + 1]) : sum), 0);

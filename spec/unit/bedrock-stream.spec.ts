@@ -10,7 +10,8 @@ import fc from 'fast-check';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { convertBody, encodeModelId, toCountTokensModelId } from '../../lib/upstream/providers/bedrock';
-import { convertBedrockError, convertCountTokensReply, fillUsageFromHeaders } from '../../lib/upstream/providers/bedrock-replies';
+import { convertCountTokensReply, fillUsageFromHeaders } from '../../lib/upstream/providers/bedrock-replies';
+import { nativeCloudError } from '../../lib/upstream/providers/cloud-errors';
 import { createEventStreamToSse } from '../../lib/upstream/providers/bedrock-stream';
 import { encodeChunkFrame, encodeExceptionFrame } from '../helpers/fake-bedrock';
 import { nativeTextEvents } from '../helpers/fake-upstream';
@@ -128,10 +129,11 @@ describe('Bedrock request and reply mapping', () => {
   });
 
   it('maps an error reply, keeping Bedrock\'s wording, and one that is not JSON', () => {
-    expect(convertBedrockError(429, 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/', Buffer.from('{"message":"Too many requests"}')))
-      .to.deep.equal({ status: 429, body: { type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests' } } });
-    expect(convertBedrockError(502, undefined, Buffer.from('<html>bad gateway</html>'))).to.deep.equal({ status: 502, body: { type: 'error', error: { type: 'api_error', message: '<html>bad gateway</html>' } } });
-    expect(convertBedrockError(418, 'SomethingNewException', Buffer.alloc(0)).body.error.message).to.equal('Bedrock answered 418 (SomethingNewException)');
+    const convert = (status: number, errorType: string | undefined, text: string) => JSON.parse(nativeCloudError('bedrock', status, errorType ? { 'x-amzn-errortype': errorType } : {}, text).text);
+    expect(convert(429, 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/', '{"message":"Too many requests"}'))
+      .to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests' } });
+    expect(convert(502, undefined, '<html>bad gateway</html>')).to.deep.equal({ type: 'error', error: { type: 'api_error', message: '<html>bad gateway</html>' } });
+    expect(convert(418, 'SomethingNewException', '').error.message).to.equal('the bedrock upstream answered 418 (SomethingNewException)');
   });
 
   it('fills usage from the token-count headers only when the body has none', () => {

@@ -5,9 +5,10 @@
  */
 import { expect } from 'chai';
 import { CAPABILITIES, FEATURES, featureNames } from '../../lib/upstream/providers/capabilities';
-import { nativeCloudErrorBody, poolStatusOf } from '../../lib/upstream/providers/cloud-errors';
+import { nativeCloudError, poolStatusOf } from '../../lib/upstream/providers/cloud-errors';
 import { asksStream, featuresNeeded, fitRequestToTarget } from '../../lib/upstream/providers/request-for-target';
 import { createProvider } from '../../lib/upstream/providers';
+import { BEDROCK_BETAS } from '../helpers/fake-bedrock-rules';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const native = (body: object, headers: Record<string, string> = {}) => ({ method: 'POST', path: '/v1/messages', headers, body: json(body), stream: false });
@@ -19,6 +20,11 @@ describe('cloud capabilities', () => {
     expect(CAPABILITIES.bedrock.features & FEATURES.files).to.equal(0);
     expect(CAPABILITIES.vertex.features & FEATURES.web_search).to.equal(FEATURES.web_search);
     expect(CAPABILITIES.foundry.features & FEATURES.batches).to.equal(0);
+  });
+
+  it('sends Bedrock exactly the beta flags the fake Bedrock accepts (both from AWS\'s pages, compaction included)', () => {
+    expect([...CAPABILITIES.bedrock.betas!].sort()).to.deep.equal([...BEDROCK_BETAS].sort());
+    expect(CAPABILITIES.bedrock.betas!.has('compact-2026-01-12')).to.equal(true);
   });
 
   const needs: Array<[string, Parameters<typeof featuresNeeded>[0], string[]]> = [
@@ -74,13 +80,18 @@ describe('cloud capabilities', () => {
   }
 
   it('renders clouds\' errors in the native shape with their wording', () => {
-    const bedrock = JSON.parse(nativeCloudErrorBody('bedrock', 429, { 'x-amzn-errortype': 'ThrottlingException:x' }, '{"message":"Too many requests, please wait before trying again."}'));
-    expect(bedrock).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'ThrottlingException: Too many requests, please wait before trying again.' } });
-    const vertex = JSON.parse(nativeCloudErrorBody('vertex', 429, {}, '[{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model","status":"RESOURCE_EXHAUSTED"}}]'));
+    const bedrock = JSON.parse(nativeCloudError('bedrock', 429, { 'x-amzn-errortype': 'ThrottlingException:x' }, '{"message":"Too many requests, please wait before trying again."}').text);
+    expect(bedrock).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests, please wait before trying again.' } });
+    const vertex = JSON.parse(nativeCloudError('vertex', 429, {}, '[{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model","status":"RESOURCE_EXHAUSTED"}}]').text);
     expect(vertex.error).to.deep.equal({ type: 'rate_limit_error', message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model' });
     const already = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}';
-    expect(nativeCloudErrorBody('vertex', 529, {}, already)).to.equal(already);
-    expect(JSON.parse(nativeCloudErrorBody('foundry', 502, {}, 'Bad Gateway')).error).to.deep.equal({ type: 'api_error', message: 'Bad Gateway' });
+    expect(nativeCloudError('vertex', 529, {}, already).text).to.equal(already);
+    expect(JSON.parse(nativeCloudError('foundry', 502, {}, 'Bad Gateway').text).error).to.deep.equal({ type: 'api_error', message: 'Bad Gateway' });
+    // The body it gives is its text parsed (the error path parses the upstream's body once).
+    const rewritten = nativeCloudError('foundry', 400, {}, '{"error":{"code":"BadRequest","message":"too long"}}');
+    expect(rewritten.body).to.deep.equal(JSON.parse(rewritten.text));
+    const parsed = JSON.parse(already);
+    expect(nativeCloudError('vertex', 529, {}, already, parsed).body).to.equal(parsed);
   });
 
   it('makes a provider by name (none for the first-party API), the cloud\'s module loaded by the registry', async () => {

@@ -10,7 +10,7 @@ import type { Actor, UserActor } from '../../lib/admin/actor';
 import { readGroups } from '../../lib/people/oidc';
 import { mayManageKey, resolveMembership, rolesOf } from '../../lib/people/roles';
 import { readCookie } from '../../lib/people/sessions';
-import { checkTeamPolicy, withTeamDefaults } from '../../lib/people/team-policy';
+import { applyTeamPolicy, withTeamDefaults } from '../../lib/people/team-policy';
 import { MAX_PENDING_SIGN_INS, MemoryPeopleStore } from '../../lib/store/memory-people';
 import type { PeopleStore, SessionRecord, UserRecord } from '../../lib/store/people-types';
 import type { RedisStore } from '../../lib/store/redis-store';
@@ -154,10 +154,10 @@ describe('people: the team policy over its members\' keys', () => {
       [{ rateLimitPerMinute: 101 }, /^rateLimitPerMinute: team "payments" allows at most 100/],
     ];
     for (const [limits, message] of refused) {
-      expect(() => checkTeamPolicy(team(), limits, 60), JSON.stringify(limits)).to.throw(message).with.property('status', 403);
+      expect(() => applyTeamPolicy(team(), limits, 'refuse', 60), JSON.stringify(limits)).to.throw(message).with.property('status', 403);
     }
-    expect(() => checkTeamPolicy(team(), { monthlyCreditCap: 5, allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 100 }, 60)).not.to.throw();
-    expect(() => checkTeamPolicy(team({ memberMonthlyCreditCap: null, allowedModels: null }), { monthlyCreditCap: null, allowedModels: null }, 60)).not.to.throw();
+    expect(() => applyTeamPolicy(team(), { monthlyCreditCap: 5, allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 100 }, 'refuse', 60)).not.to.throw();
+    expect(() => applyTeamPolicy(team({ memberMonthlyCreditCap: null, allowedModels: null }), { monthlyCreditCap: null, allowedModels: null }, 'refuse', 60)).not.to.throw();
   });
 });
 

@@ -8,7 +8,7 @@ import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
 import type { NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
 import { createVertexProvider, formatVertexOrigin, VERTEX_ANTHROPIC_VERSION } from '../../lib/upstream/providers/vertex';
-import { convertGoogleErrorBody } from '../../lib/upstream/providers/vertex-errors';
+import { nativeCloudError } from '../../lib/upstream/providers/cloud-errors';
 
 /** A google-auth-library client's answer, as v10+ gives it (a `Headers`). */
 const credentials = { getRequestHeaders: async () => new Headers({ Authorization: 'Bearer ya29.test', 'x-goog-user-project': 'billing-project' }) };
@@ -93,7 +93,8 @@ describe('vertex provider: prepare', () => {
 });
 
 describe('vertex provider: Google errors in the native shape', () => {
-  const google = (code: number, status: string | undefined, message: string) => Buffer.from(JSON.stringify({ error: { code, message, ...(status ? { status } : {}) } }));
+  const google = (code: number, status: string | undefined, message: string) => JSON.stringify({ error: { code, message, ...(status ? { status } : {}) } });
+  const convert = (status: number, text: string) => nativeCloudError('vertex', status, {}, text).text;
   const cases: Array<[number, string | undefined, string]> = [
     [429, 'RESOURCE_EXHAUSTED', 'rate_limit_error'],
     [503, 'UNAVAILABLE', 'overloaded_error'],
@@ -110,22 +111,22 @@ describe('vertex provider: Google errors in the native shape', () => {
   ];
   for (const [code, status, type] of cases) {
     it(`${code} ${status ?? '(no status)'} -> ${type}, Google's message kept`, () => {
-      const native = convertGoogleErrorBody(code, google(code, status, `words of ${code}`));
-      expect(JSON.parse(native!.toString())).to.deep.equal({ type: 'error', error: { type, message: `words of ${code}` } });
+      const native = convert(code, google(code, status, `words of ${code}`));
+      expect(JSON.parse(native)).to.deep.equal({ type: 'error', error: { type, message: `words of ${code}` } });
     });
   }
 
   it('reads the first of a list of Google errors', () => {
-    const list = Buffer.from(JSON.stringify([{ error: { code: 429, message: 'Quota exceeded', status: 'RESOURCE_EXHAUSTED' } }]));
-    expect(JSON.parse(convertGoogleErrorBody(429, list)!.toString())).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Quota exceeded' } });
+    const list = JSON.stringify([{ error: { code: 429, message: 'Quota exceeded', status: 'RESOURCE_EXHAUSTED' } }]);
+    expect(JSON.parse(convert(429, list))).to.deep.equal({ type: 'error', error: { type: 'rate_limit_error', message: 'Quota exceeded' } });
   });
 
-  it('leaves a native error, a non-JSON body and an unknown shape alone', () => {
-    const native = Buffer.from(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'x' }, request_id: 'req_vrtx_1' }));
-    expect(convertGoogleErrorBody(400, native)).to.equal(null);
-    expect(convertGoogleErrorBody(502, Buffer.from('<html>Bad Gateway</html>'))).to.equal(null);
-    expect(convertGoogleErrorBody(500, Buffer.from('{"error":"oops"}'))).to.equal(null);
-    expect(convertGoogleErrorBody(500, Buffer.from('[]'))).to.equal(null);
+  it('leaves a native error alone and gives a non-JSON body or an unknown shape as the message', () => {
+    const native = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'x' }, request_id: 'req_vrtx_1' });
+    expect(convert(400, native)).to.equal(native);
+    expect(JSON.parse(convert(502, '<html>Bad Gateway</html>')).error).to.deep.equal({ type: 'api_error', message: '<html>Bad Gateway</html>' });
+    expect(JSON.parse(convert(500, '{"error":"oops"}')).error).to.deep.equal({ type: 'api_error', message: '{"error":"oops"}' });
+    expect(JSON.parse(convert(500, '[]')).error).to.deep.equal({ type: 'api_error', message: '[]' });
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * Bedrock's replies that are not streams, turned into the first-party API's: its errors (JSON
- * `{"message": ...}` with the exception named in the `x-amzn-errortype` header), a whole message
- * without `usage` (filled from the token-count headers) and CountTokens' `{"inputTokens": n}`.
+ * Bedrock's replies that are not streams, turned into the first-party API's: a whole message without
+ * `usage` (filled from the token-count headers) and CountTokens' `{"inputTokens": n}`; and the data of
+ * its errors (JSON `{"message": ...}` with the exception named in the `x-amzn-errortype` header), which
+ * cloud-errors.ts maps.
  * Pure functions, but for {@link createWholeReplyAdapter}, which collects a small JSON body.
  *
  * Sources: Bedrock runtime API reference, InvokeModel and CountTokens "Errors"
@@ -12,83 +13,31 @@
 import type http from 'node:http';
 import { Transform } from 'node:stream';
 
-/** The native error reply body. */
-export interface NativeErrorBody {
-  type: 'error';
-  error: { type: string; message: string };
-}
-
 /**
- * Each Bedrock exception's status and native error type. Bedrock answers ModelNotReadyException with
- * 429; it is a cold model, not the caller's rate, so it becomes the API's 503 `overloaded_error`.
- * ModelTimeoutException (Bedrock's 408) becomes the API's 504 `timeout_error`.
+ * Each Bedrock exception's status in the API's terms (its native error type follows from it:
+ * cloud-errors.ts). From the runtime API reference's "Errors" of InvokeModel, InvokeModelWithResponseStream
+ * and CountTokens (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html#API_runtime_InvokeModel_Errors)
+ * and the common errors (https://docs.aws.amazon.com/bedrock/latest/APIReference/CommonErrors.html).
+ * Bedrock answers ModelNotReadyException with 429 ("not ready to serve inference requests"): a cold
+ * model, not the caller's rate, and nothing ran, so it is the API's 503 `overloaded_error`.
+ * ModelTimeoutException (Bedrock's 408) is the API's 504 `timeout_error`.
  */
-export const BEDROCK_EXCEPTIONS: Readonly<Record<string, { status: number; type: string }>> = {
-  ThrottlingException: { status: 429, type: 'rate_limit_error' },
-  ServiceQuotaExceededException: { status: 429, type: 'rate_limit_error' },
-  ServiceUnavailableException: { status: 503, type: 'overloaded_error' },
-  ModelNotReadyException: { status: 503, type: 'overloaded_error' },
-  ValidationException: { status: 400, type: 'invalid_request_error' },
-  AccessDeniedException: { status: 403, type: 'permission_error' },
-  UnrecognizedClientException: { status: 401, type: 'authentication_error' },
-  InvalidSignatureException: { status: 401, type: 'authentication_error' },
-  MissingAuthenticationTokenException: { status: 401, type: 'authentication_error' },
-  ResourceNotFoundException: { status: 404, type: 'not_found_error' },
-  ModelTimeoutException: { status: 504, type: 'timeout_error' },
-  ModelErrorException: { status: 500, type: 'api_error' },
-  ModelStreamErrorException: { status: 500, type: 'api_error' },
-  InternalServerException: { status: 500, type: 'api_error' },
+export const BEDROCK_EXCEPTION_STATUSES: Readonly<Record<string, number>> = {
+  ThrottlingException: 429,
+  ServiceQuotaExceededException: 429,
+  ServiceUnavailableException: 503,
+  ModelNotReadyException: 503,
+  ValidationException: 400,
+  AccessDeniedException: 403,
+  UnrecognizedClientException: 401,
+  InvalidSignatureException: 401,
+  MissingAuthenticationTokenException: 401,
+  ResourceNotFoundException: 404,
+  ModelTimeoutException: 504,
+  ModelErrorException: 500,
+  ModelStreamErrorException: 500,
+  InternalServerException: 500,
 };
-
-/** The API's status for a Bedrock error reply: its exception's ({@link BEDROCK_EXCEPTIONS}), else Bedrock's own. */
-export function mapBedrockStatus(status: number, errorType: string | string[] | undefined): number {
-  const name = readExceptionName(errorType);
-  return (name === undefined ? undefined : BEDROCK_EXCEPTIONS[name]?.status) ?? status;
-}
-
-/** The native error type of a status Bedrock sent without a known exception name. */
-function typeOfStatus(status: number): string {
-  if (status === 400 || status === 422) return 'invalid_request_error';
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 413) return 'request_too_large';
-  if (status === 429) return 'rate_limit_error';
-  if (status === 503 || status === 529) return 'overloaded_error';
-  if (status === 504 || status === 408) return 'timeout_error';
-  return 'api_error';
-}
-
-/**
- * The exception name of an `x-amzn-errortype` header (`ThrottlingException:http://internal.amazon.com/...`
- * -> `ThrottlingException`) or of an event-stream `:exception-type` (`throttlingException`, camel-cased).
- */
-export function readExceptionName(value: string | string[] | undefined): string | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  const name = text?.split(':')[0].trim();
-  return name ? name.charAt(0).toUpperCase() + name.slice(1) : undefined;
-}
-
-/**
- * The native error for a Bedrock error reply: status and body `{"type":"error","error":{type, message}}`
- * with Bedrock's own wording as the message (`body.message`, or `Message` as some AWS services send).
- * @param status Bedrock's HTTP status
- * @param errorType the `x-amzn-errortype` header
- * @param body Bedrock's reply body (bytes, maybe not JSON)
- */
-export function convertBedrockError(status: number, errorType: string | string[] | undefined, body: Buffer): { status: number; body: NativeErrorBody } {
-  const name = readExceptionName(errorType);
-  const known = name === undefined ? undefined : BEDROCK_EXCEPTIONS[name];
-  let message: string | undefined;
-  try {
-    const parsed = JSON.parse(body.toString('utf8'));
-    message = typeof parsed?.message === 'string' ? parsed.message : typeof parsed?.Message === 'string' ? parsed.Message : undefined;
-  } catch {
-    message = undefined;
-  }
-  message ??= body.length > 0 ? body.toString('utf8').slice(0, 2000) : `Bedrock answered ${status}${name ? ` (${name})` : ''}`;
-  return { status: known?.status ?? status, body: { type: 'error', error: { type: known?.type ?? typeOfStatus(status), message } } };
-}
 
 /** A token count header as a number, or undefined when absent or not a count. */
 function readCountHeader(value: string | string[] | undefined): number | undefined {

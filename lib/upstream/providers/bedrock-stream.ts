@@ -17,7 +17,7 @@
  */
 import { Transform } from 'node:stream';
 import type { EventStreamCodec } from '@smithy/eventstream-codec';
-import { BEDROCK_EXCEPTIONS, readExceptionName } from './bedrock-replies';
+import { nativeTypeOfException, readExceptionName } from './cloud-errors';
 
 /** The longest frame accepted (bytes): the event-stream format's own limit is 16 MiB per message. */
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -89,7 +89,7 @@ export function createEventStreamToSse(codec: EventStreamCodec): Transform {
       } catch {
         // an error frame's payload may be empty: its headers carry the message
       }
-      const type = (name && BEDROCK_EXCEPTIONS[name]?.type) ?? 'api_error';
+      const type = nativeTypeOfException(name);
       out.push(formatError(type, message ?? `Bedrock ended the stream with ${name ?? 'an error'}`));
       finished = true;
       return;

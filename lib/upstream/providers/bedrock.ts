@@ -22,7 +22,8 @@ import { pipeline } from 'node:stream';
 import type { Transform } from 'node:stream';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
-import { convertBedrockError, convertCountTokensReply, createWholeReplyAdapter, fillUsageFromHeaders, mapBedrockStatus } from './bedrock-replies';
+import { convertCountTokensReply, createWholeReplyAdapter, fillUsageFromHeaders } from './bedrock-replies';
+import { nativeCloudError, poolStatusOf } from './cloud-errors';
 import { createEventStreamToSse } from './bedrock-stream';
 
 /** What a Bedrock target needs. */
@@ -164,8 +165,10 @@ export function createBedrockProvider(settings: BedrockSettings): TargetProvider
       const status = response.statusCode ?? 502;
       const operation = operationOf(request);
       if (status !== 200) {
-        const adapter = createWholeReplyAdapter((body) => Buffer.from(JSON.stringify(convertBedrockError(status, response.headers['x-amzn-errortype'], body).body)));
-        return replaceBody(response, adapter, mapBedrockStatus(status, response.headers['x-amzn-errortype']), adaptHeaders(response.headers, 'application/json'));
+        // The exception's status (cloud-attempt.ts counted the same one for the pool).
+        const mapped = poolStatusOf('bedrock', status, response.headers);
+        const adapter = createWholeReplyAdapter((body) => Buffer.from(nativeCloudError('bedrock', mapped, response.headers, body.toString('utf8')).text));
+        return replaceBody(response, adapter, mapped, adaptHeaders(response.headers, 'application/json'));
       }
       if (operation === 'count') return replaceBody(response, createWholeReplyAdapter(convertCountTokensReply), 200, adaptHeaders(response.headers, 'application/json'));
       if (String(response.headers['content-type'] ?? '').startsWith('application/vnd.amazon.eventstream')) {

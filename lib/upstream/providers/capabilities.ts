@@ -66,6 +66,8 @@ export const CAPABILITIES: Readonly<Record<ProviderName, ProviderCapabilities>> 
   // (features: no Files API, no Message Batches on the Messages API (Bedrock batch inference is its own API),
   // no web search, web fetch or code execution, no MCP connector; count tokens through Bedrock's CountTokens;
   // the 1-hour cache on the models that list it). `eager_input_streaming` on a tool is refused.
+  // `compact-2026-01-12`: https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-compaction.html
+  // ("Include the beta header compact-2026-01-12 ... supported with InvokeModel").
   bedrock: {
     source: 'https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages-request-response.html',
     betas: new Set([

@@ -3,95 +3,81 @@
  * throttling and unavailability are the pool's 429 and 503: cooldown, breaker, failover before the
  * first byte) and the error body the client gets, in the native shape
  * (`{"type":"error","error":{"type":..,"message":..}}`, https://docs.anthropic.com/en/api/errors) with
- * the cloud's own wording kept (Claude Code's recovery matches on it).
+ * the cloud's own wording kept (Claude Code's recovery matches on it). The clouds give only their data:
+ * Bedrock's exception statuses (bedrock-replies.ts), Google's canonical codes (vertex-errors.ts).
  */
 import type http from 'node:http';
+import { mapStatusToNativeErrorType } from '../../../translators/chat-to-native-mapping';
+import { tryParseJson } from '../../http/read-body';
+import { BEDROCK_EXCEPTION_STATUSES } from './bedrock-replies';
 import type { ProviderName } from './provider';
+import { GOOGLE_STATUSES } from './vertex-errors';
 
 /**
- * Bedrock's exception names (header `x-amzn-errortype`, `Name:namespace`) -> the status the pool and the
- * client see. https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModel.html#API_runtime_InvokeModel_Errors:
- * ThrottlingException 429, ServiceUnavailableException 503, ModelNotReadyException 429 ("not ready to
- * serve inference requests": the model is not loaded, nothing ran, so an unavailability: 503).
+ * The exception name of an `x-amzn-errortype` header (`ThrottlingException:http://internal.amazon.com/...`
+ * -> `ThrottlingException`) or of an event-stream `:exception-type` (`throttlingException`, camel-cased).
  */
-const BEDROCK_STATUSES: Readonly<Record<string, number>> = {
-  ThrottlingException: 429,
-  ServiceUnavailableException: 503,
-  ModelNotReadyException: 503,
-};
-
-/**
- * Google's canonical codes (`error.status` of a Vertex AI error body) -> HTTP status, for a body whose
- * HTTP status was lost. https://cloud.google.com/apis/design/errors#handling_errors
- */
-const GOOGLE_STATUSES: Readonly<Record<string, number>> = {
-  INVALID_ARGUMENT: 400, FAILED_PRECONDITION: 400, OUT_OF_RANGE: 400, UNAUTHENTICATED: 401, PERMISSION_DENIED: 403,
-  NOT_FOUND: 404, RESOURCE_EXHAUSTED: 429, INTERNAL: 500, UNAVAILABLE: 503, DEADLINE_EXCEEDED: 504,
-};
-
-/** The native error type of a status (https://docs.anthropic.com/en/api/errors). */
-export function nativeErrorTypeOf(status: number): string {
-  switch (status) {
-    case 400: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 403: return 'permission_error';
-    case 404: return 'not_found_error';
-    case 413: return 'request_too_large';
-    case 429: return 'rate_limit_error';
-    case 503: case 529: return 'overloaded_error';
-    case 504: return 'timeout_error';
-    default: return status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error';
-  }
+export function readExceptionName(value: string | string[] | undefined): string | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  const name = text?.split(':')[0].trim();
+  return name ? name.charAt(0).toUpperCase() + name.slice(1) : undefined;
 }
 
-/** Bedrock's exception name from `x-amzn-errortype` (`ThrottlingException:http://...`), or undefined. */
-export function bedrockErrorType(headers: http.IncomingHttpHeaders): string | undefined {
-  const value = headers['x-amzn-errortype'];
-  return typeof value === 'string' && value !== '' ? value.split(':')[0] : undefined;
+/** The status a Bedrock exception stands for ({@link BEDROCK_EXCEPTION_STATUSES}), or undefined for a name it does not list. */
+function statusOfException(name: string | undefined): number | undefined {
+  return name === undefined ? undefined : BEDROCK_EXCEPTION_STATUSES[name];
+}
+
+/**
+ * The native error type of a Bedrock exception (the stream's exception frames), `api_error` for a
+ * name Bedrock's reference does not list.
+ */
+export function nativeTypeOfException(name: string | undefined): string {
+  const status = statusOfException(name);
+  return status === undefined ? 'api_error' : mapStatusToNativeErrorType(status);
 }
 
 /**
  * The status a cloud's error reply counts as, for the pool (failover, cooldown, breaker) and the
- * client: a Bedrock exception by its name, else the reply's own status (Vertex answers
- * RESOURCE_EXHAUSTED with 429 and UNAVAILABLE with 503 itself).
+ * client: a Bedrock exception by its name (header `x-amzn-errortype`), else the reply's own status
+ * (Vertex answers RESOURCE_EXHAUSTED with 429 and UNAVAILABLE with 503 itself).
  */
 export function poolStatusOf(provider: ProviderName, status: number, headers: http.IncomingHttpHeaders): number {
-  if (provider === 'bedrock' && status >= 400) {
-    const type = bedrockErrorType(headers);
-    return (type && BEDROCK_STATUSES[type]) || status;
-  }
+  if (provider === 'bedrock' && status >= 400) return statusOfException(readExceptionName(headers['x-amzn-errortype'])) ?? status;
   return status;
 }
 
+/** A native error reply body: its text, and that text parsed (undefined when it is not JSON). */
+export interface NativeErrorText {
+  text: string;
+  body: unknown;
+}
+
 /**
- * A cloud's error body (`text`, already redacted) as the native error body, its message kept word for
- * word: a body already native is returned as it is; Bedrock's `{"message"}` (or `{"Message"}`) and
- * Google's `{"error":{"code","message","status"}}` (or a list of those) are rewritten; anything else
- * becomes the message itself (cut to 2000 characters).
+ * A cloud's error body (`text`) as the native error body, its message kept word for word: a body
+ * already native is returned as it is; Bedrock's `{"message"}` (or `{"Message"}`, as some AWS services
+ * send) and Google's `{"error":{"code","message","status"}}` (or a list of those) are rewritten;
+ * anything else becomes the message itself (cut to 2000 characters). The error type follows Bedrock's
+ * exception or Google's canonical code when known, else `status`.
+ * @param status the reply's HTTP status (after {@link poolStatusOf})
+ * @param headers the reply's headers (Bedrock's `x-amzn-errortype` names the exception)
+ * @param parsed `text` parsed, when the caller has parsed it already (undefined: not JSON)
+ * @returns the native body's JSON text and that body (`text` is parsed once, the result not again)
  */
-export function nativeCloudErrorBody(provider: ProviderName, status: number, headers: http.IncomingHttpHeaders, text: string): string {
-  let parsed: any;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed?.type === 'error' && typeof parsed.error?.type === 'string') return text;
-  if (Array.isArray(parsed)) parsed = parsed[0];
+export function nativeCloudError(provider: ProviderName, status: number, headers: http.IncomingHttpHeaders, text: string, parsed: unknown = tryParseJson(text)): NativeErrorText {
+  const native = parsed as any;
+  if (native?.type === 'error' && typeof native.error?.type === 'string') return { text, body: parsed };
+  const first = Array.isArray(native) ? native[0] : native;
+  const exception = provider === 'bedrock' ? readExceptionName(headers['x-amzn-errortype']) : undefined;
   let message: string | undefined;
-  let type = nativeErrorTypeOf(status);
-  if (typeof parsed?.message === 'string' || typeof parsed?.Message === 'string') {
-    message = parsed.message ?? parsed.Message;
-  } else if (typeof parsed?.error?.message === 'string') {
-    message = parsed.error.message;
-    const google = GOOGLE_STATUSES[parsed.error.status as string];
-    if (google && status < 400) type = nativeErrorTypeOf(google);
+  let typeStatus = statusOfException(exception) ?? status;
+  if (typeof first?.message === 'string' || typeof first?.Message === 'string') {
+    message = first.message ?? first.Message;
+  } else if (typeof first?.error?.message === 'string') {
+    message = first.error.message;
+    typeStatus = GOOGLE_STATUSES[first.error.status as string] ?? typeStatus;
   }
-  if (provider === 'bedrock') {
-    const name = bedrockErrorType(headers);
-    // The exception's name stays in front of its message, as the AWS SDKs show it.
-    if (name && message !== undefined && !message.startsWith(name)) message = `${name}: ${message}`;
-  }
-  message ??= text.slice(0, 2000) || `the ${provider} upstream answered ${status}`;
-  return JSON.stringify({ type: 'error', error: { type, message } });
+  message ??= text.slice(0, 2000) || `the ${provider} upstream answered ${status}${exception ? ` (${exception})` : ''}`;
+  const body = { type: 'error', error: { type: mapStatusToNativeErrorType(typeStatus), message } };
+  return { text: JSON.stringify(body), body };
 }

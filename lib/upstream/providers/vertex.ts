@@ -15,12 +15,12 @@
  *   `GOOGLE_APPLICATION_CREDENTIALS`, workload identity, the metadata server), fetched, cached and refreshed
  *   by google-auth-library with its own HTTP client (gaxios, which honours `HTTPS_PROXY` and `NODE_EXTRA_CA_CERTS`).
  * Replies: a whole reply is native JSON, a stream native SSE; an error in Google's shape is rewritten
- * in the native one (vertex-errors.ts).
+ * in the native one (cloud-errors.ts, with Google's codes from vertex-errors.ts).
  */
 import type http from 'node:http';
 import { PassThrough } from 'node:stream';
 import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
-import { convertGoogleErrorBody } from './vertex-errors';
+import { nativeCloudError } from './cloud-errors';
 
 /** The `anthropic_version` Vertex AI requires in the body (https://docs.anthropic.com/en/api/claude-on-vertex-ai). */
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
@@ -83,8 +83,9 @@ async function readCredentialHeaders(source: GoogleHeadersSource): Promise<Recor
 }
 
 /**
- * The native error reply `response` (a non-200 Vertex AI reply) rewritten: Google's error shape becomes
- * the native one, `content-length` follows; anything else passes unchanged. The body is read to its end
+ * The native error reply `response` (a non-200 Vertex AI reply) rewritten by cloud-errors.ts: Google's
+ * error shape (or a body that is not JSON) becomes the native one, `content-length` follows; a native
+ * body passes unchanged. The body is read to its end
  * (up to ERROR_BODY_LIMIT bytes; past it the bytes pass as they come). `content-length` is removed at
  * once and set to the new length before the first byte is readable.
  */
@@ -112,9 +113,11 @@ function adaptErrorReply(response: http.IncomingMessage): http.IncomingMessage {
   response.on('end', () => {
     if (passing) return void adapted.end();
     const original = Buffer.concat(chunks);
-    const native = convertGoogleErrorBody(response.statusCode ?? 500, original);
-    const body = native ?? original;
-    if (native) headers['content-type'] = 'application/json';
+    const text = original.toString('utf8');
+    const native = nativeCloudError('vertex', response.statusCode ?? 500, response.headers, text).text;
+    // A body already native passes as it came (its bytes, its content type).
+    const body = native === text ? original : Buffer.from(native);
+    if (body !== original) headers['content-type'] = 'application/json';
     headers['content-length'] = String(body.length);
     adapted.end(body);
   });

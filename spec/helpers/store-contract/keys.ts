@@ -27,13 +27,6 @@ export function describeKeyStoreContract(current: () => ContractFixture<KeyStore
       await expectRejection(f.store.createKey(newKey('k2', 'sk-cs4-secret-one-aaaa')), /already in use/);
     });
 
-    it('seedKey leaves a key that exists as it is (run-time changes survive a restart)', async () => {
-      await f.store.createKey(newKey('k1', 'sk-cs4-secret-one-aaaa'));
-      await revokeApiKey(f.store, 'k1');
-      await f.store.seedKey(newKey('k1', 'sk-cs4-secret-one-aaaa', { rateLimitPerMinute: 999 }));
-      expect(await f.store.getKey('k1')).to.include({ revoked: true, rateLimitPerMinute: 60 });
-    });
-
     it('revocation, restore and limit changes are seen by the very next lookup', async () => {
       await f.store.createKey(newKey('k1', 'sk-cs4-secret-one-aaaa'));
       await f.store.createKey(newKey('k2', 'sk-cs4-secret-two-bbbb'));
