@@ -1,6 +1,6 @@
 /**
- * lib/people and the store's people role, without a provider: the store role on memory and on a real
- * Redis (the same contract), membership and roles from groups, the team policy, the sign-in config
+ * lib/people and the store's people role, without a provider: the store role on memory (the contract
+ * spec/helpers/people-store-contract.ts; Redis in people-redis.spec.ts), membership and roles from groups, the team policy, the sign-in config
  * checks, cookie and groups parsing.
  */
 import { expect } from 'chai';
@@ -12,70 +12,14 @@ import { mayManageKey, resolveMembership, rolesOf } from '../../lib/people/roles
 import { readCookie } from '../../lib/people/sessions';
 import { applyTeamPolicy, withTeamDefaults } from '../../lib/people/team-policy';
 import { MAX_PENDING_SIGN_INS, MemoryPeopleStore } from '../../lib/store/memory-people';
-import type { PeopleStore, SessionRecord, UserRecord } from '../../lib/store/people-types';
-import type { RedisStore } from '../../lib/store/redis-store';
-import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
+import { describePeopleStoreContract } from '../helpers/people-store-contract';
 
 const team = (fields: Partial<TeamConfig> = {}): TeamConfig => ({
   id: 'payments', name: 'Payments', oidcGroups: ['payments'], adminGroups: ['payments-leads'], monthlyCreditCap: 100,
   memberMonthlyCreditCap: 5, allowedModels: ['model-haiku-4.5'], rateLimitPerMinute: 100, ...fields,
 });
 
-const user = (subject: string, fields: Partial<UserRecord> = {}): UserRecord => ({
-  subject, email: `${subject}@example.com`, name: subject, groups: [], orgAdmin: false, teams: [], adminOf: [],
-  firstSignInAt: '2026-01-01T00:00:00.000Z', lastSignInAt: '2026-01-01T00:00:00.000Z', ...fields,
-});
-
-const session = (subject: string, expiresAt: number): SessionRecord => ({
-  subject, csrfToken: 'csrf', createdAt: 0, expiresAt,
-  user: { subject, email: null, name: null, groups: [], orgAdmin: false, teams: [], adminOf: [] },
-});
-
 /** The people role's contract, run on each implementation; `wait` lets `ms` of the store's clock pass. */
-function describePeopleStoreContract(name: string, open: () => Promise<{ people: PeopleStore; wait(ms: number): Promise<void>; close(): Promise<void> }>) {
-  describe(`people store role: ${name}`, () => {
-    let fixture: Awaited<ReturnType<typeof open>>;
-    beforeEach(async () => { fixture = await open(); });
-    afterEach(async () => fixture.close());
-
-    it('serves a pending sign-in once, and not after its time', async () => {
-      const pending = { codeVerifier: 'v', state: 's', nonce: 'n', returnTo: '/dashboard/' };
-      await fixture.people.savePendingSignIn('a', pending, 60_000);
-      await fixture.people.savePendingSignIn('b', pending, 20);
-      expect(await fixture.people.takePendingSignIn('a')).to.deep.equal(pending);
-      expect(await fixture.people.takePendingSignIn('a')).to.equal(null);
-      await fixture.wait(60);
-      expect(await fixture.people.takePendingSignIn('b')).to.equal(null);
-      expect(await fixture.people.takePendingSignIn('never')).to.equal(null);
-    });
-
-    it('keeps a session until it expires or is deleted', async () => {
-      const now = Date.now();
-      await fixture.people.saveSession('h1', session('bob', now + 60_000));
-      await fixture.people.saveSession('h2', session('bob', now + 20));
-      expect((await fixture.people.getSession('h1'))?.subject).to.equal('bob');
-      await fixture.wait(60);
-      expect(await fixture.people.getSession('h2')).to.equal(null);
-      expect(await fixture.people.deleteSession('h1')).to.equal(true);
-      expect(await fixture.people.getSession('h1')).to.equal(null);
-      expect(await fixture.people.deleteSession('h1')).to.equal(false);
-    });
-
-    it('records users and members added by email (emails compared lower-cased)', async () => {
-      await fixture.people.saveUser(user('carol'));
-      await fixture.people.saveUser(user('bob', { teams: ['payments'] }));
-      await fixture.people.saveUser(user('bob', { teams: ['payments', 'search'] }));
-      expect((await fixture.people.listUsers()).map((u) => [u.subject, u.teams])).to.deep.equal([['bob', ['payments', 'search']], ['carol', []]]);
-      expect(await fixture.people.getUser('nobody')).to.equal(null);
-      await fixture.people.addTeamMemberByEmail('search', 'Erin@Example.com');
-      await fixture.people.addTeamMemberByEmail('payments', 'erin@example.com');
-      await fixture.people.addTeamMemberByEmail('payments', 'erin@example.com');
-      expect(await fixture.people.teamsOfEmail('ERIN@example.com')).to.deep.equal(['payments', 'search']);
-      expect(await fixture.people.teamsOfEmail('someone@example.com')).to.deep.equal([]);
-    });
-  });
-}
-
 describePeopleStoreContract('memory', async () => {
   // The memory role's clock starts at the real time (sessions carry their expiry, epoch ms) and moves by hand.
   let now = Date.now();
@@ -83,18 +27,6 @@ describePeopleStoreContract('memory', async () => {
     people: new MemoryPeopleStore(() => now),
     wait: async (ms) => { now += ms; },
     close: async () => undefined,
-  };
-});
-
-describePeopleStoreContract('Redis', async () => {
-  const store = await connectTestRedisStore(uniqueRedisPrefix('people'));
-  return {
-    people: store.people,
-    wait: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-    close: async () => {
-      await store.close();
-      await deleteRedisPrefix((store as RedisStore).prefix);
-    },
   };
 });
 
