@@ -14,6 +14,7 @@ import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
 import { listenOnLoopback } from '../../lib/http/loopback';
+import { readBody, tryParseJson } from '../../lib/http/read-body';
 import { writeWithBackpressure } from '../../lib/http/sse';
 import { nativeMessage, nativeTextEvents } from './fake-upstream';
 import { checkBedrockBody, refuse, type BedrockRefusal } from './fake-bedrock-rules';
@@ -207,16 +208,8 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
   let script = defaultScript;
   const records: BedrockRecord[] = [];
   const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', async () => {
-      const raw = Buffer.concat(chunks);
-      let body: any;
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        body = undefined;
-      }
+    void readBody(req).then(async (raw) => {
+      const body: any = tryParseJson(raw.toString('utf8'));
       const match = PATH.exec((req.url ?? '').split('?')[0]);
       const record: BedrockRecord = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, raw, body, modelId: match ? decodeURIComponent(match[1]) : undefined };
       records.push(record);
@@ -240,7 +233,7 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
       const message = nativeMessage(next.text ?? 'Hello, world', usage, 'claude-bedrock');
       if (next.omitUsage) delete message.usage;
       sendMessage(res, message, usage);
-    });
+    }, () => req.socket.destroy());
   });
   const { url, close } = await listenOnLoopback(server);
   return { url, records, setScript: (next) => (script = next), close };

@@ -14,6 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { decodeJwt, importSPKI, jwtVerify } from 'jose';
 import { listenOnLoopback } from '../../lib/http/loopback';
+import { readBody, tryParseJson } from '../../lib/http/read-body';
 import { createApiJudge } from './api-rules';
 import { defaultHandler, type FakeHandler, type FakeReply, type RecordedRequest } from './fake-upstream';
 import { GOOGLE_TOKEN_URL, googleError, judgeVertexRequest, parseVertexPath } from './vertex-rules';
@@ -107,15 +108,6 @@ export async function createTestGoogleAuth(account: ServiceAccount, clientOption
   }
 }
 
-function readBody(req: http.IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
   const payload = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(payload) });
@@ -205,12 +197,8 @@ export async function startFakeVertex(options: FakeVertexOptions = {}): Promise<
       const raw = await readBody(req);
       const url = req.url ?? '';
       if (req.method === 'POST' && url === '/token') return issueToken(raw, res);
-      let body: any;
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        body = raw.toString('utf8');
-      }
+      const text = raw.toString('utf8');
+      const body: any = tryParseJson(text) ?? text;
       const recorded: RecordedRequest = { method: req.method ?? '', url, headers: req.headers, body, raw };
       requests.push(recorded);
       const bearer = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ''))?.[1];
