@@ -1,6 +1,6 @@
 /** The people of the sign-in tests: users in groups, the gateway's OIDC client, its config, a call with a session. */
 import type { TestUser } from './oidc-provider';
-import { request } from './sign-in-client';
+import { request, signIn } from './sign-in-client';
 
 export const PEOPLE: Record<string, TestUser> = {
   alice: { email: 'alice@example.com', name: 'Alice Admin', groups: ['platform-admins'] },
@@ -30,4 +30,17 @@ export async function asUser(gateway: { url: string }, session: string, method: 
   if (body !== undefined) headers['content-type'] = 'application/json';
   const reply = await request(`${gateway.url}/admin/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   return { status: reply.status, headers: reply.headers, body: reply.body ? JSON.parse(reply.body) : null };
+}
+
+/** A signed-in user's session cookie and CSRF token (`GET /admin/v1/me`). */
+export interface TestSession { cookie: string; csrf: string }
+
+/** Sign each of `logins` in through the provider's login form at `baseUrl`, and read each one's CSRF token from `gateway`. */
+export async function signInAll(gateway: { url: string }, baseUrl: string, logins: readonly string[]): Promise<Record<string, TestSession>> {
+  const sessions: Record<string, TestSession> = {};
+  for (const login of logins) {
+    const { sessionCookie } = await signIn(baseUrl, login);
+    sessions[login] = { cookie: sessionCookie, csrf: (await asUser(gateway, sessionCookie, 'GET', '/me')).body.csrfToken };
+  }
+  return sessions;
 }

@@ -10,10 +10,9 @@ import { expect } from 'chai';
 import { ADMIN_TOKEN, admin } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider';
-import { asUser, CLIENT, PEOPLE, signInOverrides } from '../helpers/people';
+import { asUser, CLIENT, PEOPLE, signInAll, signInOverrides, type TestSession } from '../helpers/people';
 import { freePort } from '../helpers/ports';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
-import { signIn } from '../helpers/sign-in-client';
 import type { GatewayStore } from '../../lib/store/types';
 
 const GROWTH = {
@@ -27,7 +26,7 @@ for (const kind of ['memory', 'redis'] as const) {
     const prefix = uniqueRedisPrefix('team-roles');
     let provider: TestOidcProvider;
     let gateway: TestGateway;
-    const session: Record<string, { cookie: string; csrf: string }> = {};
+    const session: Record<string, TestSession> = {};
     const as = (login: string, method: string, path: string, body?: unknown) => asUser(gateway, session[login].cookie, method, path, body, session[login].csrf);
 
     before(async () => {
@@ -41,10 +40,7 @@ for (const kind of ['memory', 'redis'] as const) {
       });
       // Made before anyone signs in: membership and team admins come from the teams at sign-in.
       expect((await admin(gateway, 'POST', '/teams', GROWTH)).status).to.equal(201);
-      for (const login of ['alice', 'bob', 'dana']) {
-        const { sessionCookie } = await signIn(baseUrl, login);
-        session[login] = { cookie: sessionCookie, csrf: (await asUser(gateway, sessionCookie, 'GET', '/me')).body.csrfToken };
-      }
+        Object.assign(session, await signInAll(gateway, baseUrl, ['alice', 'bob', 'dana']));
     });
 
     after(async () => {

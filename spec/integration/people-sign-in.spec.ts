@@ -9,7 +9,7 @@ import { expect } from 'chai';
 import { ADMIN_TOKEN, admin, sendMessage } from '../helpers/admin';
 import { startTestGateway, type TestGateway } from '../helpers/gateway';
 import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider';
-import { asUser, CLIENT, PEOPLE, signInOverrides } from '../helpers/people';
+import { asUser, CLIENT, PEOPLE, signInAll, signInOverrides, type TestSession } from '../helpers/people';
 import { freePort } from '../helpers/ports';
 import { request, signIn } from '../helpers/sign-in-client';
 
@@ -17,7 +17,7 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
   this.timeout(60_000);
   let provider: TestOidcProvider;
   let gateway: TestGateway;
-  const session: Record<string, { cookie: string; csrf: string }> = {};
+  const session: Record<string, TestSession> = {};
 
   before(async () => {
     const port = await freePort();
@@ -27,11 +27,7 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
       overrides: signInOverrides(baseUrl, provider.issuer),
       env: { PORT: String(port), ADMIN_TOKEN, TEST_OIDC_CLIENT_SECRET: CLIENT.secret },
     });
-    for (const login of ['alice', 'bob', 'carol', 'dana']) {
-      const { sessionCookie } = await signIn(baseUrl, login);
-      const me = await asUser(gateway, sessionCookie, 'GET', '/me');
-      session[login] = { cookie: sessionCookie, csrf: me.body.csrfToken };
-    }
+    Object.assign(session, await signInAll(gateway, baseUrl, ['alice', 'bob', 'carol', 'dana']));
   });
 
   after(async () => {
