@@ -22,6 +22,21 @@ import { tempDir } from '../../helpers/temp-dir';
 /** What Claude Code 2.1.331 sends in `anthropic-beta` (claude-code.spec.ts records it). */
 const CLAUDE_CODE_BETAS = 'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24';
 
+/**
+ * Send Claude Code's betas by hand with `extra` body fields (a 200 is expected) and answer the names in
+ * the reply's `x-gateway-dropped-params`.
+ */
+async function droppedByHand(url: string, extra: Record<string, unknown>): Promise<string[]> {
+  const response = await fetch(`${url}/v1/messages?beta=true`, {
+    method: 'POST',
+    headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'anthropic-beta': CLAUDE_CODE_BETAS, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'model-sonnet-4.6', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }], ...extra }),
+  });
+  const text = await response.text();
+  expect(response.status, text).to.equal(200);
+  return String(response.headers.get('x-gateway-dropped-params')).split(',').map((name) => name.trim());
+}
+
 describe('clients: Claude Code through cloud targets (Bedrock, Vertex AI, a pool of three)', function () {
   this.timeout(180_000);
   const agent = createAgentUpstream();
@@ -98,17 +113,7 @@ describe('clients: Claude Code through cloud targets (Bedrock, Vertex AI, a pool
     await expectBilledAsReported(reported);
 
     // Claude Code's betas by hand, with a tool streaming its input eagerly: what Bedrock refuses is dropped and named.
-    const response = await fetch(`${gw.url}/v1/messages?beta=true`, {
-      method: 'POST',
-      headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'anthropic-beta': CLAUDE_CODE_BETAS, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'model-sonnet-4.6', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }],
-        tools: [{ name: 'lookup', description: 'Look it up', input_schema: { type: 'object', properties: {} }, eager_input_streaming: true }],
-      }),
-    });
-    const text = await response.text();
-    expect(response.status, text).to.equal(200);
-    const dropped = String(response.headers.get('x-gateway-dropped-params')).split(',').map((name) => name.trim());
+    const dropped = await droppedByHand(gw.url, { tools: [{ name: 'lookup', description: 'Look it up', input_schema: { type: 'object', properties: {} }, eager_input_streaming: true }] });
     expect(dropped).to.include.members(['claude-code-20250219', 'mid-conversation-tool-changes-2026-07-01', 'thinking-token-count-2026-05-13', 'advanced-tool-use-2025-11-20', 'tools[].eager_input_streaming']);
     expect(dropped).not.to.include.any.members(['interleaved-thinking-2025-05-14', 'context-management-2025-06-27', 'effort-2025-11-24']);
     const last = bedrockCalls().at(-1)!;
@@ -131,17 +136,7 @@ describe('clients: Claude Code through cloud targets (Bedrock, Vertex AI, a pool
     await expectBilledAsReported(reported);
 
     // The same request as Claude Code's, by hand: answered 200, the dropped flags and fields named.
-    const response = await fetch(`${gw.url}/v1/messages?beta=true`, {
-      method: 'POST',
-      headers: { 'x-api-key': KEYS.all, 'anthropic-version': '2023-06-01', 'anthropic-beta': CLAUDE_CODE_BETAS, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'model-sonnet-4.6', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }],
-        context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] }, output_config: { effort: 'high' },
-      }),
-    });
-    const text = await response.text();
-    expect(response.status, text).to.equal(200);
-    const dropped = String(response.headers.get('x-gateway-dropped-params')).split(',').map((name) => name.trim());
+    const dropped = await droppedByHand(gw.url, { context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] }, output_config: { effort: 'high' } });
     expect(dropped).to.include.members(['claude-code-20250219', 'context-management-2025-06-27', 'effort-2025-11-24', 'context_management', 'output_config']);
     expect(dropped).not.to.include('interleaved-thinking-2025-05-14');
   });
