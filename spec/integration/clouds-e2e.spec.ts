@@ -57,6 +57,14 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
   after(async () => fakes?.close());
 
   const anthropic = () => new Anthropic({ apiKey: KEYS.all, baseURL: gw!.url, maxRetries: 0 });
+  /** Stream `ask` through the Anthropic SDK: the text of its `text` events, and its final message. */
+  const streamAsk = async () => {
+    const stream = anthropic().messages.stream(ask);
+    const deltas: string[] = [];
+    stream.on('text', (text) => deltas.push(text));
+    const final = await stream.finalMessage();
+    return { text: deltas.join(''), final };
+  };
   const openai = () => new OpenAI({ apiKey: KEYS.all, baseURL: `${gw!.url}/v1`, maxRetries: 0 });
 
   it('serves every route through each cloud and bills the usage each reported', async () => {
@@ -69,11 +77,8 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
       expect(whole.content).to.deep.equal([{ type: 'text', text: TEXT }]);
     }
     for (let i = 0; i < 3; i++) {
-      const stream = anthropic().messages.stream(ask);
-      const deltas: string[] = [];
-      stream.on('text', (text) => deltas.push(text));
-      const final = await stream.finalMessage();
-      expect(deltas.join('')).to.equal(TEXT);
+      const { text, final } = await streamAsk();
+      expect(text).to.equal(TEXT);
       expect(final.usage.output_tokens).to.be.greaterThan(1);
     }
     for (let i = 0; i < 3; i++) {
@@ -123,11 +128,7 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
       const reportedBefore = agent.reported.length;
       for (let i = 0; i < 3; i++) {
         // Streamed: the client reads a clean stream, nothing of the 429 (it came before the first byte).
-        const stream = anthropic().messages.stream(ask);
-        const deltas: string[] = [];
-        stream.on('text', (text) => deltas.push(text));
-        await stream.finalMessage();
-        expect(deltas.join('')).to.equal(TEXT);
+        expect((await streamAsk()).text).to.equal(TEXT);
       }
       const after = served(fakes);
       // The first request tried Bedrock first (config order breaks the tie), was throttled once, and moved;
@@ -197,11 +198,7 @@ describe('clouds end to end: Bedrock, Vertex AI and Foundry targets in one pool 
     gw = await startCloudGateway(fakes, [fakes.target('vertex'), fakes.target('bedrock')]);
     const before = served(fakes);
     fakes.vertex.exhaust(1);
-    const stream = anthropic().messages.stream(ask);
-    const deltas: string[] = [];
-    stream.on('text', (text) => deltas.push(text));
-    await stream.finalMessage();
-    expect(deltas.join('')).to.equal(TEXT);
+    expect((await streamAsk()).text).to.equal(TEXT);
     const after = served(fakes);
     expect([after.vertex - before.vertex, after.bedrock - before.bedrock]).to.deep.equal([1, 1]);
   });
