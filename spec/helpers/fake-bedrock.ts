@@ -59,6 +59,8 @@ export interface FakeBedrock {
   records: BedrockRecord[];
   /** The script of the next requests (default: a text reply, streamed when asked). */
   setScript(script: (record: BedrockRecord) => BedrockScript): void;
+  /** Forget the requests recorded and go back to the default script. */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -195,10 +197,13 @@ function sendMessage(res: http.ServerResponse, message: unknown, usage: { input_
   res.end(JSON.stringify(message));
 }
 
+/** The invocation metrics the default script's streams end with. */
+export const DEFAULT_METRICS = { inputTokenCount: 10, outputTokenCount: 5, invocationLatency: 120, firstByteLatency: 40 };
+
 /** The default script: a text reply (streamed when the path asks), metrics on the last chunk. */
 function defaultScript(record: BedrockRecord): BedrockScript {
   if (record.url.includes('/invoke-with-response-stream')) {
-    return { kind: 'events', events: nativeTextEvents(['Hello', ', world'], undefined, 'claude-bedrock'), metrics: { inputTokenCount: 10, outputTokenCount: 5, invocationLatency: 120, firstByteLatency: 40 } };
+    return { kind: 'events', events: nativeTextEvents(['Hello', ', world'], undefined, 'claude-bedrock'), metrics: DEFAULT_METRICS };
   }
   return { kind: 'reply' };
 }
@@ -236,5 +241,12 @@ export async function startFakeBedrock(options: FakeBedrockOptions): Promise<Fak
     }, () => req.socket.destroy());
   });
   const { url, close } = await listenOnLoopback(server);
-  return { url, records, setScript: (next) => (script = next), close };
+  return {
+    url, records, close,
+    setScript: (next) => (script = next),
+    reset: () => {
+      records.length = 0;
+      script = defaultScript;
+    },
+  };
 }

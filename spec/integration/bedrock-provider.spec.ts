@@ -7,7 +7,7 @@ import http from 'node:http';
 import { expect } from 'chai';
 import { createBedrockProvider, type BedrockSettings } from '../../lib/upstream/providers/bedrock';
 import type { NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
-import { fakeTokenCount, startFakeBedrock, THROTTLED, type FakeBedrock } from '../helpers/fake-bedrock';
+import { DEFAULT_METRICS, fakeTokenCount, startFakeBedrock, THROTTLED, type FakeBedrock } from '../helpers/fake-bedrock';
 import { nativeMessage, nativeTextEvents } from '../helpers/fake-upstream';
 
 const REGION = 'us-east-1';
@@ -16,7 +16,7 @@ const API_KEY = 'ABSKfake-bedrock-api-key';
 const PROFILE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const BASE = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
 const ARN = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4';
-const METRICS = { inputTokenCount: 10, outputTokenCount: 5, invocationLatency: 120, firstByteLatency: 40 };
+const METRICS = DEFAULT_METRICS;
 
 /** The first-party API's SSE of `events`: what a native client gets from the API itself. */
 const firstPartySse = (events: Array<{ event: string; data: unknown }>) => events.map((e) => `event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`).join('');
@@ -52,12 +52,7 @@ describe('Bedrock provider', function () {
     fake = await startFakeBedrock({ region: REGION, credentials: CREDENTIALS, apiKey: API_KEY, models: [PROFILE, BASE, ARN] });
   });
   after(() => fake.close());
-  beforeEach(() => {
-    fake.records.length = 0;
-    fake.setScript((record) => (record.url.includes('response-stream')
-      ? { kind: 'events', events: nativeTextEvents(['Hello', ', world'], undefined, 'claude-bedrock'), metrics: METRICS }
-      : { kind: 'reply' }));
-  });
+  beforeEach(() => fake.reset());
 
   /** Send `request` to the fake through a provider; the adapted reply's status, headers and body. */
   async function send(request: NativeUpstreamRequest, modelId = PROFILE, settings: Partial<BedrockSettings> = {}) {

@@ -6,7 +6,7 @@
  */
 import { expect } from 'chai';
 import type { AnthropicBedrock as AnthropicBedrockType } from '@anthropic-ai/bedrock-sdk';
-import { BEDROCK_BETAS, fakeTokenCount, startFakeBedrock, type FakeBedrock } from '../helpers/fake-bedrock';
+import { BEDROCK_BETAS, DEFAULT_METRICS, fakeTokenCount, startFakeBedrock, type FakeBedrock } from '../helpers/fake-bedrock';
 import { nativeBedrockScript } from '../helpers/fake-bedrock-native';
 import { checkBedrockBody } from '../helpers/fake-bedrock-rules';
 import { createAgentUpstream } from '../helpers/agent-upstream';
@@ -17,7 +17,7 @@ const CREDENTIALS = { accessKeyId: 'AKIDFAKEBEDROCK', secretAccessKey: 'fake-sec
 const API_KEY = 'ABSKfake-bedrock-api-key';
 const PROFILE = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0';
 const BASE = 'anthropic.claude-sonnet-4-5-20250929-v1:0';
-const METRICS = { inputTokenCount: 10, outputTokenCount: 5, invocationLatency: 120, firstByteLatency: 40 };
+const METRICS = DEFAULT_METRICS;
 
 describe('fake Bedrock runtime', function () {
   this.timeout(30_000);
@@ -26,12 +26,7 @@ describe('fake Bedrock runtime', function () {
     fake = await startFakeBedrock({ region: REGION, credentials: CREDENTIALS, apiKey: API_KEY, models: [PROFILE, BASE] });
   });
   after(() => fake.close());
-  beforeEach(() => {
-    fake.records.length = 0;
-    fake.setScript((record) => (record.url.includes('response-stream')
-      ? { kind: 'events', events: nativeTextEvents(['Hello', ', world'], undefined, 'claude-bedrock'), metrics: METRICS }
-      : { kind: 'reply' }));
-  });
+  beforeEach(() => fake.reset());
 
   describe('with the official clients', () => {
     let AnthropicBedrock: typeof AnthropicBedrockType;
