@@ -1,5 +1,9 @@
 /** The people of the sign-in tests: users in groups, the gateway's OIDC client, its config, a call with a session. */
-import type { TestUser } from './oidc-provider';
+import type { GatewayStore } from '../../lib/store/types';
+import { ADMIN_TOKEN } from './admin';
+import { startTestGateway, type TestGateway } from './gateway';
+import { startOidcProvider, type TestOidcProvider, type TestUser } from './oidc-provider';
+import { freePort } from './ports';
 import { request, signIn } from './sign-in-client';
 
 export const PEOPLE: Record<string, TestUser> = {
@@ -43,4 +47,20 @@ export async function signInAll(gateway: { url: string }, baseUrl: string, login
     sessions[login] = { cookie: sessionCookie, csrf: (await asUser(gateway, sessionCookie, 'GET', '/me')).body.csrfToken };
   }
   return sessions;
+}
+
+/**
+ * A provider with PEOPLE on loopback and a gateway signing in with it at `baseUrl` (its own port), with
+ * ADMIN_TOKEN, on `store` (default: the memory store).
+ */
+export async function startSignInGateway(store?: GatewayStore): Promise<{ provider: TestOidcProvider; gateway: TestGateway; baseUrl: string }> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const provider = await startOidcProvider({ users: PEOPLE, clientId: CLIENT.id, clientSecret: CLIENT.secret, redirectUris: [`${baseUrl}/dashboard/callback`] });
+  const gateway = await startTestGateway({
+    overrides: signInOverrides(baseUrl, provider.issuer),
+    env: { PORT: String(port), ADMIN_TOKEN, TEST_OIDC_CLIENT_SECRET: CLIENT.secret },
+    store,
+  });
+  return { provider, gateway, baseUrl };
 }

@@ -7,11 +7,10 @@
  * audit log names who changed what.
  */
 import { expect } from 'chai';
-import { ADMIN_TOKEN, admin } from '../helpers/admin';
-import { startTestGateway, type TestGateway } from '../helpers/gateway';
-import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider';
-import { asUser, CLIENT, PEOPLE, signInAll, signInOverrides, type TestSession } from '../helpers/people';
-import { freePort } from '../helpers/ports';
+import { admin } from '../helpers/admin';
+import type { TestGateway } from '../helpers/gateway';
+import type { TestOidcProvider } from '../helpers/oidc-provider';
+import { asUser, signInAll, startSignInGateway, type TestSession } from '../helpers/people';
 import { connectTestRedisStore, deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
 import type { GatewayStore } from '../../lib/store/types';
 
@@ -30,14 +29,8 @@ for (const kind of ['memory', 'redis'] as const) {
     const as = (login: string, method: string, path: string, body?: unknown) => asUser(gateway, session[login].cookie, method, path, body, session[login].csrf);
 
     before(async () => {
-      const port = await freePort();
-      const baseUrl = `http://127.0.0.1:${port}`;
-      provider = await startOidcProvider({ users: PEOPLE, clientId: CLIENT.id, clientSecret: CLIENT.secret, redirectUris: [`${baseUrl}/dashboard/callback`] });
-      gateway = await startTestGateway({
-        overrides: signInOverrides(baseUrl, provider.issuer),
-        env: { PORT: String(port), ADMIN_TOKEN, TEST_OIDC_CLIENT_SECRET: CLIENT.secret },
-        store: kind === 'redis' ? await connectTestRedisStore(prefix) as GatewayStore : undefined,
-      });
+      let baseUrl: string;
+      ({ provider, gateway, baseUrl } = await startSignInGateway(kind === 'redis' ? await connectTestRedisStore(prefix) as GatewayStore : undefined));
       // Made before anyone signs in: membership and team admins come from the teams at sign-in.
       expect((await admin(gateway, 'POST', '/teams', GROWTH)).status).to.equal(201);
         Object.assign(session, await signInAll(gateway, baseUrl, ['alice', 'bob', 'dana']));

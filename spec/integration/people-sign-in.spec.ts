@@ -6,11 +6,10 @@
  * revokes a member's key and it is refused at once; CSRF and sign-out hold.
  */
 import { expect } from 'chai';
-import { ADMIN_TOKEN, admin, sendMessage } from '../helpers/admin';
-import { startTestGateway, type TestGateway } from '../helpers/gateway';
-import { startOidcProvider, type TestOidcProvider } from '../helpers/oidc-provider';
-import { asUser, CLIENT, PEOPLE, signInAll, signInOverrides, type TestSession } from '../helpers/people';
-import { freePort } from '../helpers/ports';
+import { admin, sendMessage } from '../helpers/admin';
+import type { TestGateway } from '../helpers/gateway';
+import type { TestOidcProvider } from '../helpers/oidc-provider';
+import { asUser, CLIENT, signInAll, startSignInGateway, type TestSession } from '../helpers/people';
 import { request, signIn } from '../helpers/sign-in-client';
 
 describe('people: sign-in with an OpenID provider, roles and self-service keys', function () {
@@ -20,13 +19,8 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
   const session: Record<string, TestSession> = {};
 
   before(async () => {
-    const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    provider = await startOidcProvider({ users: PEOPLE, clientId: CLIENT.id, clientSecret: CLIENT.secret, redirectUris: [`${baseUrl}/dashboard/callback`] });
-    gateway = await startTestGateway({
-      overrides: signInOverrides(baseUrl, provider.issuer),
-      env: { PORT: String(port), ADMIN_TOKEN, TEST_OIDC_CLIENT_SECRET: CLIENT.secret },
-    });
+    let baseUrl: string;
+    ({ provider, gateway, baseUrl } = await startSignInGateway());
     Object.assign(session, await signInAll(gateway, baseUrl, ['alice', 'bob', 'carol', 'dana']));
   });
 
