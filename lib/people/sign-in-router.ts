@@ -102,7 +102,7 @@ export function createSignInRouter(options: SignInRouterOptions): Router {
     const pending = id ? await people.takePendingSignIn(id) : null;
     sessions.clearSignInCookie(res);
     if (!pending) {
-      await options.onSignIn(null, false, 'no sign-in under way (or it expired)', req.ip);
+      await options.onSignIn(null, false, 'no sign-in under way (or it expired)', req.ip, false);
       throw errors.invalidRequest('no sign-in under way in this browser, or it took over 10 minutes: start again at /dashboard/login');
     }
     const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?')) : '';

@@ -176,9 +176,13 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
   });
 
   it('a callback without its sign-in, or with a forged state, opens no session and is logged', async () => {
+    const failedEntries = async () => (await admin(gateway, 'GET', '/audit?action=signin.failed')).body.data.length;
+    const failedBefore = await failedEntries();
     const orphan = await request(`${gateway.url}/dashboard/callback?code=x&state=y`);
     expect(orphan.status).to.equal(400);
     expect(JSON.parse(orphan.body).error.message).to.match(/no sign-in under way/);
+    // A callback carrying no sign-in (anyone may send one) is logged, but grows no audit log.
+    expect(await failedEntries()).to.equal(failedBefore);
     const start = await request(`${gateway.url}/dashboard/login`);
     const pending = /gateway_signin=([^;]+)/.exec(start.headers['set-cookie']!.join())![1];
     const forged = await request(`${gateway.url}/dashboard/callback?code=abc&state=forged&iss=${encodeURIComponent(provider.issuer)}`, { headers: { cookie: `gateway_signin=${pending}` } });
@@ -188,6 +192,7 @@ describe('people: sign-in with an OpenID provider, roles and self-service keys',
     // The pending sign-in is used up: a second try is refused too.
     expect((await request(`${gateway.url}/dashboard/callback?code=abc&state=forged`, { headers: { cookie: `gateway_signin=${pending}` } })).status).to.equal(400);
     expect(gateway.logLines.filter((line) => line.message === 'sign-in failed').length).to.be.at.least(2);
+    expect(await failedEntries()).to.equal(failedBefore + 1);
     expect((await asUser(gateway, 'A'.repeat(43), 'GET', '/me')).status).to.equal(401);
   });
 
