@@ -24,7 +24,7 @@ function draftsOfKeyChanges(changes: readonly DeclaredKeyChange[], teams: Readon
     const has = (field: string) => keyChanges.some((change) => change.field === field);
     if (has('created')) drafts.push({ ...base, action: 'key.create', after: { declaredIn: 'config.json' } });
     // The file gave the key another secret (the value is never recorded).
-    if (has('secret')) drafts.push({ ...base, action: 'key.rotate', after: { secretSetBy: 'config.json' } });
+    if (has('secret')) drafts.push({ ...base, action: 'key.rotate', after: { replacedBy: 'config.json' } });
     if (has('undeclared')) drafts.push({ ...base, action: 'key.revoke', before: { declaredIn: 'config.json' }, after: { declaredIn: null, revoked: true } });
     if (fields.length > 0) {
       drafts.push({

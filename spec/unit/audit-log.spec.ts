@@ -138,6 +138,7 @@ describe('audit log: what an entry holds', () => {
     expect(entries.map((e) => [e.actor, e.action, e.object?.id])).to.deep.equal([
       ['config', 'key.create', 'new'], ['config', 'key.rotate', 'filed'], ['config', 'key.update', 'filed'], ['config', 'key.revoke', 'gone'],
     ]);
+    expect(entries[1].after).to.deep.equal({ replacedBy: 'config.json' });
     expect(entries[2]).to.deep.include({ before: { monthlyCreditCap: null }, after: { monthlyCreditCap: 9 }, team: 'search' });
     expect(JSON.stringify(entries)).not.to.include('abcd').and.not.to.include('wxyz');
   });
