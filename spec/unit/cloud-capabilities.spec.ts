@@ -9,6 +9,8 @@ import { nativeCloudError, poolStatusOf } from '../../lib/upstream/providers/clo
 import { asksStream, featuresNeeded, fitRequestToTarget } from '../../lib/upstream/providers/request-for-target';
 import { createProvider } from '../../lib/upstream/providers';
 import { BEDROCK_BETAS } from '../helpers/fake-bedrock-rules';
+import { FOUNDRY_BETAS } from '../helpers/fake-foundry';
+import { VERTEX_BETAS } from '../helpers/vertex-rules';
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 const native = (body: object, headers: Record<string, string> = {}) => ({ method: 'POST', path: '/v1/messages', headers, body: json(body), stream: false });
@@ -25,6 +27,11 @@ describe('cloud capabilities', () => {
   it('sends Bedrock exactly the beta flags the fake Bedrock accepts (both from AWS\'s pages, compaction included)', () => {
     expect([...CAPABILITIES.bedrock.betas!].sort()).to.deep.equal([...BEDROCK_BETAS].sort());
     expect(CAPABILITIES.bedrock.betas!.has('compact-2026-01-12')).to.equal(true);
+  });
+
+  it('sends Vertex AI and Foundry no beta flag their fakes refuse (the fakes follow what each cloud answers 400 to)', () => {
+    expect([...CAPABILITIES.vertex.betas!].filter((flag) => !VERTEX_BETAS.has(flag))).to.deep.equal([]);
+    expect([...CAPABILITIES.foundry.betas!].filter((flag) => !FOUNDRY_BETAS.has(flag))).to.deep.equal([]);
   });
 
   const needs: Array<[string, Parameters<typeof featuresNeeded>[0], string[]]> = [

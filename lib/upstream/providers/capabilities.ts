@@ -82,13 +82,15 @@ export const CAPABILITIES: Readonly<Record<ProviderName, ProviderCapabilities>> 
   },
   // https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude (and .../claude/use-claude):
   // web search is offered, not web fetch, code execution, Files, Batches on this endpoint or the MCP
-  // connector; count tokens through `count-tokens:rawPredict`. The request refuses `output_config`,
+  // connector; count tokens through `count-tokens:rawPredict`. `context-1m-2025-08-07` and
+  // `computer-use-2024-10-22` are refused as headers ("Unexpected value(s) ... for the `anthropic-beta`
+  // header": BerriAI/litellm#31607, #19984; spec/helpers/vertex-rules.ts). The request refuses `output_config`,
   // `context_management`, `mcp_servers`, `container` and `service_tier`.
   vertex: {
     source: 'https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude',
     betas: new Set([
-      'computer-use-2024-10-22', 'computer-use-2025-01-24', 'computer-use-2025-11-24', 'interleaved-thinking-2025-05-14',
-      'context-1m-2025-08-07', 'web-search-2025-03-05', 'tool-search-tool-2025-10-19', 'compact-2026-01-12',
+      'computer-use-2025-01-24', 'computer-use-2025-11-24', 'interleaved-thinking-2025-05-14',
+      'web-search-2025-03-05', 'tool-search-tool-2025-10-19', 'compact-2026-01-12',
     ]),
     refusedFields: ['output_config', 'context_management', 'mcp_servers', 'container', 'service_tier'],
     refusedToolFields: [],
