@@ -181,6 +181,7 @@ async function copyPlace(connection: RedisConnection, keys: RedisKeys, id: strin
   if (Object.keys(record).length > 0) await commands.hSet(keys.key(id, to), { ...record, team: JSON.stringify(to) });
   await copyHash(connection, keys.secrets(id, from), keys.secrets(id, to));
   const settled = await commands.zRangeWithScores(keys.settled(id, from), 0, -1);
+  await commands.del(keys.settled(id, to));
   if (settled.length > 0) await commands.zAdd(keys.settled(id, to), settled);
   // Records a settlement left in the outbox for the sweep (redis-request-log.ts; moved into the log once per id).
   await copyHash(connection, keys.logOutbox(id, from), keys.logOutbox(id, to));
@@ -190,11 +191,15 @@ async function copyPlace(connection: RedisConnection, keys: RedisKeys, id: strin
   }
 }
 
-/** Copy a hash (but its `moving` marker) to `to` with its expiry; none copied when it holds nothing else. */
+/**
+ * Copy a hash (but its `moving` marker) to `to` with its expiry, replacing what `to` held (a copy a
+ * move gave up on left there is never merged into); none copied when it holds nothing else.
+ */
 async function copyHash(connection: RedisConnection, from: string, to: string): Promise<void> {
   const { commands } = connection;
   const fields = await commands.hGetAll(from);
   delete fields.moving;
+  await commands.del(to);
   if (Object.keys(fields).length === 0) return;
   const ttl = await commands.pTTL(from);
   await commands.hSet(to, fields);
