@@ -75,6 +75,8 @@ export interface AttemptFailure {
    * failed first: the upstream cannot have started a request it never received whole.
    */
   requestSent: boolean;
+  /** Milliseconds from the request's last byte leaving to the failure; absent when it never left whole. */
+  sinceSentMs?: number;
 }
 
 /** What one attempt came back with: a reply head, or a failure. */
@@ -120,6 +122,9 @@ function isSentWhole(request: http.ClientRequest): boolean {
 export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: number, idleMs: number, signal?: CancelSignal): Promise<UpstreamReply> {
   return new Promise((resolve, reject) => {
     let timedOut = false;
+    // When the request's last byte left (isIdleSocketReset tells a reset of an idle-closed socket from one mid-run by it).
+    let sentAt: number | undefined = request.writableFinished ? Date.now() : undefined;
+    if (sentAt === undefined) request.once('finish', () => (sentAt = Date.now()));
     const timer = setTimeout(() => {
       timedOut = true;
       request.destroy();
@@ -153,7 +158,8 @@ export function awaitReplyHead(request: http.ClientRequest, headTimeoutMs: numbe
     request.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent: isSentWhole(request) } satisfies AttemptFailure);
+      const requestSent = isSentWhole(request);
+      reject({ error, timedOut, reusedSocket: request.reusedSocket, requestSent, sinceSentMs: requestSent && sentAt !== undefined ? Date.now() - sentAt : undefined } satisfies AttemptFailure);
     });
   });
 }

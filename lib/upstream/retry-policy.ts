@@ -55,6 +55,9 @@ export function parseRetryAfter(headers: http.IncomingHttpHeaders, now = Date.no
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/** Longest wait, ms, from a request's last byte leaving to its socket's reset for the reset to mean it was never read. */
+export const IDLE_RESET_WINDOW_MS = 1000;
+
 /**
  * Whether an attempt failed as a request sent on a kept-alive socket the upstream had closed while it
  * sat idle: a reused socket (`reusedSocket`), reset or closed (`ECONNRESET`: Node's "socket hang up"
@@ -62,9 +65,13 @@ export function parseRetryAfter(headers: http.IncomingHttpHeaders, now = Date.no
  * the upstream's server had already given up, so its application never saw it (RFC 9112 §9.3.1: the
  * client "MAY open a new connection"; the agent's idle limit below the upstream's makes it rare,
  * target.ts). Such an attempt is sent again once, on a fresh socket to the same target (client.ts).
+ * Only when the reset came within IDLE_RESET_WINDOW_MS of the request's last byte leaving: a closed
+ * socket answers a write within a round trip, while a later reset may have cut a request the upstream
+ * was running (a load balancer's idle limit during a long head wait), which is never sent twice.
  */
 export function isIdleSocketReset(outcome: AttemptOutcome): boolean {
-  return !('status' in outcome) && outcome.reusedSocket && !outcome.timedOut && outcome.error.code === 'ECONNRESET';
+  return !('status' in outcome) && outcome.reusedSocket && !outcome.timedOut && outcome.error.code === 'ECONNRESET'
+    && (outcome.sinceSentMs ?? 0) <= IDLE_RESET_WINDOW_MS;
 }
 
 /**

@@ -5,6 +5,7 @@ import nock from 'nock';
 import { createUpstreamClient, isOutcomeUnknown } from '../../lib/upstream';
 import { freePort } from '../helpers/ports';
 import { readBody } from '../../lib/http/read-body';
+import { IDLE_RESET_WINDOW_MS } from '../../lib/upstream/retry-policy';
 
 // Requiring nock turns interception on for every test file; keep it on only while this suite runs.
 nock.restore();
@@ -274,6 +275,24 @@ describe('upstream client: a request runs once (failover and retries only where 
     // Sent again once on a new connection; that one (not a reused socket) lost after the request left ends it.
     expect(late.state).to.deep.equal({ requests: 3, connections: 2 });
     expect(other.state.requests).to.equal(0);
+    expect(error).to.include({ status: 502 });
+    expect(isOutcomeUnknown(error)).to.equal(true);
+  });
+
+  it('never sends again a request whose reused socket was reset long after it left whole (the upstream may have been running it)', async () => {
+    // The first request on each connection is answered; the second is read whole, then its connection is
+    // reset 1.5 s later (a load balancer's idle limit during a long head wait, not an idle-closed socket).
+    const slow = await rawTarget((socket, whole, n) => {
+      if (!whole) return false;
+      if (n % 2 === 1) socket.write(OK);
+      else setTimeout(() => socket.resetAndDestroy(), IDLE_RESET_WINDOW_MS + 500);
+      return true;
+    });
+    closers.push(slow.close);
+    const client = createUpstreamClient({ url: slow.url, timeoutMs: 5000, retryBaseDelayMs: 1 });
+    expect(await readWhole(await send(client))).to.equal(200);
+    const error = await send(client);
+    expect(slow.state.requests, 'sent once').to.equal(2);
     expect(error).to.include({ status: 502 });
     expect(isOutcomeUnknown(error)).to.equal(true);
   });
