@@ -17,8 +17,13 @@ import { changedFields, recordAudit } from '../audit/audit-log';
  * Record a change the CLI made in the audit log, actor `cli` (whether it ran here on the store or in
  * the gateway that owns the state file, key-control.ts), with no address: it came from this machine.
  */
-function auditCli(store: GatewayStore, action: string, key: KeyRecord, change: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}) {
-  return recordAudit(store, { actor: 'cli', action, object: { type: 'key', id: key.id }, team: key.team ?? null, ip: null, ...change });
+async function auditCli(store: GatewayStore, io: CliIo, action: string, key: KeyRecord, change: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}): Promise<void> {
+  try {
+    await recordAudit(store, { actor: 'cli', action, object: { type: 'key', id: key.id }, team: key.team ?? null, ip: null, ...change });
+  } catch (err) {
+    // The change is made: it is reported (a new secret shown once) and the missing entry named, as config-audit.ts does.
+    io.stderr(`warning: ${action} of key ${key.id} is done, but its audit log entry was not written: ${(err as Error).message}\n`);
+  }
 }
 
 export const USAGE = `usage: npm run keys -- <command> [options]
@@ -161,7 +166,7 @@ async function runCommand(store: GatewayStore, config: GatewayConfig, command: s
         allowedModels: limits.allowedModels ?? null,
         monthlyCreditCap: limits.monthlyCreditCap ?? null,
       });
-      await auditCli(store, 'key.create', issued.key, { after: {
+      await auditCli(store, io, 'key.create', issued.key, { after: {
         name: issued.key.name, keyGroup: issued.key.keyGroup, rateLimitPerMinute: issued.key.rateLimitPerMinute,
         allowedModels: issued.key.allowedModels, monthlyCreditCap: issued.key.monthlyCreditCap,
       } });
@@ -184,7 +189,7 @@ async function runCommand(store: GatewayStore, config: GatewayConfig, command: s
       const prefix = config.keyGroups.find((group) => group.id === keyGroup)?.keyPrefix;
       const issued = await rotateApiKey(store, keyId, grace, undefined, prefix);
       const until = new Date(Date.now() + grace).toISOString();
-      await auditCli(store, 'key.rotate', issued.key, { after: { gracePeriodSeconds: grace / 1000 } });
+      await auditCli(store, io, 'key.rotate', issued.key, { after: { gracePeriodSeconds: grace / 1000 } });
       print(`rotated key ${issued.key.id}: the previous secret works until ${until}\n\nnew secret (shown once, store it now):\n  ${issued.secret}`,
         { ...issued, previousSecretExpiresAt: until });
       return true;
@@ -195,7 +200,7 @@ async function runCommand(store: GatewayStore, config: GatewayConfig, command: s
       const key = await (command === 'revoke' ? revokeApiKey : restoreApiKey)(store, requireId());
       // A revoke of a revoked key changes nothing (as on the admin API), but one the file made is now a run-time one too.
       if (before?.revoked !== key.revoked || (before?.revokedAtRunTime ?? false) !== (key.revokedAtRunTime ?? false)) {
-        await auditCli(store, `key.${command}`, key, { before: { revoked: before?.revoked ?? null }, after: { revoked: key.revoked } });
+        await auditCli(store, io, `key.${command}`, key, { before: { revoked: before?.revoked ?? null }, after: { revoked: key.revoked } });
       }
       print(`${command === 'revoke' ? 'revoked' : 'restored'} key ${key.id}`, key);
       return true;
@@ -206,7 +211,7 @@ async function runCommand(store: GatewayStore, config: GatewayConfig, command: s
       if (Object.keys(patch).length === 0) throw new UsageError('set-limits needs at least one of --rate-limit, --models, --cap, --name');
       const current = await store.getKey(requireId());
       const key = await setKeyLimits(store, requireId(), patch);
-      await auditCli(store, 'key.update', key, current ? changedFields(current, key, Object.keys(patch)) : { after: { ...patch } });
+      await auditCli(store, io, 'key.update', key, current ? changedFields(current, key, Object.keys(patch)) : { after: { ...patch } });
       print(`updated key ${key.id}\n${describeKey(key)}`, key);
       return true;
     }

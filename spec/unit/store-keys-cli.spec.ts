@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { parseDuration, runKeysCli } from '../../lib/keys/cli';
+import { executeKeysCommand } from '../../lib/keys/key-commands';
+import { parseConfig } from '../../lib/config';
 import { hashSecret } from '../../lib/keys/secrets';
 import { MemoryStore } from '../../lib/store/memory-store';
 import { loadMemoryState, saveMemoryState } from '../../lib/store/memory-persistence';
@@ -104,6 +106,20 @@ describe('key CLI (npm run keys)', () => {
     expect(await stored().getKey('filed')).to.deep.include({ revoked: true, revokedAtRunTime: true });
     expect((await run('restore', 'filed')).status).to.equal(0);
     expect(await stored().getKey('filed')).to.deep.include({ revoked: false, revokedAtRunTime: false });
+  });
+
+  it('a change made while the audit log cannot be written still succeeds and shows its secret, naming the missing entry', async () => {
+    const store = new MemoryStore();
+    store.appendAudit = async () => { throw new Error('audit store unreachable'); };
+    let stdout = '';
+    let stderr = '';
+    const io = { stdout: (t: string) => (stdout += t), stderr: (t: string) => (stderr += t), env: {} };
+    const config = parseConfig(testConfigObject('http://127.0.0.1:9', { keys: [] }), {});
+    const created = await executeKeysCommand(['create', '--id', 'audited', '--json'], store, config, io);
+    expect(created).to.deep.include({ status: 0, changed: true });
+    expect(JSON.parse(stdout).secret).to.match(/^sk-cs4-/);
+    expect(stderr).to.include('key.create of key audited is done, but its audit log entry was not written: audit store unreachable');
+    expect((await store.getKey('audited'))?.id).to.equal('audited');
   });
 
   it('exit status 2 with the usage text for a bad command line, 1 for an unknown key', async () => {
