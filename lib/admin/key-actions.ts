@@ -50,12 +50,18 @@ export function createKeyActions(options: KeyActionsOptions) {
    * One audit log entry (lib/audit/) and one log line per change to `key`: who (`admin` in the log line
    * for ADMIN_TOKEN, as before sign-in existed; `admin-token` in the audit log; or the user's subject),
    * what, which key. `before`/`after` hold settings only (recordAudit strips any secret field besides).
+   * Never throws: an entry the store cannot take is logged at error, and the change still answered.
    */
   const audit = async (req: Request, action: string, key: KeyRecord, change: { before?: Record<string, unknown>; after?: Record<string, unknown> } = {}) => {
     const actor = actorOf(req);
     const who = actor.kind === 'admin-token' ? 'admin' : actorName(actor);
     logger.info({ message: 'admin audit', who, action, key_id: key.id, changes: change.after ?? {}, request_id: getContext(req.res!)?.requestId });
-    await recordAdminAudit(store, req, { action, object: { type: 'key', id: key.id }, team: key.team ?? null, ...change });
+    try {
+      await recordAdminAudit(store, req, { action, object: { type: 'key', id: key.id }, team: key.team ?? null, ...change });
+    } catch (err) {
+      // The change is made: it is answered (a new secret shown once), and the missing entry logged, as config-audit.ts does.
+      logger.error({ message: 'admin change made, but its audit log entry was not written', who, action, key_id: key.id, reason: (err as Error).message });
+    }
   };
 
   /**

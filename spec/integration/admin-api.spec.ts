@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { admin, ADMIN_TOKEN, sendMessage } from '../helpers/admin';
 import { KEYS, startTestGateway, type TestGateway } from '../helpers/gateway';
+import { MemoryStore } from '../../lib/store/memory-store';
 
 function expectAdminError(reply: { status: number; body: any }, status: number, type: string, message: RegExp) {
   expect(reply.status, JSON.stringify(reply.body)).to.equal(status);
@@ -393,5 +394,26 @@ describe('admin API with a controlled clock', () => {
     }
     expect(usage.body.totals.requests).to.equal(3);
     expect(usage.body.models.map((row: any) => row.model)).to.deep.equal(['model-sonnet-4.6']);
+  });
+});
+
+describe('admin API when the audit log cannot be written', function () {
+  this.timeout(30_000);
+  it('answers a change it made (a new key with its secret, a rotation with the new one) and logs the missing entry', async () => {
+    const store = new MemoryStore();
+    const gateway = await startTestGateway({ env: { ADMIN_TOKEN }, store });
+    store.appendAudit = async () => { throw new Error('audit store unreachable'); };
+    try {
+      const created = await admin(gateway, 'POST', '/keys', { name: 'unaudited' });
+      expect(created.status).to.equal(201);
+      expect(created.body.secret).to.match(/^sk-cs4-/);
+      const rotated = await admin(gateway, 'POST', `/keys/${created.body.key.id}/rotate`, {});
+      expect(rotated.status).to.equal(200);
+      expect(rotated.body.secret).to.match(/^sk-cs4-/);
+      const missing = gateway.logLines.filter((line) => line.message === 'admin change made, but its audit log entry was not written');
+      expect(missing.map((line) => line.action)).to.deep.equal(['key.create', 'key.rotate']);
+    } finally {
+      await gateway.close();
+    }
   });
 });
