@@ -84,8 +84,9 @@ export function createMetrics(options: { collectDefault?: boolean } = {}): Gatew
       tokens.inc({ model, type: 'output' }, u.output_tokens);
       tokens.inc({ model, type: 'cache_creation' }, u.cache_creation_input_tokens);
       tokens.inc({ model, type: 'cache_read' }, u.cache_read_input_tokens);
-      // A target priced apart (`priceMultiplier`) is billed, and counted, at its price.
-      credits.inc({ model }, priceUsage(ctx.model, u) * (ctx.priceMultiplier ?? 1));
+      // What settlement billed (lib/billing/settlement.ts: a target's `priceMultiplier`, a reply billed at its
+      // hold); priced here only where no settlement ran (a request without a hold).
+      credits.inc({ model }, ctx.credits ?? priceUsage(ctx.model, u) * (ctx.priceMultiplier ?? 1));
     }
   }
 

@@ -56,6 +56,10 @@ for (const kind of ['memory', 'redis'] as const) {
       const held = lines.reduce((sum, l) => sum + l.held_credits, 0);
       expect(held).to.be.greaterThan(0).and.below(1);
       expect(await store.getMonthSpend('sanity', month)).to.be.closeTo(held, 1e-9);
+      // The credits metric counts what the ledger billed: the holds, not the reported usage priced.
+      const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+      const counted = Number(/^gateway_credits_total\{model="model-haiku-4\.5"\} (\S+)$/m.exec(metrics)?.[1]);
+      expect(counted).to.be.closeTo(held, 1e-9);
       const [totals] = await store.getUsage('sanity', month);
       expect(totals).to.deep.include({ requests: 2, inputTokens: 0 });
       // Not blocked: a sane request after them is admitted and billed at its usage.
