@@ -105,14 +105,20 @@ export async function resumeKeyMove(connection: RedisConnection, keys: RedisKeys
 }
 
 /**
- * Finish every move left part way (at a store's start).
+ * Finish every move left part way (at a store's start). A move given up for requests in flight (409:
+ * the plan dropped, the key where it was and unmarked) does not stop the start.
  * @returns the ids of the keys whose move was finished
  */
 export async function resumeKeyMoves(connection: RedisConnection, keys: RedisKeys): Promise<string[]> {
   const finished: string[] = [];
   for (const name of await scanAll(connection, `${globEscape(keys.prefix)}{*}:move`)) {
     const id = /\{([^}]*)\}:move$/.exec(name)?.[1];
-    if (id !== undefined && (await resumeKeyMove(connection, keys, id))) finished.push(id);
+    if (id === undefined) continue;
+    const done = await resumeKeyMove(connection, keys, id).catch((err: unknown) => {
+      if (err instanceof GatewayError && err.status === 409) return false;
+      throw err;
+    });
+    if (done) finished.push(id);
   }
   return finished;
 }

@@ -117,4 +117,18 @@ describe('Redis Cluster: a key moving between hash tags (started here)', functio
     await store.settleCredits(await held(store, 1), usage(1));
     expect(await store.getMonthSpend('k-move', month)).to.equal(2);
   });
+  it('a start whose resumed move is given up (requests in flight past the drain) still starts, the key where it was and working', async function () {
+    this.timeout(60_000);
+    const first = await connect();
+    await first.store.createKey({ id: 'k-move', secret: { sha256: hashSecret(SECRET), expiresAt: null }, last4: '0044', rateLimitPerMinute: 1000, allowedModels: null, monthlyCreditCap: 10 });
+    const inFlight = await held(first.store, 1);
+    // A crash after the plan and the marks: the next start resumes it, and its drain outlasts the hold's owner.
+    await moveKeyState(first.connection, first.keys, 'k-move', null, 'core', { steps: ['plan', 'mark'] });
+    const second = await connect();
+    expect(await second.connection.commands.exists(second.keys.move('k-move'))).to.equal(0);
+    expect(await second.connection.commands.hGet(second.keys.key('k-move'), 'movedTo')).to.equal(null);
+    await second.store.settleCredits(inFlight, usage(1));
+    await second.store.settleCredits(await held(second.store, 1), usage(1));
+    expect(await second.store.getMonthSpend('k-move', month)).to.equal(2);
+  });
 });
