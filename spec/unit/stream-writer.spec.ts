@@ -168,7 +168,7 @@ describe('stream writer', () => {
     }
   });
 
-  it('holds at most 128 KiB for a stalled reader of a fast upstream stream of 16 KiB chunks (92 KiB measured): the refused write, the rest of the read being parsed, one more read', async function () {
+  it('holds at most 144 KiB for a stalled reader of a fast upstream stream of 16 KiB chunks (92 to 136 KiB measured): the refused write, the rest of the read being parsed, one more read', async function () {
     this.timeout(15_000);
     const chunk = Buffer.alloc(16 * 1024, 'x');
     let upstreamWrote = 0;
@@ -222,7 +222,12 @@ describe('stream writer', () => {
       // into the reply at once), and the one read a paused socket still takes before it stops (64 KiB).
       // 156 KiB when only Node paused the socket (a hold that starts as the reply gives out its buffer left
       // it flowing for a further read).
-      expect(kib, `KiB held by the gateway for the stalled stream (${JSON.stringify(parts)})`).to.be.at.most(128);
+      // Each part within its own bound (the old writer held a further read in the reply: 76 KiB there).
+      const what = `KiB held by the gateway for the stalled stream (${JSON.stringify(parts)})`;
+      expect(parts.write, what).to.be.at.most(chunk.length + 1024);
+      expect(parts.reply, what).to.be.at.most(64 * 1024);
+      expect(parts.socket, what).to.be.at.most(64 * 1024);
+      expect(kib, what).to.be.at.most(145);
     } finally {
       client.destroy();
       agent.destroy();
