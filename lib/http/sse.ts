@@ -71,7 +71,7 @@ export interface StreamSource {
    * The connection it is read from (an upstream reply's socket), paused with it while the message is
    * incomplete: Node pauses the socket itself only when a push into the paused reply is refused, not when
    * the hold starts as the reply gives out what it had buffered (after a drain), which let the socket
-   * feed a further 64 KiB read into the reply.
+   * feed a further read into the reply.
    */
   readonly socket?: { pause(): unknown; resume(): unknown; readonly destroyed: boolean } | null;
 }
@@ -85,11 +85,10 @@ export interface StreamSource {
  * while held is read to its end and its kept-alive socket goes back to the agent flowing: a socket
  * left paused there hangs the next request sent on it. A socket is never paused once its message is
  * complete (Node resumed it then for the next message), so no pause made here outlives its reply.
- * A stalled reader then holds the refused write (16 KiB and the chunk that crossed it), the rest of
- * the upstream read being parsed, and the one further read a paused socket takes (Node reads a socket
- * 64 KiB at a time): 92 KiB measured with 16 KiB upstream chunks, 106 with 64 KiB ones, 94 to 142
- * with 1 to 4 KiB ones (156, 170 and 132 to 158 before; spec/unit/stream-writer.spec.ts, bench/RESULTS.md;
- * the kernel's socket queues are not the process's memory).
+ * A stalled reader then holds the refused write (16 KiB and the chunk that crossed it) and the rest
+ * of the upstream read being parsed: a plain upstream socket reads 16 KiB on demand and stops at once
+ * when paused (lib/upstream/target.ts), 16 to 26 KiB measured; an https one 48 KiB
+ * (spec/unit/stream-writer.spec.ts; the kernel's socket queues are not the process's memory).
  */
 export function createStreamWriter(res: Response, source?: StreamSource, stallMs = Infinity): StreamWriter {
   // Text is joined as text; bytes (a relayed chunk, usually alone) are joined as bytes.

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { trackConnecting } from './attempt';
 import { createCredentialRotation, type CredentialRotation } from './credentials';
 import { CAPABILITIES, type ProviderCapabilities } from './providers/capabilities';
@@ -105,7 +105,36 @@ export const KEEP_ALIVE_IDLE_MS = 4000;
  */
 export function createTargetAgent(url: URL, maxSockets = Infinity): http.Agent {
   const agentOptions = { keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxSockets, maxFreeSockets: 256 };
-  return url.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+  if (url.protocol === 'https:') return new https.Agent(agentOptions);
+  return Object.assign(new http.Agent(agentOptions), { createConnection: connectReadingOnDemand });
+}
+
+/**
+ * Every plain upstream socket reads into this one buffer, and each read is copied out before the
+ * callback returns (one JS thread, and libuv reads a socket straight into its callback), so no socket
+ * holds a read buffer of its own: 16 KiB, the size of a TLS record and of a reply's write high-water mark.
+ */
+const UPSTREAM_READ = Buffer.allocUnsafe(16 * 1024);
+
+/**
+ * A plain upstream socket (the http agent's `createConnection`, net.createConnection's arguments) that
+ * reads only while its reader wants more: with `onread`, `socket.pause()` stops reading at once
+ * (https://nodejs.org/api/net.html#socketconnectoptions-connectlistener, `onread`; without it a paused
+ * socket still takes one more 64 KiB read), and a readable high-water mark of 0 keeps a paused socket
+ * and its reply from reading ahead to fill their buffers. A stalled reader then holds only the refused write and the rest
+ * of one 16 KiB read (lib/http/sse.ts, createStreamWriter). TLS sockets read 16 KiB records already;
+ * `onread` does not reach through tls.connect, so https targets keep Node's own reading.
+ */
+function connectReadingOnDemand(options: net.NetConnectOpts, connectListener?: () => void): Socket {
+  // readableHighWaterMark: the stream.Duplex option net.Socket passes on (its typings omit it); the
+  // reply (IncomingMessage) takes its socket's, so it too asks for no more than it gives out.
+  const readOnDemand: net.NetConnectOpts & { readableHighWaterMark: number } = {
+    ...options,
+    readableHighWaterMark: 0,
+    onread: { buffer: UPSTREAM_READ, callback: (bytes, buffer) => socket.push(Buffer.from(buffer.subarray(0, bytes))) },
+  };
+  const socket: Socket = net.createConnection(readOnDemand, connectListener);
+  return socket;
 }
 
 /**
