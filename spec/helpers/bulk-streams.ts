@@ -8,22 +8,45 @@ import fs from 'node:fs';
 import net from 'node:net';
 import type { FakeReply } from './fake-upstream';
 
-/** A bulk stream's size: `times` deltas of `piece`, and the usage its end reports. */
+/**
+ * A bulk stream's size: `times` deltas of `piece`, and the usage its end reports. `varied`: each delta
+ * is instead as many random letters and spaces as `piece` has characters, so a copy of the text the
+ * gateway keeps compresses no better than prose (worse: random letters deflate to some 60 %).
+ */
 export interface BulkShape {
   piece: string;
   times: number;
   usage: { input_tokens: number; output_tokens: number };
+  varied?: boolean;
+}
+
+/** The text of the `i`-th delta of `shape`: its piece, or `shape.piece.length` random letters and spaces (seeded by `i`). */
+function deltaText(shape: BulkShape, i: number): string {
+  if (!shape.varied) return shape.piece;
+  let seed = i + 1;
+  let text = '';
+  for (let j = 0; j < shape.piece.length; j++) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    text += 'abcdefghijklmnopqrstuvwxyz '[Math.floor((seed / 2 ** 31) * 27)];
+  }
+  return text;
+}
+
+/** The bulk of a stream of `shape`: its deltas written as they are read, each from `record(text)`. */
+function bulkDeltas(shape: BulkShape, sent: { bytes: number }, record: (text: string) => string) {
+  const same = shape.varied ? undefined : record(shape.piece);
+  return { raw: same ?? ((i: number) => record(deltaText(shape, i))), times: shape.times, sent };
 }
 
 /** A native stream of `shape.times` text deltas of `shape.piece` (the API's event order, wire-formats.md §2); `sent` counts the deltas' bytes written. */
 export function bulkNativeReply(model: string, shape: BulkShape, sent: { bytes: number }): FakeReply {
-  const delta = `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: shape.piece } })}\n\n`;
+  const delta = (text: string) => `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })}\n\n`;
   return {
     kind: 'stream',
     events: [
       { event: 'message_start', data: { type: 'message_start', message: { id: 'msg_bulk', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: shape.usage.input_tokens, output_tokens: 1 } } } },
       { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } } },
-      { raw: delta, times: shape.times, sent },
+      bulkDeltas(shape, sent, delta),
       { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
       { event: 'message_delta', data: { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: shape.usage.output_tokens } } },
       { event: 'message_stop', data: { type: 'message_stop' } },
@@ -38,13 +61,14 @@ export function bulkNativeReply(model: string, shape: BulkShape, sent: { bytes: 
  */
 export function bulkChatReply(model: string, shape: BulkShape, sent: { bytes: number }): FakeReply {
   const base = { id: 'chatcmpl-bulk', object: 'chat.completion.chunk', created: 1723031665, model };
-  const chunk = (choices: unknown[], usage: unknown = null) => ({ raw: `data: ${JSON.stringify({ ...base, choices, usage })}\n\n` });
+  const record = (choices: unknown[], usage: unknown = null) => `data: ${JSON.stringify({ ...base, choices, usage })}\n\n`;
+  const chunk = (choices: unknown[], usage: unknown = null) => ({ raw: record(choices, usage) });
   const { input_tokens: prompt_tokens, output_tokens: completion_tokens } = shape.usage;
   return {
     kind: 'stream',
     events: [
       chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]),
-      { ...chunk([{ index: 0, delta: { content: shape.piece }, logprobs: null, finish_reason: null }]), times: shape.times, sent },
+      bulkDeltas(shape, sent, (content) => record([{ index: 0, delta: { content }, logprobs: null, finish_reason: null }])),
       chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]),
       chunk([], { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens }),
       { raw: 'data: [DONE]\n\n' },

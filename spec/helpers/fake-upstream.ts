@@ -32,14 +32,14 @@ export type FakeReply =
  * One step of a scripted stream: a native event, raw bytes, a pause, a gate (`until`) that holds
  * the rest of the stream until the promise settles (to observe what the client got so far), or a
  * bulk of `raw` written `times` times as fast as the reader takes it (waiting for `drain`, as a real
- * server's socket does), `sent.bytes` counting what was written so far.
+ * server's socket does; a function gives the i-th write), `sent.bytes` counting what was written so far.
  */
 export type StreamItem =
   | { event: string; data: unknown }
   | { pauseMs: number }
   | { raw: string }
   | { until: Promise<unknown> }
-  | { raw: string; times: number; sent: { bytes: number } };
+  | { raw: string | ((i: number) => string); times: number; sent: { bytes: number } };
 
 export type FakeHandler = (request: RecordedRequest) => FakeReply;
 
@@ -136,9 +136,10 @@ export const defaultHandler: FakeHandler = (request) => {
 };
 
 /** Write `item.raw` `item.times` times, waiting for `drain` whenever the socket's buffer is full; stops when the reply is destroyed. */
-async function writeBulk(res: http.ServerResponse, item: { raw: string; times: number; sent: { bytes: number } }): Promise<void> {
-  const bytes = Buffer.from(item.raw);
+export async function writeBulk(res: http.ServerResponse, item: { raw: string | ((i: number) => string); times: number; sent: { bytes: number } }): Promise<void> {
+  const same = typeof item.raw === 'string' ? Buffer.from(item.raw) : undefined;
   for (let i = 0; i < item.times && !res.destroyed; i++) {
+    const bytes = same ?? Buffer.from((item.raw as (i: number) => string)(i));
     item.sent.bytes += bytes.length;
     await writeWithBackpressure(res, bytes);
   }

@@ -16,7 +16,7 @@ import { decodeJwt, importSPKI, jwtVerify } from 'jose';
 import { listenOnLoopback } from '../../lib/http/loopback';
 import { readBody, tryParseJson } from '../../lib/http/read-body';
 import { createApiJudge } from './api-rules';
-import { defaultHandler, type FakeHandler, type FakeReply, type RecordedRequest } from './fake-upstream';
+import { defaultHandler, writeBulk, type FakeHandler, type FakeReply, type RecordedRequest } from './fake-upstream';
 import { GOOGLE_TOKEN_URL, googleError, judgeVertexRequest, parseVertexPath } from './vertex-rules';
 
 export interface FakeVertexOptions {
@@ -131,12 +131,8 @@ async function writeReply(req: http.IncomingMessage, res: http.ServerResponse, r
     if (res.destroyed) return;
     if ('pauseMs' in item) await new Promise((r) => setTimeout(r, item.pauseMs));
     else if ('until' in item) await item.until.catch(() => undefined);
-    else if ('times' in item) {
-      for (let i = 0; i < item.times && !res.destroyed; i++) {
-        item.sent.bytes += Buffer.byteLength(item.raw);
-        if (!res.write(item.raw)) await new Promise((r) => res.once('drain', r).once('close', r));
-      }
-    } else if ('raw' in item) res.write(item.raw);
+    else if ('times' in item) await writeBulk(res, item);
+    else if ('raw' in item) res.write(item.raw);
     else if ('event' in item) res.write(`event: ${item.event}\ndata: ${JSON.stringify(item.data)}\n\n`);
   }
   res.end();

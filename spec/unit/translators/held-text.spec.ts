@@ -32,6 +32,14 @@ describe('held text (a streamed reply\'s text so far, kept compactly)', () => {
     }), { numRuns: 300 });
   });
 
+  it('reads back the pieces joined past 256 KiB, where its blocks are kept deflated', () => {
+    // The generated pieces twelve times over: some 300 KB to 2 MB of UTF-8.
+    fc.assert(fc.property(fc.array(piece, { minLength: 30, maxLength: 60 }), (some) => {
+      const pieces = Array.from({ length: 12 }, () => some).flat();
+      expect(heldBack(pieces) === pieces.join(''), 'the pieces joined').to.equal(true);
+    }), { numRuns: 40 });
+  });
+
   it('keeps a surrogate pair split at the edge of a gathered string, and a lone surrogate, as they came', () => {
     const pair = ['a'.repeat(4095) + '\ud83d', '\ude00' + 'b'.repeat(70_000)];
     expect(heldBack(pair)).to.equal(pair.join(''));
@@ -51,6 +59,31 @@ describe('held text (a streamed reply\'s text so far, kept compactly)', () => {
     // whole suite other tests' buffers are freed meanwhile, so the growth read here can come out smaller.
     expect(grown / 2 ** 20, 'MiB of blocks').to.be.below(1.1);
     expect(held.toString().length).to.equal(5000 * 200 + [...Array(5000).keys()].join('').length);
+  });
+
+  it('reads back a text of megabytes (its later blocks kept deflated) as its pieces joined, and holds varied text past 256 KiB deflated', () => {
+    // Random words of letters and multi-byte characters, each piece cut anywhere (a pair may be split).
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const alphabet = 'abcdefghijklmnopqrstuvwxyz     éü€😀';
+    const pieces: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      let piece = '';
+      for (let j = 0, n = 1 + Math.floor(next() * 300); j < n; j++) piece += alphabet[Math.floor(next() * alphabet.length)] ?? '';
+      pieces.push(piece);
+    }
+    const joined = pieces.join('');
+    collectGarbage();
+    const before = process.memoryUsage().arrayBuffers;
+    const held = createHeldText();
+    for (const piece of pieces) held.append(piece);
+    collectGarbage();
+    const grown = process.memoryUsage().arrayBuffers - before;
+    const bytes = Buffer.byteLength(joined);
+    expect(bytes / 2 ** 20, 'MiB of text').to.be.above(3);
+    // 256 KiB as it is, the rest deflated: random letters come to some 60 % of their bytes.
+    expect(grown, 'bytes held').to.be.below(256 * 1024 + 0.75 * (bytes - 256 * 1024));
+    expect(held.toString() === joined, 'the pieces joined').to.equal(true);
   });
 
   it('gives the Responses stream\'s .done events and final response the whole text of a long reply', () => {
