@@ -10,6 +10,14 @@ import { $, el } from './dom.js';
 const LOG_TABLE_ROWS = 200;
 
 const day = (ms) => new Date(ms).toISOString().slice(0, 10);
+/**
+ * The whole of `month` (`YYYY-MM`) as a day range: its first and last day. Not clipped to the browser's
+ * today: the month is the gateway's (its clock's), which may be a month the browser has left.
+ */
+const monthRange = (month) => {
+  const [year, number] = month.split('-').map(Number);
+  return { from: `${month}-01`, to: day(Date.UTC(year, number, 0)) };
+};
 /** A share of a cap as a percentage: whole percents, or 2 significant digits under 1 %. */
 const formatShare = (share) => (share > 0 && share < 0.01 ? `${Number((share * 100).toPrecision(2))} %` : `${Math.round(share * 100)} %`);
 
@@ -43,9 +51,7 @@ async function showDaily(event) {
 }
 
 async function showTopKeys(month) {
-  const from = `${month}-01`;
-  const today = day(Date.now());
-  const usage = await attempt($('#daily-error'), () => usageOverDays({ from, to: today.startsWith(month) ? today : from, groupBy: 'key' }));
+  const usage = await attempt($('#daily-error'), () => usageOverDays({ ...monthRange(month), groupBy: 'key' }));
   if (!usage) return;
   const target = $('#top-keys');
   if (usage.rows.length === 0) return target.replaceChildren(el('p', { class: 'hint' }, `No usage in ${month} yet.`));
@@ -60,10 +66,7 @@ async function showTopKeys(month) {
 
 /** The month's spend per team and per member of each team (GET /admin/v1/usage?groupBy=team and user), when teams are in use. */
 async function showTeams(month) {
-  const from = `${month}-01`;
-  const today = day(Date.now());
-  const to = today.startsWith(month) ? today : from;
-  const [teams, members] = await Promise.all(['team', 'user'].map((groupBy) => attempt($('#daily-error'), () => usageOverDays({ from, to, groupBy }))));
+  const [teams, members] = await Promise.all(['team', 'user'].map((groupBy) => attempt($('#daily-error'), () => usageOverDays({ ...monthRange(month), groupBy }))));
   const target = $('#top-teams');
   const teamRows = (teams?.rows ?? []).filter((row) => row.teamId !== null);
   $('#top-teams-title').hidden = teamRows.length === 0;

@@ -237,7 +237,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
         const usedUp = result.reserved === 0 && result.cap - result.spent < smallest;
-        // The key's own alerts fire at its own cap used up, not at its member's or team's (budget-alerts.ts).
+        // The key's own alerts fire at its own cap used up, not at its member's or team's; the team's below (budget-alerts.ts).
         if (usedUp && (result.limit ?? 'key') === 'key') ctx.capExhaustedMonth = wanted.month;
         const { input } = worstCaseOf(req, res);
         // Only a request its byte bound refuses whatever is in flight, on a cap not used up, pays the
@@ -249,6 +249,9 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
           maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format), teamCaps: wanted.teamCaps,
           priceMultiplier: holdPriceMultiplier(options.catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), ctx.model!.id),
         }) : null;
+        // A team key's team cap is used up when its settled spend leaves less than the smallest request
+        // costs; then the tightest cap's credit left (holds counted), whichever cap it is, is below that too.
+        if (!measured && key.team && result.cap - result.spent - result.reserved < smallest) ctx.teamCapCheck = { month: wanted.month, smallestCredits: smallest };
         if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, describeWorstCase(ctx.model!, input));
       }
       const held = measured?.reservation ?? (result as Extract<typeof result, { ok: true }>).reservation;

@@ -10,7 +10,10 @@
  *
  * A team key's settlement also claims the thresholds (the config's `alerts.thresholds`) its team's
  * month ledger has reached of the team's cap (lib/store/people-caps.ts), once per team, month and
- * threshold (id `team:<team id>:<month>:<threshold>`, the alert's `team` set).
+ * threshold (id `team:<team id>:<month>:<threshold>`, the alert's `team` set). The team's cap is also
+ * reached when a team key is refused and what the team's ledger leaves of it cannot pay the smallest
+ * request (the credit step marks such a refusal with `teamCapCheck`, whichever cap refused it): every
+ * team threshold then fires, as a key's do at `capExhaustedMonth`.
  */
 import type { Response } from 'express';
 import type { RequestContext } from '../pipeline/context';
@@ -52,23 +55,29 @@ export function createBudgetAlerts(options: BudgetAlertsOptions): AfterResponseS
     claimed.add(alert.id);
     if (won) options.dispatcher.kick();
   };
-  /** The team's thresholds its month ledger has reached after a settlement of one of its keys. */
-  const claimTeamAlerts = async (key: KeyRecord, month: string) => {
+  /**
+   * The team's thresholds its month ledger has reached after a settlement of one of its keys or a
+   * refusal; with `smallestCredits` (a refusal's teamCapCheck), all of them when the credit the ledger
+   * leaves under the team's cap is less than that.
+   */
+  const claimTeamAlerts = async (key: KeyRecord, month: string, smallestCredits?: number) => {
     const team = options.teams?.().find((candidate) => candidate.id === key.team);
     const cap = team?.monthlyCreditCap ?? null;
     if (!team || cap === null || cap <= 0) return;
     const open = options.defaultThresholds().filter((threshold) => !claimed.has(`team:${team.id}:${month}:${threshold}`));
     if (open.length === 0) return;
     const spent = await store.getTeamMonthSpend(team.id, month);
-    for (const threshold of reachedThresholds(spent, cap, open)) {
+    const usedUp = smallestCredits !== undefined && toCreditUnits(cap) - toCreditUnits(spent) < toCreditUnits(smallestCredits);
+    for (const threshold of usedUp ? open : reachedThresholds(spent, cap, open)) {
       await claim({ id: `team:${team.id}:${month}:${threshold}`, keyId: key.id, keyName: key.name, team: team.id, threshold, spent, cap, month, crossedAt: options.clock() });
     }
   };
   return async (ctx: RequestContext, _res: Response) => {
     const key = ctx.key;
+    if (key?.team && ctx.settledMonth) await claimTeamAlerts(key, ctx.settledMonth);
+    else if (key?.team && ctx.teamCapCheck) await claimTeamAlerts(key, ctx.teamCapCheck.month, ctx.teamCapCheck.smallestCredits);
     const month = ctx.settledMonth ?? ctx.capExhaustedMonth;
     if (!key || !month) return;
-    if (key.team && ctx.settledMonth) await claimTeamAlerts(key, ctx.settledMonth);
     if (key.monthlyCreditCap === null || key.monthlyCreditCap <= 0) return;
     const thresholds = key.alertThresholds ?? options.defaultThresholds();
     const open = thresholds.filter((threshold) => !claimed.has(`${key.id}:${month}:${threshold}`));

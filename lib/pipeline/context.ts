@@ -140,6 +140,14 @@ export interface RequestContext {
    * left than the smallest request's minimal reply costs): budget alerts treat every threshold as reached.
    */
   capExhaustedMonth?: string;
+  /**
+   * Set when a team key is refused (402) with less credit left under the cap that stopped it (key,
+   * member or team, holds in flight counted) than the smallest request costs (`smallestCredits`):
+   * its team's cap may be used up too. Budget alerts read the team's month ledger (`month`, UTC
+   * `YYYY-MM`) and, when what it leaves of the team's cap cannot pay `smallestCredits`, treat every
+   * team threshold as reached.
+   */
+  teamCapCheck?: { month: string; smallestCredits: number };
 }
 
 /** Context of this request (created by the request-id middleware). */
