@@ -53,6 +53,9 @@ export interface TargetProvider {
   adaptReply(response: http.IncomingMessage, request: NativeUpstreamRequest): http.IncomingMessage;
 }
 
+/** Longest SDK message kept for the log line of a credential failure, in characters. */
+const DETAIL_CHARS = 1000;
+
 /**
  * A cloud target's credentials (the AWS credential chain, google-auth-library, Microsoft Entra ID)
  * could not be obtained. Its own message is fixed; the SDK's error is its `cause`, for the operator's
@@ -70,10 +73,10 @@ export class CloudCredentialError extends Error {
     super(`${provider} credentials could not be obtained`, { cause });
   }
 
-  /** The SDK's own message, on one line (for the log only). */
+  /** The SDK's own message, on one line, at most DETAIL_CHARS characters (for the log only). */
   get detail(): string {
     const cause = this.cause as { message?: unknown } | undefined;
-    return String(typeof cause?.message === 'string' ? cause.message : cause).replace(/\s+/g, ' ').trim();
+    return String(typeof cause?.message === 'string' ? cause.message : cause).replace(/\s+/g, ' ').trim().slice(0, DETAIL_CHARS);
   }
 }
 
