@@ -5,6 +5,7 @@
  * chat `{error: {message, type, param, code}}` (wire-formats.md §7).
  */
 import { TranslationError } from '../../translators/translation-error';
+import { CloudCredentialError } from '../upstream/providers/provider';
 
 /** Native error types (wire-formats.md §4, SDK `ErrorType`). */
 export type NativeErrorType =
@@ -106,6 +107,15 @@ export const errors = {
   upstreamUnreachable: (message: string) =>
     new GatewayError(502, 'api_error', message, { chatCode: 'upstream_error' }),
   upstreamTimeout: (message: string) => new GatewayError(504, 'api_error', message, { chatCode: 'upstream_error' }),
+  /**
+   * 502: the cloud target `targetId`'s credentials could not be obtained. The client's message names
+   * only the target; `detail` (the cloud SDK's own message, which may name files, roles, account ids,
+   * endpoints or token details) goes to the operator's log line, at error level, and nowhere else.
+   */
+  cloudCredentials: (targetId: string, provider: string, detail: string) =>
+    new GatewayError(502, 'api_error', `upstream target "${targetId}": its cloud credentials could not be obtained`, {
+      chatCode: 'upstream_error', log: { message: 'cloud credentials could not be obtained', target: targetId, provider, error: detail },
+    }),
   internal: (message = 'internal error') => new GatewayError(500, 'api_error', message, { chatCode: 'server_error' }),
 };
 
@@ -119,13 +129,13 @@ export function fromTranslationError(err: unknown): GatewayError | undefined {
 
 /**
  * Map an upstream socket-level failure to the gateway error the client sees (before any byte was sent).
- * ECONNREFUSED, DNS and reset errors -> 502; a timeout -> 504.
+ * ECONNREFUSED, DNS and reset errors -> 502; a timeout -> 504; a cloud target's credentials that could
+ * not be obtained (CloudCredentialError: nothing was sent) -> 502 `errors.cloudCredentials`.
  */
 export function mapUpstreamSocketError(err: NodeJS.ErrnoException, timedOut: boolean): GatewayError {
   if (timedOut || err.code === 'ETIMEDOUT' || err.code === 'ESOCKETTIMEDOUT') {
     return errors.upstreamTimeout('the upstream did not answer in time');
   }
-  // A cloud target's request that could not be prepared (its credentials): nothing was sent.
-  if (err.code === 'UPSTREAM_NOT_STARTED') return errors.upstreamUnreachable(`the upstream request could not be prepared: ${err.message.slice(0, 300)}`);
+  if (err instanceof CloudCredentialError) return errors.cloudCredentials(err.targetId, err.provider, err.detail);
   return errors.upstreamUnreachable(`the upstream could not be reached (${err.code ?? 'connection error'})`);
 }

@@ -9,10 +9,10 @@
  * request-headers.ts: nothing a client sent leaves unless the upstream API defines it.
  */
 import type http from 'node:http';
-import { errors, mapUpstreamSocketError } from '../http/errors';
+import { errors, GatewayError } from '../http/errors';
 import { discardReply, noteAttempt } from './attempt-chain';
 import { awaitReplyHead, type AttemptFailure, type AttemptOutcome, type CancelSignal, type UpstreamReply } from './attempt';
-import { startCloudAttempt, type StartedAttempt } from './cloud-attempt';
+import { failedToStart, startCloudAttempt, type StartedAttempt } from './cloud-attempt';
 import type { UpstreamCredential } from './credentials';
 import { asksStream, featuresNeeded } from './providers/request-for-target';
 import { isPassedRequestHeader } from './request-headers';
@@ -74,7 +74,8 @@ export interface UpstreamClient {
    * @param affinity the credential affinity within the chosen target (UpstreamRequest.affinity)
    * @returns the reply, with `target` the id of the target that gave it
    * @throws GatewayError 502 when the upstream cannot be reached, an attempt cannot be started (the
-   *   message names the cause) or the route's `target` is not configured, 504 when no head comes in `timeoutMs`
+   *   message names the cause; a cloud target's credentials: only its id) or the route's `target` is not
+   *   configured, 504 when no head comes in `timeoutMs`, 400 when a cloud target refuses to build the request
    */
   exchange(start: StartAttempt, signal?: CancelSignal, route?: UpstreamRoute, affinity?: string): Promise<UpstreamReply>;
   /** Send `request` (POST unless it says otherwise) through `exchange`. */
@@ -165,7 +166,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       }
       try {
         // Only a cloud target's attempt is a promise: a first-party attempt is not awaited here.
-        const cloud = started instanceof Promise ? await started.catch(notStarted) : undefined;
+        const cloud = started instanceof Promise ? await started.catch(failedToStart) : undefined;
         reply = await awaitReplyHead(cloud ? cloud.request : started as http.ClientRequest, options.timeoutMs, settings.streamIdleTimeoutMs, signal);
         reply.target = target.id;
         if (cloud) {
@@ -175,6 +176,11 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
         }
         outcome = { status: reply.response.statusCode ?? 502, headers: reply.response.headers };
       } catch (failure) {
+        // A cloud request refused before it was sent (cloud-attempt.ts): the client's 400, not the target's failure.
+        if (failure instanceof GatewayError) {
+          target.health.released();
+          throw failure;
+        }
         outcome = failure as AttemptFailure;
       }
       if (signal?.aborted) {
@@ -216,7 +222,7 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
         await sleep(delay, signal);
       } catch {
         if (reply) return reply;
-        throw mapUpstreamSocketError((outcome as AttemptFailure).error, false);
+        throw attemptError(outcome as AttemptFailure);
       }
     }
   }
@@ -235,9 +241,10 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       }
     }
     const model = route?.model;
+    let stream: boolean | undefined;
     return exchange((credential, target) => {
       if (target.provider) {
-        const native = { method: request.method ?? 'POST', path: request.path, headers: passed, body: request.body, stream: asksStream(request.body) };
+        const native = { method: request.method ?? 'POST', path: request.path, headers: passed, body: request.body, stream: (stream ??= asksStream(request.body)) };
         return startCloudAttempt(target, native, (model && target.modelIds?.[model.id]) ?? '', request.contentType);
       }
       const { url } = target;
@@ -290,11 +297,4 @@ export function createUpstreamClient(options: UpstreamOptions): UpstreamClient {
       return targets.map((target) => describeTarget(target, at));
     },
   };
-}
-
-/** A cloud attempt that could not be sent (its credentials, its request): failed before anything left. */
-function notStarted(err: unknown): never {
-  const error: NodeJS.ErrnoException = err instanceof Error ? err : new Error(String(err));
-  error.code ??= 'UPSTREAM_NOT_STARTED';
-  throw { error, timedOut: false, reusedSocket: false, requestSent: false } satisfies AttemptFailure;
 }

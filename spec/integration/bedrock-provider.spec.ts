@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { expect } from 'chai';
 import { createBedrockProvider, type BedrockSettings } from '../../lib/upstream/providers/bedrock';
-import type { NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
+import { CloudCredentialError, type NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
 import { DEFAULT_METRICS, fakeTokenCount, startFakeBedrock, THROTTLED, type FakeBedrock } from '../helpers/fake-bedrock';
 import { nativeMessage, nativeTextEvents } from '../helpers/fake-upstream';
 
@@ -181,7 +181,10 @@ describe('Bedrock provider', function () {
       expect(JSON.parse(reply.text).error).to.deep.include({ type: 'authentication_error' });
       fake.records.length = 0;
       const failed = await send(nativeRequest(hello()), PROFILE, { credentials: async () => Promise.reject(new Error('no credentials in the chain')) }).catch((e) => e);
-      expect(failed).to.be.instanceOf(Error);
+      expect(failed).to.be.instanceOf(CloudCredentialError);
+      expect(failed.detail).to.equal('no credentials in the chain');
+      const empty = await send(nativeRequest(hello()), PROFILE, { credentials: async () => ({}) as never }).catch((e) => e);
+      expect(empty.detail).to.equal('the AWS credential provider gave no access key');
       expect(fake.records).to.have.length(0);
     });
 

@@ -5,17 +5,21 @@
  */
 import { expect } from 'chai';
 import { createUpstreamClient, type UpstreamClient } from '../../lib/upstream/client';
-import type { ProviderName, TargetProvider } from '../../lib/upstream/providers/provider';
+import { obtainCredentials, type ProviderName, type TargetProvider } from '../../lib/upstream/providers/provider';
 import type { UpstreamRoute } from '../../lib/upstream/target-choice';
 import { GatewayError } from '../../lib/http/errors';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 
-/** A provider that sends the native request unchanged (model renamed in a header) or fails to get credentials. */
-function stubProvider(name: ProviderName, fail?: string): TargetProvider {
+/**
+ * A provider that sends the native request unchanged (model renamed in a header), fails to get
+ * credentials (`fail`: the SDK's message), or refuses to build a request whose body holds `refuse`.
+ */
+function stubProvider(name: ProviderName, fail?: string, refuse?: string): TargetProvider {
   return {
     name,
     async prepare(request, modelId) {
-      if (fail) throw new Error(fail);
+      if (refuse && request.body?.includes(refuse)) throw new SyntaxError(`cannot convert ${refuse}`);
+      if (fail) await obtainCredentials(name, () => Promise.reject(new Error(fail)));
       return { method: request.method, path: request.path, headers: { ...request.headers, 'x-stub-model': modelId }, body: request.body };
     },
     adaptReply: (response) => response,
@@ -94,7 +98,32 @@ describe('upstream client: a pool across providers', function () {
     const alone = createUpstreamClient({ targets: [{ id: 'b', url: cloud.url, provider: stubProvider('bedrock', 'no AWS credentials in the chain'), modelIds: { 'model-sonnet-4.6': 'x' } }], timeoutMs: 5000, maxRetries: 0 });
     const err = await alone.send({ path: '/v1/messages', headers: {}, body: body() }, undefined, route()).catch((e) => e);
     expect(err.status).to.equal(502);
-    expect(err.message).to.include('no AWS credentials in the chain');
+    // The client's message names the target only; the SDK's goes to the operator's log line.
+    expect(err.message).to.equal('upstream target "b": its cloud credentials could not be obtained');
+    expect(err.log).to.deep.include({ target: 'b', provider: 'bedrock', error: 'no AWS credentials in the chain' });
+    expect(alone.describeTargets()[0].consecutiveFailures, 'a credential failure is the target\'s').to.equal(1);
+  });
+
+  it('answers a request the cloud target cannot be built for with a 400, leaving its health alone (past the breaker\'s threshold)', async () => {
+    const client = createUpstreamClient({
+      targets: [
+        { id: 'vertex-east', url: cloud.url, provider: stubProvider('vertex', undefined, 'unbuildable'), modelIds: { 'model-sonnet-4.6': 'claude-sonnet' } },
+        { id: 'other', url: firstParty.url, apiKeys: ['fp-key'], models: ['model-haiku-4.5'] },
+      ],
+      timeoutMs: 5000, retryBaseDelayMs: 5, breakerThreshold: 2,
+    });
+    const before = { cloud: cloud.requests.length, firstParty: firstParty.requests.length };
+    for (let i = 0; i < 5; i++) {
+      const err = await client.send({ path: '/v1/messages', headers: {}, body: body({ metadata: { note: 'unbuildable' } }) }, undefined, route()).catch((e) => e);
+      expect(err).to.be.instanceOf(GatewayError);
+      expect([err.status, err.nativeType]).to.deep.equal([400, 'invalid_request_error']);
+      expect(err.message).to.include('"vertex-east" (vertex)').and.include('cannot convert unbuildable');
+    }
+    expect([cloud.requests.length, firstParty.requests.length], 'nothing sent anywhere').to.deep.equal([before.cloud, before.firstParty]);
+    expect(client.describeTargets()[0]).to.deep.include({ state: 'healthy', consecutiveFailures: 0 });
+    const reply = await client.send({ path: '/v1/messages', headers: {}, body: body() }, undefined, route());
+    reply.response.resume();
+    expect([reply.target, reply.response.statusCode]).to.deep.equal(['vertex-east', 200]);
   });
 
   it('counts Bedrock\'s ThrottlingException as a 429 and moves the request before the first byte', async () => {

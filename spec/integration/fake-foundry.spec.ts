@@ -8,6 +8,7 @@ import { AnthropicFoundry } from '@anthropic-ai/foundry-sdk';
 import { startFakeFoundry, type FakeFoundry } from '../helpers/fake-foundry';
 import { createUpstreamClient } from '../../lib/upstream/client';
 import { createFoundryProvider } from '../../lib/upstream/providers/foundry';
+import { CloudCredentialError } from '../../lib/upstream/providers/provider';
 
 describe('fake Foundry, shown with @anthropic-ai/foundry-sdk', function () {
   this.timeout(20_000);
@@ -59,5 +60,22 @@ describe('fake Foundry, shown with @anthropic-ai/foundry-sdk', function () {
     expect(reply.response.statusCode).to.equal(200);
     expect(fake.accepted.at(-1)!.headers.authorization).to.equal('Bearer entra-token-1');
     expect(fake.accepted.at(-1)!.body.model).to.equal('my-sonnet');
+  });
+
+  it("answers an Entra ID token that cannot be had with a fixed 502 naming the target; the library's message only in its log field", async () => {
+    const sdkText = 'AADSTS700016: Application with identifier 0f1e2d3c was not found in the directory contoso-tenant';
+    const client = createUpstreamClient({
+      targets: [{ id: 'foundry-eu', url: fake.endpoint, provider: createFoundryProvider({ tokenProvider: async () => { throw new Error(sdkText); } }), modelIds: { 'model-sonnet-4.6': 'my-sonnet' } }],
+      timeoutMs: 5000, maxRetries: 0,
+    });
+    const before = fake.accepted.length;
+    const body = Buffer.from(JSON.stringify({ ...hello, model: 'model-sonnet-4.6' }));
+    const err = await client.send({ path: '/v1/messages', headers: { 'anthropic-version': '2023-06-01' }, body }, undefined, { model: { id: 'model-sonnet-4.6' } }).catch((e) => e);
+    expect([err.status, err.message]).to.deep.equal([502, 'upstream target "foundry-eu": its cloud credentials could not be obtained']);
+    expect(err.log).to.deep.include({ message: 'cloud credentials could not be obtained', target: 'foundry-eu', provider: 'foundry', error: sdkText });
+    expect(fake.accepted.length).to.equal(before);
+    const provider = createFoundryProvider({ tokenProvider: async () => '' });
+    const empty = await provider.prepare({ method: 'POST', path: '/v1/messages', headers: {}, body, stream: false }, 'my-sonnet', { url: new URL(fake.endpoint), basePath: '' }).catch((e) => e);
+    expect(empty).to.be.instanceOf(CloudCredentialError);
   });
 });

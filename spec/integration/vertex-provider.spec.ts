@@ -11,7 +11,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { expect } from 'chai';
 import AnthropicVertex from '@anthropic-ai/vertex-sdk';
-import type { NativeUpstreamRequest, TargetProvider } from '../../lib/upstream/providers/provider';
+import { CloudCredentialError, type NativeUpstreamRequest, type TargetProvider } from '../../lib/upstream/providers/provider';
 import { createVertexProvider } from '../../lib/upstream/providers/vertex';
 import { createServiceAccount, createTestGoogleAuth, startFakeVertex, type FakeVertex, type ServiceAccount } from '../helpers/fake-vertex';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
@@ -262,7 +262,8 @@ describe('integration: fake Vertex AI and the Vertex AI provider', function () {
       try {
         const adc = createVertexProvider({ projectId: fake.projectId, region: 'us-east5' });
         const error = await adc.prepare(nativeRequest({ model: 'm', ...ASK }), MODEL, { url: new URL(fake.url), basePath: '' }).then(() => null, (e: Error) => e);
-        expect(error?.message).to.include('missing.json');
+        expect(error).to.be.instanceOf(CloudCredentialError);
+        expect((error as CloudCredentialError).detail).to.include('missing.json');
         expect(fake.requests).to.have.length(0);
       } finally {
         if (saved === undefined) delete process.env.GOOGLE_APPLICATION_CREDENTIALS;

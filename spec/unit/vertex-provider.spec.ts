@@ -6,7 +6,7 @@
 import type http from 'node:http';
 import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
-import type { NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
+import { CloudCredentialError, type NativeUpstreamRequest } from '../../lib/upstream/providers/provider';
 import { createVertexProvider, formatVertexOrigin, VERTEX_ANTHROPIC_VERSION } from '../../lib/upstream/providers/vertex';
 import { nativeCloudError } from '../../lib/upstream/providers/cloud-errors';
 
@@ -77,11 +77,17 @@ describe('vertex provider: prepare', () => {
     expect(asked).to.equal(0);
   });
 
-  it('rejects when the credentials fail or give no Authorization header', async () => {
+  it('rejects with a CloudCredentialError (the library\'s message its cause) when the credentials fail or give no Authorization header', async () => {
     const failing = createVertexProvider({ projectId: 'p', region: 'us-east5', authClient: { getRequestHeaders: async () => { throw new Error('invalid_grant: Invalid JWT Signature.'); } } });
-    await failing.prepare(nativeRequest(message), 'm', target).then(() => expect.fail('resolved'), (error: Error) => expect(error.message).to.include('invalid_grant'));
+    const failed = await failing.prepare(nativeRequest(message), 'm', target).then(() => expect.fail('resolved'), (error: unknown) => error);
+    expect(failed).to.be.instanceOf(CloudCredentialError);
+    expect([(failed as CloudCredentialError).message, (failed as CloudCredentialError).detail]).to.deep.equal(['vertex credentials could not be obtained', 'invalid_grant: Invalid JWT Signature.']);
     const empty = createVertexProvider({ projectId: 'p', region: 'us-east5', authClient: { getRequestHeaders: async () => new Headers() } });
-    await empty.prepare(nativeRequest(message), 'm', target).then(() => expect.fail('resolved'), (error: Error) => expect(error.message).to.include('no Authorization'));
+    const none = await empty.prepare(nativeRequest(message), 'm', target).then(() => expect.fail('resolved'), (error: unknown) => error);
+    expect((none as CloudCredentialError).detail).to.include('no Authorization');
+    // A request it cannot build is no credential failure.
+    const refused = await failing.prepare({ ...nativeRequest(message), body: Buffer.from('{not json') }, 'm', target).then(() => expect.fail('resolved'), (error: unknown) => error);
+    expect(refused).to.be.instanceOf(SyntaxError);
     expect(() => createVertexProvider({ projectId: 'p', region: 'r', authClient: {} })).to.throw(/getRequestHeaders/);
   });
 

@@ -21,7 +21,7 @@ import type http from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Transform } from 'node:stream';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
+import { obtainCredentials, type NativeUpstreamRequest, type ProviderRequest, type TargetProvider } from './provider';
 import { convertCountTokensReply, createWholeReplyAdapter, fillUsageFromHeaders } from './bedrock-replies';
 import { nativeCloudError, poolStatusOf } from './cloud-errors';
 import { createEventStreamToSse } from './bedrock-stream';
@@ -122,8 +122,9 @@ function adaptHeaders(headers: http.IncomingHttpHeaders, contentType: string): h
 /**
  * The provider of one Bedrock target.
  * @param settings region and credentials ({@link BedrockSettings})
- * @returns a provider whose `prepare` rejects (nothing sent) when credentials cannot be obtained, and
- *   throws for a route Bedrock does not serve (only `POST /v1/messages` and `/v1/messages/count_tokens`)
+ * @returns a provider whose `prepare` rejects (nothing sent) with a CloudCredentialError when credentials
+ *   cannot be obtained, and with another Error for a request it cannot build: a route Bedrock does not
+ *   serve (only `POST /v1/messages` and `/v1/messages/count_tokens`), a body that is not a JSON object
  */
 export function createBedrockProvider(settings: BedrockSettings): TargetProvider {
   /* eslint-disable @typescript-eslint/no-require-imports -- loaded only when a Bedrock target is configured */
@@ -134,8 +135,15 @@ export function createBedrockProvider(settings: BedrockSettings): TargetProvider
     const { SignatureV4 } = require('@smithy/signature-v4') as typeof import('@smithy/signature-v4');
     const { Sha256 } = require('@aws-crypto/sha256-js') as typeof import('@aws-crypto/sha256-js');
     const { HttpRequest } = require('@smithy/protocol-http') as typeof import('@smithy/protocol-http');
-    const credentials = settings.credentials ?? (require('@aws-sdk/credential-provider-node') as typeof import('@aws-sdk/credential-provider-node')).defaultProvider();
+    const chain = settings.credentials ?? (require('@aws-sdk/credential-provider-node') as typeof import('@aws-sdk/credential-provider-node')).defaultProvider();
     /* eslint-enable @typescript-eslint/no-require-imports */
+    // The chain's failure (and an identity without keys, which the signer would refuse) is a
+    // CloudCredentialError: told apart from a request the signer cannot sign.
+    const credentials: AwsCredentialIdentityProvider = () => obtainCredentials('bedrock', async () => {
+      const identity = await chain();
+      if (typeof identity?.accessKeyId !== 'string' || typeof identity.secretAccessKey !== 'string') throw new Error('the AWS credential provider gave no access key');
+      return identity;
+    });
     const signer = new SignatureV4({ service: 'bedrock', region: settings.region, credentials, sha256: Sha256 });
     sign = async (request) => {
       const [path, query] = request.path.split('?', 2);

@@ -9,7 +9,7 @@
  * Foundry target without an API key.
  */
 import type http from 'node:http';
-import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
+import { obtainCredentials, type NativeUpstreamRequest, type ProviderRequest, type TargetProvider } from './provider';
 
 /** The Entra ID scope the official Foundry client asks tokens for (@anthropic-ai/foundry-sdk README). */
 export const FOUNDRY_TOKEN_SCOPE = 'https://ai.azure.com/.default';
@@ -42,6 +42,8 @@ function withModel(request: NativeUpstreamRequest, modelId: string): Buffer | un
 /**
  * The provider of a Foundry target.
  * @param settings its API key, or none for Microsoft Entra ID (whose token source is made on first use)
+ * @returns a provider whose `prepare` rejects with a CloudCredentialError when no Entra ID token can be
+ *   had, and with a SyntaxError for a messages body that is not JSON
  */
 export function createFoundryProvider(settings: FoundrySettings): TargetProvider {
   let tokens = settings.tokenProvider;
@@ -52,9 +54,12 @@ export function createFoundryProvider(settings: FoundrySettings): TargetProvider
       if (settings.apiKey) {
         auth = { 'x-api-key': settings.apiKey };
       } else {
-        tokens ??= createEntraTokenProvider();
-        const token = await tokens();
-        if (typeof token !== 'string' || token === '') throw new Error('Microsoft Entra ID gave no token for the Foundry target');
+        const token = await obtainCredentials('foundry', async () => {
+          tokens ??= createEntraTokenProvider();
+          const issued = await tokens();
+          if (typeof issued !== 'string' || issued === '') throw new Error('Microsoft Entra ID gave no token for the Foundry target');
+          return issued;
+        });
         auth = { authorization: `Bearer ${token}` };
       }
       return { method: request.method, path: request.path, headers: { ...request.headers, ...auth }, body: withModel(request, modelId) };

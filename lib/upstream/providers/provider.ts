@@ -40,7 +40,9 @@ export interface TargetProvider {
    * This cloud's request for `request`, sent to the model `modelId` (the target's `modelIds` entry for
    * the catalogue model): path, body fields the cloud wants (e.g. `anthropic_version`), credentials or
    * signature. Asynchronous: credentials may need fetching or refreshing.
-   * @throws Error when credentials cannot be obtained (the attempt fails as not started: nothing was sent)
+   * @throws CloudCredentialError when credentials cannot be obtained (`obtainCredentials` wraps the
+   *   credential step: the target's failure, as not started, nothing sent); any other Error when the
+   *   request cannot be built for this cloud (the client's 400: cloud-attempt.ts)
    */
   prepare(request: NativeUpstreamRequest, modelId: string, target: { url: URL; basePath: string }): Promise<ProviderRequest>;
   /**
@@ -49,4 +51,43 @@ export interface TargetProvider {
    * The returned stream keeps `statusCode` and `headers` (the routes read them) and backpressure.
    */
   adaptReply(response: http.IncomingMessage, request: NativeUpstreamRequest): http.IncomingMessage;
+}
+
+/** Longest SDK message kept for the log line of a credential failure, in characters. */
+const DETAIL_CHARS = 1000;
+
+/**
+ * A cloud target's credentials (the AWS credential chain, google-auth-library, Microsoft Entra ID)
+ * could not be obtained. Its own message is fixed; the SDK's error is its `cause`, for the operator's
+ * log only: that text may name files, roles, account ids, endpoints or token details, so it never
+ * reaches a client (lib/http/errors.ts `errors.cloudCredentials`).
+ */
+export class CloudCredentialError extends Error {
+  override name = 'CloudCredentialError';
+  /** How the retry loop tells it from a socket error (lib/upstream/attempt.ts AttemptFailure). */
+  readonly code = 'CLOUD_CREDENTIALS';
+  /** The target's id (`upstream.targets[].id`), set by its attempt (cloud-attempt.ts); empty before. */
+  targetId = '';
+
+  constructor(readonly provider: ProviderName, cause: unknown) {
+    super(`${provider} credentials could not be obtained`, { cause });
+  }
+
+  /** The SDK's own message, on one line, at most DETAIL_CHARS characters (for the log only). */
+  get detail(): string {
+    const cause = this.cause as { message?: unknown } | undefined;
+    return String(typeof cause?.message === 'string' ? cause.message : cause).replace(/\s+/g, ' ').trim().slice(0, DETAIL_CHARS);
+  }
+}
+
+/**
+ * `obtain()`'s answer, a provider's credential step (a token, a header set, an AWS identity).
+ * @throws CloudCredentialError whatever `obtain` throws or rejects with, as its `cause`
+ */
+export async function obtainCredentials<T>(provider: ProviderName, obtain: () => Promise<T>): Promise<T> {
+  try {
+    return await obtain();
+  } catch (err) {
+    throw new CloudCredentialError(provider, err);
+  }
 }

@@ -19,7 +19,7 @@
  */
 import type http from 'node:http';
 import { PassThrough } from 'node:stream';
-import type { NativeUpstreamRequest, ProviderRequest, TargetProvider } from './provider';
+import { obtainCredentials, type NativeUpstreamRequest, type ProviderRequest, type TargetProvider } from './provider';
 import { nativeCloudError } from './cloud-errors';
 
 /** The `anthropic_version` Vertex AI requires in the body (https://docs.anthropic.com/en/api/claude-on-vertex-ai). */
@@ -137,7 +137,8 @@ function adaptErrorReply(response: http.IncomingMessage): http.IncomingMessage {
  * @param settings project, region and optionally the google-auth-library client to use
  * @returns the provider; google-auth-library is loaded here (not at the gateway's start) and only when no
  *   `authClient` is given. The first `prepare` finds the credentials; a failure there (no Application Default
- *   Credentials, token endpoint unreachable) rejects that `prepare` and the next one tries again.
+ *   Credentials, token endpoint unreachable) rejects that `prepare` with a CloudCredentialError and the next
+ *   one tries again. A request it cannot build (another route, a body that is not JSON) rejects with another Error.
  * @throws Error when `projectId` or `region` cannot be a path segment
  */
 export function createVertexProvider(settings: VertexSettings): TargetProvider {
@@ -171,7 +172,7 @@ export function createVertexProvider(settings: VertexSettings): TargetProvider {
       const headers: Record<string, string> = { ...request.headers };
       // Vertex AI takes the version from the body; the official client removes the header.
       delete headers['anthropic-version'];
-      Object.assign(headers, await readCredentialHeaders(google), { 'content-type': 'application/json' });
+      Object.assign(headers, await obtainCredentials('vertex', () => readCredentialHeaders(google)), { 'content-type': 'application/json' });
       return { method: 'POST', path: `${modelsPath}/${method}`, headers, body: Buffer.from(JSON.stringify(body)) };
     },
     adaptReply(response: http.IncomingMessage): http.IncomingMessage {
