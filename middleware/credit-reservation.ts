@@ -29,10 +29,10 @@ import type { Catalogue } from '../lib/config/catalogue';
 import type { GatewayConfig } from '../lib/config';
 import { DEFAULT_KEY_GROUP, holdPriceMultiplier } from '../lib/config/key-groups';
 import { getContext, type RequestContext } from '../lib/pipeline/context';
-import { GatewayError } from '../lib/http/errors';
+import { capRefusal, formatCredits, formatResetsAt, type CapNeed } from '../lib/billing/cap-refusal';
 import { MIN_THINKING_BUDGET } from '../translators/model-capabilities';
 import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
-import type { CapLevel, LedgerStore, TeamCaps } from '../lib/store/types';
+import type { LedgerStore, TeamCaps } from '../lib/store/types';
 import { teamCapsOf } from '../lib/store/people-caps';
 import type { TeamConfig } from '../lib/config/people';
 import { isUtf8 } from 'node:buffer';
@@ -182,31 +182,16 @@ function lowerMaxTokens(req: Request, res: Response, format: CreditReservationFo
  */
 const SMALLEST_BODY_BYTES = 64;
 
-/** Seconds a client refused for holds in flight is told to wait (`retry-after`): most replies end well within it. */
-const IN_FLIGHT_RETRY_AFTER_S = 5;
-
 /**
- * The 402 for a request whose minimal reply does not fit: which cap stopped it (the key's, its
- * member's or its team's: in the message and in `x-gateway-limit: key|member|team`), what is left,
- * what the request needs at least, and how to fit it; when holds of requests in flight are in the
- * way, says so with `retry-after`.
+ * What a refused request needs (the 402's words, lib/billing/cap-refusal.ts): at least `minCredits`
+ * (its input and a minimal reply), up to `credits` with its output bound; `parts`: its input bound part by part.
  */
-function capRefusal(result: { spent: number; reserved: number; cap: number; limit?: CapLevel }, month: string, minCredits: number, credits: number, resetsAt: string, parts: string): GatewayError {
-  const limit = result.limit ?? 'key';
-  const left = Math.max(0, result.cap - result.spent - result.reserved);
-  const needs = `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${parts}`;
-  const state = `${formatCredits(result.spent)} of ${formatCredits(result.cap)} credits spent in ${month} (UTC)`;
-  if (result.reserved > 0 && result.cap - result.spent >= minCredits) {
-    return new GatewayError(402, 'billing_error',
-      `monthly credit cap of this ${limit}: ${state}, ${formatCredits(result.reserved)} held by requests in flight, ${formatCredits(left)} free now; ` +
-      `${needs}. Retry when requests in flight have finished.`,
-      { chatCode: 'insufficient_quota', headers: { 'retry-after': String(IN_FLIGHT_RETRY_AFTER_S), 'x-gateway-limit': limit } });
-  }
-  const reached = result.spent >= result.cap ? `monthly credit cap reached for this ${limit}` : `monthly credit cap of this ${limit}`;
-  return new GatewayError(402, 'billing_error',
-    `${reached}: ${state}, ${formatCredits(left)} left; ${needs}. ` +
-    `To fit, send a shorter request (or fewer files, images or server-tool uses) or use a cheaper model. The cap resets at ${resetsAt}.`,
-    { chatCode: 'insufficient_quota', headers: { 'x-gateway-limit': limit } });
+function requestNeed(minCredits: number, credits: number, parts: string): CapNeed {
+  return {
+    minCredits,
+    words: `this request needs at least ${formatCredits(minCredits)} (its input and a minimal reply; up to ${formatCredits(credits)} with its output bound), its ${parts}`,
+    toFit: 'To fit, send a shorter request (or fewer files, images or server-tool uses) or use a cheaper model.',
+  };
 }
 
 /**
@@ -232,7 +217,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         ?? await store.reserveCredits(key.id, wanted.month, wanted.credits, key.monthlyCreditCap, wanted.ttlMs, wanted.minCredits, undefined, wanted.teamCaps);
       let measured: Awaited<ReturnType<typeof holdAtMeasuredInput>> = null;
       if (!result.ok) {
-        const resetsAt = new Date(nextUtcMonthStart(clock())).toISOString().replace(/\.000Z$/, 'Z');
+        const resetsAt = formatResetsAt(nextUtcMonthStart(clock()));
         // Used up: nothing in flight and not even the smallest request (SMALLEST_BODY_BYTES, a minimal reply) fits.
         const reservation = reservationNow();
         const smallest = priceWorstCase(ctx.model!, boundInputTokens(SMALLEST_BODY_BYTES, reservation), reservation.minOutputTokens);
@@ -252,7 +237,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         // A team key's team cap is used up when its settled spend leaves less than the smallest request
         // costs; then the tightest cap's credit left (holds counted), whichever cap it is, is below that too.
         if (!measured && key.team && result.cap - result.spent - result.reserved < smallest) ctx.teamCapCheck = { month: wanted.month, smallestCredits: smallest };
-        if (!measured) throw capRefusal(result, wanted.month, wanted.minCredits ?? wanted.credits, wanted.credits, resetsAt, describeWorstCase(ctx.model!, input));
+        if (!measured) throw capRefusal(result, wanted.month, requestNeed(wanted.minCredits ?? wanted.credits, wanted.credits, describeWorstCase(ctx.model!, input)), resetsAt);
       }
       const held = measured?.reservation ?? (result as Extract<typeof result, { ok: true }>).reservation;
       if (held.credits < (measured?.credits ?? wanted.credits)) {
@@ -277,9 +262,4 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
       next(err);
     }
   };
-}
-
-/** Credits for a message: at most 6 decimals, no trailing zeros. */
-function formatCredits(credits: number): string {
-  return String(Math.round(credits * 1e6) / 1e6);
 }

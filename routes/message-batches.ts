@@ -18,8 +18,11 @@ import type { Catalogue } from '../lib/config/catalogue';
 import type { GatewayConfig, ModelConfig } from '../lib/config';
 import { getContext, type RequestContext } from '../lib/pipeline/context';
 import { errors, GatewayError } from '../lib/http/errors';
+import { capRefusal, formatCredits, formatResetsAt, type CapNeed } from '../lib/billing/cap-refusal';
+import { DEFAULT_KEY_GROUP, holdPriceMultiplier } from '../lib/config/key-groups';
+import { fromCreditUnits, toCreditUnits } from '../lib/store/credits';
 import type { Logger } from '../lib/observability/logger';
-import { systemClock, utcMonth, type Clock } from '../lib/store/month';
+import { nextUtcMonthStart, systemClock, utcMonth, type Clock } from '../lib/store/month';
 import { teamCapsOf } from '../lib/store/people-caps';
 import type { TeamConfig } from '../lib/config/people';
 import type { LedgerStore, PinnedObject, ResponseStore } from '../lib/store/types';
@@ -28,7 +31,7 @@ import { keyGroupRefusal, whitelistRefusal } from '../middleware/model-access';
 import { checkFilesOf } from '../middleware/file-access';
 import { asksWideWindow, type FileFacts, type InputBound } from '../lib/billing/input-bound';
 import { callUpstream, parseJson, pinnedTarget, type UpstreamAnswer } from '../lib/upstream/pinned-call';
-import { FEATURES } from '../lib/upstream/providers/capabilities';
+import { CAPABILITIES, FEATURES } from '../lib/upstream/providers/capabilities';
 import { cursorTarget, ownEntries, ownPin, relay } from './pinned-upstream';
 import { batchWorstCase, describeWorstCase } from '../lib/billing/worst-case';
 
@@ -154,26 +157,27 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const target = await checkFilesOf(store, key.id, requests.map(({ params }, i) => ({ body: params, where: `requests.${i}: file_id` })), files);
       const { needs, describeLargest } = batchNeeds(requests, files, asksWideWindow(req.headers['anthropic-beta']));
       const month = utcMonth(clock());
-      // Held at the dearest target that may create it (its `priceMultiplier`), billed at the one that did.
-      const client = options.upstreamFor(ctx);
-      const offering = client.targets.filter((t) => (target === undefined ? (t.capabilities.features & FEATURES.batches) !== 0 : t.id === target));
-      const multiplier = Math.max(1, ...offering.map((t) => t.priceMultiplier));
+      // Held as a message is, through the same rule (holdPriceMultiplier): at the dearest target that
+      // may create it. A batch is one upstream call for all its models, not routed by model: any target
+      // offering Message Batches may create it (or only the one holding its files). Billed at the one that did.
+      const multiplier = holdPriceMultiplier(catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), null,
+        (t) => (target === undefined ? (CAPABILITIES[t.provider].features & FEATURES.batches) !== 0 : t.id === target));
+      // The caps a team key's holds are asked with, as a message's (credit-reservation.ts): one per batch.
+      const teamCaps = key.team && options.teams ? teamCapsOf(key, options.teams()) : undefined;
       const holds: BatchPinData['holds'] = [];
+      // Units this batch holds so far (its holds for the models before).
+      let heldUnits = 0;
       for (const [model, needed] of needs) {
-        const credits = needed * multiplier;
-        const teamCaps = key.team ? teamCapsOf(key, options.teams?.() ?? []) : undefined;
-        const result = await store.reserveCredits(key.id, month, credits, key.monthlyCreditCap, BATCH_PIN_TTL_MS, undefined, undefined, teamCaps);
+        const result = await store.reserveCredits(key.id, month, needed * multiplier, key.monthlyCreditCap, BATCH_PIN_TTL_MS, undefined, undefined, teamCaps);
         if (!result.ok) {
           await releaseHolds(store, holds);
+          // This batch's own holds (released) are not requests in flight: every ledger held them.
+          const inFlight = fromCreditUnits(Math.max(0, toCreditUnits(result.reserved) - heldUnits));
           const total = [...needs.values()].reduce((sum, c) => sum + c, 0) * multiplier;
-          const left = Math.max(0, result.cap - result.spent - result.reserved);
-          throw new GatewayError(402, 'billing_error',
-            `monthly credit cap of this ${result.limit ?? 'key'}: ${round(result.spent)} of ${round(result.cap)} credits spent in ${month} (UTC), ${round(left)} left; ` +
-            `this batch may cost up to ${round(total)} at the batch rate (its largest request ${describeLargest()}). ` +
-            'To fit, send fewer requests, lower their max_tokens or name fewer files, images or server-tool uses.',
-            { chatCode: 'insufficient_quota', headers: { 'x-gateway-limit': result.limit ?? 'key' } });
+          throw capRefusal({ ...result, reserved: inFlight }, month, batchNeed(total, describeLargest()), formatResetsAt(nextUtcMonthStart(clock())));
         }
         holds.push({ model, reservation: result.reservation });
+        heldUnits += toCreditUnits(result.reservation.credits);
       }
       let answer: UpstreamAnswer;
       try {
@@ -187,6 +191,7 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
         await releaseHolds(store, holds);
         return relay(res, answer);
       }
+      const client = options.upstreamFor(ctx);
       const served = client.targets.length === 1 ? client.targets[0] : client.targets.find((t) => t.id === answer.target);
       const data: BatchPinData = { holds, models, billed: false, target: answer.target, ...(served && served.priceMultiplier !== 1 ? { priceMultiplier: served.priceMultiplier } : {}) };
       await store.savePin({ kind: 'batch', id: created.id, keyId: key.id, data }, BATCH_PIN_TTL_MS);
@@ -232,7 +237,15 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
   };
 }
 
-/** Credits for a message: at most 6 decimals. */
-function round(credits: number): string {
-  return String(Math.round(credits * 1e6) / 1e6);
+/**
+ * What a refused batch needs (the 402's words, lib/billing/cap-refusal.ts): all of its worst case
+ * `total` (credits, at the batch rate and its hold's price multiplier), nothing of it cut; `largest`: its
+ * largest request's input bound part by part.
+ */
+function batchNeed(total: number, largest: string): CapNeed {
+  return {
+    minCredits: total,
+    words: `this batch may cost up to ${formatCredits(total)} at the batch rate (its largest request ${largest})`,
+    toFit: 'To fit, send fewer requests, lower their max_tokens or name fewer files, images or server-tool uses.',
+  };
 }

@@ -107,12 +107,14 @@ export function resolveCloudFields(entry: Record<string, any>, at: string, catal
 /**
  * The largest `priceMultiplier` among `targets` that may serve `modelId` (null `models`: every model):
  * what a request's credit hold is multiplied by, so that whichever target serves it the cap holds.
+ * `modelId` null: a request the pool does not route by model (a Message Batch, one upstream call for
+ * the requests of all its models), which every one of `targets` may take whatever models it lists.
  * 1 when none is priced apart (or there is no target: the simulated upstream).
  */
-export function largestPriceMultiplier(targets: ReadonlyArray<{ models: readonly string[] | null; priceMultiplier: number }>, modelId: string): number {
+export function largestPriceMultiplier(targets: ReadonlyArray<{ models: readonly string[] | null; priceMultiplier: number }>, modelId: string | null): number {
   let largest = 1;
   for (const target of targets) {
-    if (target.priceMultiplier > largest && (target.models === null || target.models.includes(modelId))) largest = target.priceMultiplier;
+    if (target.priceMultiplier > largest && (modelId === null || target.models === null || target.models.includes(modelId))) largest = target.priceMultiplier;
   }
   return largest;
 }

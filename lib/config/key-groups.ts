@@ -207,8 +207,15 @@ export function findKeyGroupBySecret(groups: readonly KeyGroupConfig[], secret: 
 
 /**
  * What a request's credit hold is multiplied by: the largest `priceMultiplier` among the targets of
- * `group`'s upstream that may serve `modelId` (so the cap holds whichever serves it); 1 without a group.
+ * `group`'s upstream that may serve it (so the cap holds whichever serves it); 1 without a group.
+ * Every route holds through this one rule: a message (middleware/credit-reservation.ts) and a Message
+ * Batch (routes/message-batches.ts).
+ * @param modelId the request's catalogue model: only the targets serving it count; null for a request
+ *   the pool does not route by model (a batch: any target may create it, whatever models it lists)
+ * @param mayTake narrows the targets to those that may take the request (a batch: those offering
+ *   Message Batches, or the one holding its files); default every target of the group
  */
-export function holdPriceMultiplier(group: KeyGroupConfig | undefined, modelId: string): number {
-  return group ? largestPriceMultiplier(group.upstream.targets, modelId) : 1;
+export function holdPriceMultiplier(group: KeyGroupConfig | undefined, modelId: string | null, mayTake?: (target: UpstreamTargetConfig) => boolean): number {
+  if (!group) return 1;
+  return largestPriceMultiplier(mayTake ? group.upstream.targets.filter(mayTake) : group.upstream.targets, modelId);
 }

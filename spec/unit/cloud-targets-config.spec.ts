@@ -35,6 +35,24 @@ describe('cloud targets config', () => {
     expect(holdPriceMultiplier(config.keyGroups[0], 'model-sonnet-4.6')).to.equal(1.1);
   });
 
+  it('holds a request not routed by model (a batch) at the dearest of the targets that may take it, whatever models they list', () => {
+    const config = parse([
+      { id: 'first', url: 'https://api.example' },
+      { id: 'second', url: 'https://api2.example', models: ['model-sonnet-4.6'], priceMultiplier: 2 },
+      { id: 'aws', provider: 'bedrock', region: 'us-east-1', modelIds: { 'model-haiku-4.5': 'us.anthropic.haiku' }, priceMultiplier: 3 },
+    ]);
+    const group = config.keyGroups[0];
+    // A message is held at the dearest target serving its model.
+    expect(holdPriceMultiplier(group, 'model-haiku-4.5')).to.equal(3);
+    expect(holdPriceMultiplier(group, 'model-opus-4.6')).to.equal(1);
+    // A batch of haiku requests may be created on "second", which lists only sonnet; never on bedrock.
+    const offersBatches = (t: { provider: string }) => t.provider === 'anthropic';
+    expect(holdPriceMultiplier(group, null, offersBatches)).to.equal(2);
+    expect(holdPriceMultiplier(group, null, (t) => t.id === 'first')).to.equal(1);
+    expect(holdPriceMultiplier(group, null)).to.equal(3);
+    expect(holdPriceMultiplier(undefined, null)).to.equal(1);
+  });
+
   it('keeps a cloud target\'s url as its origin (VPC endpoints, tests)', () => {
     const config = parse([{ id: 'aws', provider: 'bedrock', region: 'eu-west-1', url: 'http://127.0.0.1:9/', modelIds: everyModel('eu.anthropic.') }]);
     expect(config.upstream.targets[0].url).to.equal('http://127.0.0.1:9');
