@@ -85,6 +85,11 @@ export class RedisKeys {
     return `${this.prefix}{${id}}:move`;
   }
 
+  /** The lease lock of a change of key `id`'s team (redis-key-move-lock.ts: a random token), beside its move. */
+  moveLock(id: string): string {
+    return `${this.prefix}{${id}}:move-lock`;
+  }
+
   /** Secret sha256 -> key id. */
   secret(sha256: string): string {
     return `${this.prefix}secret:${sha256}`;

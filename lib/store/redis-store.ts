@@ -17,11 +17,11 @@ import { RedisObjects } from './redis-objects';
 import { RENEW_RESERVATION, UPDATE_KEY } from './redis-scripts';
 import { RENEW_IN_TEAM, reservationLedgers, settleScriptFor } from './redis-team-caps';
 import { locateKey, moveKeyState, resumeKeyMove, resumeKeyMoves } from './redis-key-move';
+import { withKeyMoveLock } from './redis-key-move-lock';
 import { decodeDailyUsage } from './redis-spend';
 import { RedisRequestLog } from './redis-request-log';
 import { decodeRecord, decodeUsage, translateScriptError } from './redis-codec';
 import { InFlight } from '../http/in-flight';
-import { GatewayError } from '../http/errors';
 import { RedisPeopleStore } from './redis-people';
 import { RedisTeamStore } from './redis-teams';
 import { bookingTime, utcDay } from './usage-days';
@@ -74,7 +74,8 @@ export class RedisStore implements GatewayStore {
 
   /**
    * Connect to Redis, move a store written in the earlier layout to this one (redis-migration.ts), and
-   * finish the moves of keys between hash tags left part way (redis-key-move.ts).
+   * settle the moves of keys between hash tags left part way (redis-key-move.ts: rolled back before
+   * their switch, finished after).
    * @throws Error when the server cannot be reached (the message names the URL without its password),
    *   or the prefix holds a brace
    */
@@ -83,7 +84,8 @@ export class RedisStore implements GatewayStore {
     const connection = await connectRedis(options);
     try {
       await migrateLayout(connection, keys);
-      // Moves of keys between hash tags a crash left part way (their keys answer 503 until then).
+      // Moves of keys between hash tags a crash left part way (their keys answer 503 until then): rolled
+      // back before their switch, finished after.
       await resumeKeyMoves(connection, keys);
     } catch (err) {
       await connection.close().catch(() => undefined);
@@ -126,19 +128,22 @@ export class RedisStore implements GatewayStore {
 
   async updateKey(id: string, patch: KeyPatch): Promise<KeyRecord> {
     const fields = Object.entries(patch).filter(([, value]) => value !== undefined).flatMap(([field, value]) => [field, JSON.stringify(value)]);
-    // A move an earlier call left part way is finished first (redis-key-move.ts); one given up for
-    // requests in flight (409) left the key where it was, and this change (a revocation) still applies.
-    await resumeKeyMove(this.connection, this.keys, id).catch((err: unknown) => {
-      if (!(err instanceof GatewayError && err.status === 409)) throw err;
+    // One change of a key at a time (its move lock, redis-key-move-lock.ts), held through the record's
+    // update, so a change that waited finds the key where the one before it left it, and a field written
+    // while a move copies the record is never left behind at the old place.
+    return withKeyMoveLock(this.connection, this.keys, id, async (lock) => {
+      // A move an earlier call left part way is settled first: rolled back before its switch (its caller
+      // was told it failed), finished after (redis-key-move.ts).
+      await resumeKeyMove(this.connection, this.keys, id, { lock });
+      const team = await locateKey(this.connection, this.keys, id);
+      // Joining, leaving or changing team moves the key's state to that team's hash tag first (redis-key-move.ts).
+      if (patch.team !== undefined && (patch.team ?? null) !== team && (await this.connection.commands.exists(this.keys.key(id, team)))) await moveKeyState(this.connection, this.keys, id, patch.team ?? null, { lock });
+      try {
+        return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id, patch.team === undefined ? team : patch.team)], fields)) as string[]);
+      } catch (err) {
+        throw translateScriptError(err, id);
+      }
     });
-    const team = await locateKey(this.connection, this.keys, id);
-    // Joining, leaving or changing team moves the key's state to that team's hash tag first (redis-key-move.ts).
-    if (patch.team !== undefined && (patch.team ?? null) !== team && (await this.connection.commands.exists(this.keys.key(id, team)))) await moveKeyState(this.connection, this.keys, id, team, patch.team ?? null);
-    try {
-      return decodeRecord((await this.connection.run(UPDATE_KEY, [this.keys.key(id, patch.team === undefined ? team : patch.team)], fields)) as string[]);
-    } catch (err) {
-      throw translateScriptError(err, id);
-    }
   }
 
   replaceSecret(id: string, secret: KeySecret, last4: string): Promise<boolean> {
