@@ -86,8 +86,8 @@ export interface StreamSource {
  * left paused there hangs the next request sent on it. A socket is never paused once its message is
  * complete (Node resumed it then for the next message), so no pause made here outlives its reply.
  * A stalled reader then holds the refused write (16 KiB and the chunk that crossed it) and the rest
- * of the upstream read being parsed: a plain upstream socket reads 16 KiB on demand and stops at once
- * when paused (lib/upstream/target.ts), 16 to 26 KiB measured; an https one 48 KiB
+ * of the upstream read being parsed: a plain upstream socket reads 32 KiB on demand and stops at once
+ * when paused (lib/upstream/target.ts), 33 to 49 KiB measured; an https one 48 KiB
  * (spec/unit/stream-writer.spec.ts; the kernel's socket queues are not the process's memory).
  */
 export function createStreamWriter(res: Response, source?: StreamSource, stallMs = Infinity): StreamWriter {

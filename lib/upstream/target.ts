@@ -112,9 +112,12 @@ export function createTargetAgent(url: URL, maxSockets = Infinity): http.Agent {
 /**
  * Every plain upstream socket reads into this one buffer, and each read is copied out before the
  * callback returns (one JS thread, and libuv reads a socket straight into its callback), so no socket
- * holds a read buffer of its own: 16 KiB, the size of a TLS record and of a reply's write high-water mark.
+ * holds a read buffer of its own. 32 KiB: a stalled reader holds at most one read beside Node's 16 KiB
+ * write buffer (48 KiB, under the 64 KiB a held stream may cost), and the bench's replies (up to 25 KB)
+ * still come in one read, as with Node's 64 KiB reads (16 KiB reads cost a second read, parse and
+ * client write per 200-delta stream).
  */
-const UPSTREAM_READ = Buffer.allocUnsafe(16 * 1024);
+const UPSTREAM_READ = Buffer.allocUnsafe(32 * 1024);
 
 /**
  * A plain upstream socket (the http agent's `createConnection`, net.createConnection's arguments) that
@@ -122,7 +125,7 @@ const UPSTREAM_READ = Buffer.allocUnsafe(16 * 1024);
  * (https://nodejs.org/api/net.html#socketconnectoptions-connectlistener, `onread`; without it a paused
  * socket still takes one more 64 KiB read), and a readable high-water mark of 0 keeps a paused socket
  * and its reply from reading ahead to fill their buffers. A stalled reader then holds only the refused write and the rest
- * of one 16 KiB read (lib/http/sse.ts, createStreamWriter). TLS sockets read 16 KiB records already;
+ * of one 32 KiB read (lib/http/sse.ts, createStreamWriter). TLS sockets read 16 KiB records already;
  * `onread` does not reach through tls.connect, so https targets keep Node's own reading.
  */
 function connectReadingOnDemand(options: net.NetConnectOpts, connectListener?: () => void): Socket {
