@@ -11,7 +11,7 @@
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Catalogue } from '../config/catalogue';
 import type { TeamConfig } from '../config/people';
-import { errors, GatewayError } from '../http/errors';
+import { errors } from '../http/errors';
 import type { Logger } from '../observability/logger';
 import { DEFAULT_KEY_GROUP } from '../config/key-groups';
 import { DeclaredKeyError } from '../store/declared-keys';
@@ -78,8 +78,7 @@ function createAdminJsonBody(): RequestHandler {
 }
 
 /** 403 for a route only organisation admins may use. */
-const forbidden = (req: Request) =>
-  new GatewayError(403, 'permission_error', `${req.method} ${req.baseUrl}${req.path.slice(0, 100)} is for organisation admins`, { chatCode: 'forbidden' });
+const forbidden = (req: Request) => errors.forbidden(`${req.method} ${req.baseUrl}${req.path.slice(0, 100)} is for organisation admins`);
 
 /** Build the admin router. Mount it at `/admin/v1` only when an admin token is configured. */
 export function createAdminRouter(options: AdminRouterOptions): Router {
@@ -131,7 +130,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     const team = body.team === undefined || body.team === null ? null : teamNamed(body.team);
     if (!isOrgAdmin(actor)) {
       if (!team || actor.kind !== 'user' || !actor.adminOf.includes(team.id)) {
-        throw new GatewayError(403, 'permission_error', 'a team admin creates keys of a team they administer: give "team" (GET /admin/v1/me)', { chatCode: 'forbidden' });
+        throw errors.forbidden('a team admin creates keys of a team they administer: give "team" (GET /admin/v1/me)');
       }
       applyTeamPolicy(team, body, 'refuse', options.defaultRateLimitPerMinute());
     }
@@ -155,7 +154,7 @@ export function createAdminRouter(options: AdminRouterOptions): Router {
     // and stays in its team.
     if (!isOrgAdmin(actor)) {
       if (patch.team !== undefined || patch.owner !== undefined) {
-        throw new GatewayError(403, 'permission_error', 'team and owner of a key are changed by organisation admins only', { chatCode: 'forbidden' });
+        throw errors.forbidden('team and owner of a key are changed by organisation admins only');
       }
       applyTeamPolicy(requireTeam(teams(), current.team ?? ''), patch, 'refuse', options.defaultRateLimitPerMinute());
     }

@@ -10,7 +10,7 @@
  * - `GET /audit/verify`: whether the hash chain is intact, or the first broken entry (organisation admins).
  */
 import type { Request, Router } from 'express';
-import { GatewayError, errors } from '../http/errors';
+import { errors } from '../http/errors';
 import { recordAudit } from '../audit/audit-log';
 import { AUDIT_PAGE_ENTRIES, scanAudit, verifyAuditLog, type AuditFilter } from '../audit/audit-query';
 import type { AuditActor, AuditDraft, AuditEntry, AuditLogStore } from '../audit/audit-types';
@@ -43,7 +43,6 @@ export function recordAdminAudit(store: AuditLogStore, req: Request, draft: Omit
   return recordAudit(store, { ...draft, actor: auditActorOf(actorOf(req)), ip: clientAddressOf(req) });
 }
 
-const forbidden = (message: string) => new GatewayError(403, 'permission_error', message, { chatCode: 'forbidden' });
 
 /**
  * The teams whose entries `actor` may read: null for every entry (organisation admin), the teams a
@@ -53,7 +52,7 @@ const forbidden = (message: string) => new GatewayError(403, 'permission_error',
 export function auditScopeOf(actor: Actor): readonly string[] | null {
   if (actor.kind === 'admin-token' || actor.orgAdmin) return null;
   if (actor.adminOf.length > 0) return actor.adminOf;
-  throw forbidden('the audit log is open to organisation admins and to team admins (their teams\' entries)');
+  throw errors.forbidden('the audit log is open to organisation admins and to team admins (their teams\' entries)');
 }
 
 type Query = Record<string, unknown>;
@@ -130,7 +129,7 @@ export function addAuditRoutes(router: Router, options: { store: AuditLogStore }
   });
 
   router.get('/audit/verify', async (req, res) => {
-    if (auditScopeOf(actorOf(req)) !== null) throw forbidden('verifying the audit log is for organisation admins');
+    if (auditScopeOf(actorOf(req)) !== null) throw errors.forbidden('verifying the audit log is for organisation admins');
     checkKnownParameters(req.query as Query, []);
     res.json(await verifyAuditLog(store));
   });

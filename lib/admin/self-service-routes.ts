@@ -11,7 +11,7 @@
  */
 import type { Request, Router } from 'express';
 import type { TeamConfig } from '../config/people';
-import { errors, GatewayError } from '../http/errors';
+import { errors } from '../http/errors';
 import { CSRF_HEADER } from '../people/sessions';
 import { applyTeamPolicy, withTeamDefaults } from '../people/team-policy';
 import { isOrgAdmin, rolesOf } from '../people/roles';
@@ -32,7 +32,6 @@ export interface SelfServiceOptions {
   defaultRateLimitPerMinute: () => number;
 }
 
-const forbidden = (message: string) => new GatewayError(403, 'permission_error', message, { chatCode: 'forbidden' });
 
 /**
  * The team `id` among `teams`.
@@ -48,7 +47,7 @@ export function requireTeam(teams: readonly TeamConfig[], id: string, notFound =
 /** The signed-in user calling, or 403 for ADMIN_TOKEN (which has no own keys or teams). */
 function requireUser(req: Request): UserActor {
   const actor = actorOf(req);
-  if (actor.kind !== 'user') throw forbidden('ADMIN_TOKEN is not a signed-in user: it has no own keys (use /admin/v1/keys)');
+  if (actor.kind !== 'user') throw errors.forbidden('ADMIN_TOKEN is not a signed-in user: it has no own keys (use /admin/v1/keys)');
   return actor;
 }
 
@@ -94,10 +93,10 @@ export function addSelfServiceRoutes(router: Router, options: SelfServiceOptions
   router.post('/me/keys', async (req, res) => {
     const user = requireUser(req);
     const body = validators.createOwnKey(req.body ?? {});
-    if (user.teams.length === 0) throw forbidden('you belong to no team: a team admin or the organisation adds you to one');
+    if (user.teams.length === 0) throw errors.forbidden('you belong to no team: a team admin or the organisation adds you to one');
     if (body.team === undefined && user.teams.length > 1) throw errors.invalidRequest(`team: you belong to several teams; name one of ${user.teams.join(', ')}`);
     const teamId = body.team ?? user.teams[0];
-    if (!user.teams.includes(teamId)) throw forbidden(`team: you are not a member of team "${teamId.slice(0, 64)}" (your teams: ${user.teams.join(', ')})`);
+    if (!user.teams.includes(teamId)) throw errors.forbidden(`team: you are not a member of team "${teamId.slice(0, 64)}" (your teams: ${user.teams.join(', ')})`);
     const team = requireTeam(options.teams(), teamId);
     const limits = withTeamDefaults(team, body, options.defaultRateLimitPerMinute());
     applyTeamPolicy(team, limits, 'refuse', options.defaultRateLimitPerMinute());
@@ -121,7 +120,7 @@ export function addSelfServiceRoutes(router: Router, options: SelfServiceOptions
     const actor = actorOf(req);
     const users = await people.listUsers();
     if (isOrgAdmin(actor)) return void res.json({ data: users });
-    if (actor.kind !== 'user' || actor.adminOf.length === 0) throw forbidden('GET /admin/v1/users is for organisation and team admins');
+    if (actor.kind !== 'user' || actor.adminOf.length === 0) throw errors.forbidden('GET /admin/v1/users is for organisation and team admins');
     res.json({ data: users.filter((user) => user.teams.some((team) => actor.adminOf.includes(team))) });
   });
 
@@ -129,7 +128,7 @@ export function addSelfServiceRoutes(router: Router, options: SelfServiceOptions
     const actor = actorOf(req);
     const team = requireTeam(options.teams(), String(req.params.id), true);
     if (!isOrgAdmin(actor) && !(actor.kind === 'user' && actor.adminOf.includes(team.id))) {
-      throw forbidden(`only an organisation admin or an admin of team "${team.id}" adds its members`);
+      throw errors.forbidden(`only an organisation admin or an admin of team "${team.id}" adds its members`);
     }
     const { email } = validators.addMember(req.body);
     await people.addTeamMemberByEmail(team.id, email);

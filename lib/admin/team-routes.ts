@@ -12,8 +12,8 @@
  * Every change is recorded in the audit log (`team.create`, `team.update`, `team.member.cap`).
  */
 import type { Request, Router } from 'express';
-import { resolveTeam, type TeamConfig } from '../config/people';
-import { errors, GatewayError } from '../http/errors';
+import { resolveTeam, TEAM_FIELDS, type TeamConfig } from '../config/people';
+import { errors } from '../http/errors';
 import { changedFields } from '../audit/audit-log';
 import { checkMemberCap, checkTeamAdminChange } from '../people/team-change-policy';
 import type { TeamDirectory } from '../people/team-directory';
@@ -39,14 +39,12 @@ export interface TeamRoutesOptions {
   now: Clock;
 }
 
-const TEAM_FIELDS = ['name', 'oidcGroups', 'adminGroups', 'monthlyCreditCap', 'memberMonthlyCreditCap', 'allowedModels', 'rateLimitPerMinute'] as const;
 
-const forbidden = (message: string) => new GatewayError(403, 'permission_error', message, { chatCode: 'forbidden' });
 
 /** 403 unless `actor` is an organisation admin (ADMIN_TOKEN or `auth.oidc.adminGroups`). */
 function requireOrgAdmin(req: Request): Actor {
   const actor = actorOf(req);
-  if (!isOrgAdmin(actor)) throw forbidden(`${req.method} ${req.baseUrl}${req.path.slice(0, 100)} is for organisation admins`);
+  if (!isOrgAdmin(actor)) throw errors.forbidden(`${req.method} ${req.baseUrl}${req.path.slice(0, 100)} is for organisation admins`);
   return actor;
 }
 
@@ -102,7 +100,7 @@ export function addTeamRoutes(router: Router, options: TeamRoutesOptions): void 
     // The store read now (not the directory's copy): the limits are checked against the team as it is.
     const current = declaredInFile(id) ? undefined : (await teamStore().readTeams()).teams.find((team) => team.id === id);
     if (!known && !current) throw errors.notFound(`no team with id "${id.slice(0, 64)}" (GET /admin/v1/teams)`);
-    if (!mayAdminister(actor, id)) throw forbidden(`PATCH /admin/v1/teams/${id} is for organisation admins and admins of team "${id}"`);
+    if (!mayAdminister(actor, id)) throw errors.forbidden(`PATCH /admin/v1/teams/${id} is for organisation admins and admins of team "${id}"`);
     if (!current) throw declaredConflict(id);
     if (!isOrgAdmin(actor)) checkTeamAdminChange(current, change, options.defaultRateLimitPerMinute());
     const next: TeamConfig = { ...current, ...change };
@@ -120,7 +118,7 @@ export function addTeamRoutes(router: Router, options: TeamRoutesOptions): void 
     const { monthlyCreditCap } = validators.setMemberCap(req.body);
     const team = directory.list().find((candidate) => candidate.id === id);
     if (!team) throw errors.notFound(`no team with id "${id.slice(0, 64)}" (GET /admin/v1/teams)`);
-    if (!mayAdminister(actor, id)) throw forbidden(`a member's cap in team "${id}" is set by organisation admins and admins of the team`);
+    if (!mayAdminister(actor, id)) throw errors.forbidden(`a member's cap in team "${id}" is set by organisation admins and admins of the team`);
     if (subject.length > 255) throw errors.invalidRequest('subject: at most 255 characters (a key\'s owner)');
     if (monthlyCreditCap !== null) checkMemberCap(team, monthlyCreditCap, isOrgAdmin(actor));
     const previous = await teamStore().setMemberCap(id, subject, monthlyCreditCap);

@@ -4,7 +4,7 @@
  * teams it declares, and each reload itself (`config.reload`, naming the fields that changed).
  */
 import type { GatewayConfig } from '../config';
-import type { TeamConfig } from '../config/people';
+import { TEAM_FIELDS, type TeamConfig } from '../config/people';
 import type { Logger } from '../observability/logger';
 import type { DeclaredKeyChange } from '../store/declared-keys';
 import type { KeyStore } from '../store/types';
@@ -50,16 +50,12 @@ export async function recordDeclaredKeyChanges(store: KeyStore & AuditLogStore, 
   for (const draft of draftsOfKeyChanges(changes, teams)) await recordAudit(store, draft);
 }
 
-/** The team fields compared between two configurations. */
-const TEAM_FIELDS: ReadonlyArray<keyof TeamConfig> = [
-  'name', 'oidcGroups', 'adminGroups', 'monthlyCreditCap', 'memberMonthlyCreditCap', 'allowedModels', 'rateLimitPerMinute',
-];
 
 /** `team.create`, `team.update` and `team.remove` drafts for the teams config.json declares, from `previous` to `next`. */
 export function draftsOfTeamChanges(previous: readonly TeamConfig[], next: readonly TeamConfig[]): AuditDraft[] {
   const before = new Map(previous.map((team) => [team.id, team]));
   const after = new Map(next.map((team) => [team.id, team]));
-  const pick = (team: TeamConfig, fields = TEAM_FIELDS) => Object.fromEntries(fields.map((field) => [field, team[field]]));
+  const pick = (team: TeamConfig, fields: ReadonlyArray<keyof TeamConfig> = TEAM_FIELDS) => Object.fromEntries(fields.map((field) => [field, team[field]]));
   const drafts: AuditDraft[] = [];
   for (const team of next) {
     const base = { actor: 'config' as const, object: { type: 'team', id: team.id }, team: team.id };

@@ -55,6 +55,12 @@ export interface TeamConfig {
   memberCaps?: Readonly<Record<string, number>>;
 }
 
+/**
+ * A team's fields besides its id and members' caps: what config.json and `PATCH /admin/v1/teams/{id}`
+ * set, and what an audit entry of a team's change compares (lib/audit/config-audit.ts, lib/admin/team-routes.ts).
+ */
+export const TEAM_FIELDS = ['name', 'oidcGroups', 'adminGroups', 'monthlyCreditCap', 'memberMonthlyCreditCap', 'allowedModels', 'rateLimitPerMinute'] as const satisfies ReadonlyArray<keyof TeamConfig>;
+
 const ID_PATTERN = '^[A-Za-z0-9._-]{1,64}$';
 const groups = { type: 'array', items: { type: 'string', minLength: 1 } } as const;
 const cap = { type: ['number', 'null'], minimum: 0 } as const;

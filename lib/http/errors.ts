@@ -97,6 +97,8 @@ export const errors = {
   modelNotAllowed: (message: string) =>
     new GatewayError(403, 'permission_error', message, { chatCode: 'model_not_allowed', param: 'model' }),
   notFound: (message: string) => new GatewayError(404, 'not_found_error', message, { chatCode: 'not_found' }),
+  /** 403 for a caller whose role does not allow the action (the admin API's people and teams). */
+  forbidden: (message: string) => new GatewayError(403, 'permission_error', message, { chatCode: 'forbidden' }),
   /** 405 with `Allow` (RFC 9110 §15.5.6): the path exists, not with this method. */
   methodNotAllowed: (message: string, allow: string[]) =>
     new GatewayError(405, 'invalid_request_error', message, { chatCode: 'method_not_allowed', headers: { allow: allow.join(', ') } }),
