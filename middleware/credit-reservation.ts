@@ -123,6 +123,19 @@ function sentBodyBytes(req: Request, ctx: RequestContext, format: CreditReservat
 }
 
 /**
+ * What a request's hold is multiplied by (holdPriceMultiplier, lib/config/key-groups.ts): a request
+ * pinned to one target (`ctx.target`: the one holding the files it names) goes there whatever models
+ * it lists and is billed at its `priceMultiplier` (lib/billing/settlement.ts), so it is held at that
+ * target's; any other request at the dearest target serving its model. 1 without a key group; a pinned
+ * target gone from the config is 1 too (the request is refused 502 before it is sent: target-choice.ts).
+ */
+function holdMultiplierOf(catalogue: Catalogue, ctx: RequestContext): number {
+  const group = catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP);
+  const pinned = ctx.target;
+  return pinned === undefined ? holdPriceMultiplier(group, ctx.model!.id) : holdPriceMultiplier(group, null, (target) => target.id === pinned);
+}
+
+/**
  * The worst case of a request (lib/billing/worst-case.ts) and its input bound (lib/billing/input-bound.ts),
  * from the context's model, what is sent (the body, the stored conversation, restored thinking) and
  * the files it names; and the smallest reply allowed.
@@ -137,7 +150,7 @@ function createWorstCaseEstimate(options: CreditReservationOptions): (req: Reque
     const contextWindow = contextWindowOf(model, options.format === 'native' && asksWideWindow(req.headers?.['anthropic-beta']));
     const input = boundInput(req.body, { bytes, reservation, contextWindow, extra: ctx.previous?.items, files: ctx.files });
     const worst = scaleWorstCase(estimateWorstCase(model, req.body, input.tokens, maxOutputTokens(req, options.format, model, options.catalogue), reservation,
-      choicesOf(req, options.format)), holdPriceMultiplier(options.catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), ctx.model!.id));
+      choicesOf(req, options.format)), holdMultiplierOf(options.catalogue, ctx));
     return { worst, input, minOutputTokens: reservation.minOutputTokens };
   };
 }
@@ -232,7 +245,7 @@ export function createCreditReservation(options: CreditReservationOptions): Requ
         measured = upstream ? await holdAtMeasuredInput(req, ctx, {
           store, upstream, bound: input, reservation, month: wanted.month, ttlMs: wanted.ttlMs,
           maxTokens: maxOutputTokens(req, options.format, ctx.model!, options.catalogue), choices: choicesOf(req, options.format), teamCaps: wanted.teamCaps,
-          priceMultiplier: holdPriceMultiplier(options.catalogue.keyGroup(ctx.keyGroup ?? DEFAULT_KEY_GROUP), ctx.model!.id),
+          priceMultiplier: holdMultiplierOf(options.catalogue, ctx),
         }) : null;
         // A team key's team cap is used up when its settled spend leaves less than the smallest request
         // costs; then the tightest cap's credit left (holds counted), whichever cap it is, is below that too.

@@ -211,9 +211,11 @@ export function findKeyGroupBySecret(groups: readonly KeyGroupConfig[], secret: 
  * Every route holds through this one rule: a message (middleware/credit-reservation.ts) and a Message
  * Batch (routes/message-batches.ts).
  * @param modelId the request's catalogue model: only the targets serving it count; null for a request
- *   the pool does not route by model (a batch: any target may create it, whatever models it lists)
+ *   the pool does not route by model (a batch: any target may create it, whatever models it lists; a
+ *   message naming files: sent to the target holding them, whatever models it lists)
  * @param mayTake narrows the targets to those that may take the request (a batch: those offering
- *   Message Batches, or the one holding its files); default every target of the group
+ *   Message Batches, or the one holding its files; a message naming files: the one holding them);
+ *   default every target of the group
  */
 export function holdPriceMultiplier(group: KeyGroupConfig | undefined, modelId: string | null, mayTake?: (target: UpstreamTargetConfig) => boolean): number {
   if (!group) return 1;
