@@ -25,7 +25,7 @@ const KEY = 'sk-cs4-test-load-faults-key-0051';
 const BASE = 1000;
 const OUTPUT = 7;
 
-interface Outcome { instance: string; status: number; marker: number | null; complete: boolean }
+interface Outcome { instance: string; status: number; marker: number | null; complete: boolean; sentAt: number }
 
 describe('two instances on Redis under load, with faults: Redis killed, an instance killed mid-stream, a rolling restart', function () {
   this.timeout(90_000);
@@ -74,7 +74,7 @@ describe('two instances on Redis under load, with faults: Redis killed, an insta
     const worker = async () => {
       while (loading) {
         const target = live[turn++ % live.length];
-        const outcome: Outcome = { instance: target.name, status: 0, marker: null, complete: false };
+        const outcome: Outcome = { instance: target.name, status: 0, marker: null, complete: false, sentAt: Date.now() };
         try {
           const reply = await fetch(`${target.process.url}/v1/messages`, {
             method: 'POST', headers: Object.fromEntries(nativeHeaders(KEY)),
@@ -94,6 +94,7 @@ describe('two instances on Redis under load, with faults: Redis killed, an insta
     const workers = Array.from({ length: 12 }, worker);
     await sleep(1000);
     // Redis killed (SIGKILL) for two seconds, then back with what it had written (AOF, fsync always).
+    const killedAt = Date.now();
     await redis.kill('SIGKILL');
     await sleep(2000);
     redis = await startRedis();
@@ -146,12 +147,16 @@ describe('two instances on Redis under load, with faults: Redis killed, an insta
       expect(outcomes.filter((o) => o.status === 0 && o.instance !== killed.name)).to.deep.equal([]);
       expect(records.length, 'load ran').to.be.greaterThan(100);
       // The rate-limit window (a minute, longer than this test) counts the requests admitted, and
-      // none answered 503 (a reset by the killed instance may have been admitted or not).
+      // none answered 503 (a reset by the killed instance may have been admitted or not). Only an
+      // admission already sent when Redis was killed may have run with its reply lost (the residual
+      // case of docs/operations.md, Redis outage): a 503 sent before the kill may be counted, one
+      // sent after it never (no offline queue replays it).
       const raw = await createClient({ url: `redis://127.0.0.1:${port}` }).connect();
       const counted = Number(await raw.get(`${prefix}{load}:rl`));
       await raw.close();
       const answered = outcomes.filter((o) => o.status !== 503 && o.status !== 0).length;
-      expect(counted).to.be.at.least(answered).and.at.most(answered + outcomes.filter((o) => o.status === 0).length);
+      const inFlightAtKill = outcomes.filter((o) => o.status === 503 && o.sentAt < killedAt).length;
+      expect(counted).to.be.at.least(answered).and.at.most(answered + outcomes.filter((o) => o.status === 0).length + inFlightAtKill);
     } finally {
       await reader.close();
       for (const instance of all) await instance.process.stop();
