@@ -157,6 +157,8 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
       const target = await checkFilesOf(store, key.id, requests.map(({ params }, i) => ({ body: params, where: `requests.${i}: file_id` })), files);
       const { needs, describeLargest } = batchNeeds(requests, files, asksWideWindow(req.headers['anthropic-beta']));
       const month = utcMonth(clock());
+      // The key group's native upstream (a chat-completions group has none: its 404 before any hold).
+      const client = options.upstreamFor(ctx);
       // Held as a message is, through the same rule (holdPriceMultiplier): at the dearest target that
       // may create it. A batch is one upstream call for all its models, not routed by model: any target
       // offering Message Batches may create it (or only the one holding its files). Billed at the one that did.
@@ -191,7 +193,6 @@ export function createMessageBatches(options: MessageBatchesOptions): Record<'cr
         await releaseHolds(store, holds);
         return relay(res, answer);
       }
-      const client = options.upstreamFor(ctx);
       const served = client.targets.length === 1 ? client.targets[0] : client.targets.find((t) => t.id === answer.target);
       const data: BatchPinData = { holds, models, billed: false, target: answer.target, ...(served && served.priceMultiplier !== 1 ? { priceMultiplier: served.priceMultiplier } : {}) };
       await store.savePin({ kind: 'batch', id: created.id, keyId: key.id, data }, BATCH_PIN_TTL_MS);
