@@ -54,9 +54,10 @@ export function createHeldText(): HeldText {
   const closeBlock = () => {
     if (block && used > 0) {
       const bytes = block.subarray(0, used);
-      if (plain >= PLAIN_BYTES) parts.push(new DeflatedBlock(zlib.deflateRawSync(bytes, { level: 1 })));
+      if (plain + used > PLAIN_BYTES) parts.push(new DeflatedBlock(zlib.deflateRawSync(bytes, { level: 1 })));
       else {
-        parts.push(bytes);
+        // A block cut short (by a string UTF-8 cannot hold) is copied, so it keeps no unused bytes alive.
+        parts.push(used < block.length / 2 ? Buffer.from(bytes) : bytes);
         plain += used;
       }
     }

@@ -75,8 +75,7 @@ const ROUTES: StreamRoute[] = [
  * final events repeat it whole): some 16 MiB here, 19 to 21 MB growth in all when it was kept as it is.
  * translators/held-text.ts keeps a stream's first 256 KiB as they are and deflates the rest.
  */
-function textTheQueuesHold(textShare: number): number {
-  const wmem = fs.existsSync('/proc/sys/net/ipv4/tcp_wmem') ? Number(fs.readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/)[2]) : 4 * MiB;
+function textTheQueuesHold(textShare: number, wmem = fs.existsSync('/proc/sys/net/ipv4/tcp_wmem') ? Number(fs.readFileSync('/proc/sys/net/ipv4/tcp_wmem', 'utf8').trim().split(/\s+/)[2]) : 4 * MiB): number {
   return (8 * wmem * textShare) / MiB;
 }
 
@@ -125,7 +124,9 @@ describe('backpressure: streams wait for their reader', function () {
       for (let i = 0; i < 3; i++) reply = await readSlowly(gateway.url, route.path, route.headers, route.body, { bytesPerTick: Infinity, tickMs: 0 });
       // The records that carry one piece each are the deltas, most of what the queues hold.
       const deltas = decodeChunkedBody(reply!).toString('latin1').split('\n\n').filter((record) => record.split(piece).length === 2);
-      const sentText = route.keepsText ? textTheQueuesHold((deltas.length * piece.length) / deltas.reduce((sum, record) => sum + record.length + 2, 0)) : 0;
+      const textShare = (deltas.length * piece.length) / deltas.reduce((sum, record) => sum + record.length + 2, 0);
+      const sentText = route.keepsText ? textTheQueuesHold(textShare) : 0;
+      const sentTextAt4MiB = route.keepsText ? textTheQueuesHold(textShare, 4 * MiB) : 0;
       const pid = gateway.child.pid!;
       const baseline = residentBytes(pid);
       // Random letters: what the gateway keeps of the text compresses no better than prose would.
@@ -148,7 +149,9 @@ describe('backpressure: streams wait for their reader', function () {
         }
         const written = sent.slice(counters).map((counter) => counter.bytes);
         expect(written, 'every stream reached the upstream').to.have.length(8);
-        expect((peak - baseline) / MiB, `gateway RSS growth in MiB (baseline ${(baseline / MiB).toFixed(1)}, text the send queues took ${sentText.toFixed(1)})`).to.be.below(20);
+        // 20 MB with Linux's default tcp_wmem maximum (4 MiB); a host whose queues take more keeps that much more text.
+        const beyondDefault = Math.max(0, sentText - sentTextAt4MiB);
+        expect((peak - baseline) / MiB, `gateway RSS growth in MiB (baseline ${(baseline / MiB).toFixed(1)}, text the send queues took ${sentText.toFixed(1)})`).to.be.below(20 + beyondDefault);
         for (const bytes of written) expect(bytes / MiB, 'MiB the upstream could write for a stalled reader').to.be.below(40);
       } finally {
         for (const client of clients) client.destroy();

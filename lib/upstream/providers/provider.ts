@@ -76,7 +76,14 @@ export class CloudCredentialError extends Error {
   /** The SDK's own message, on one line, at most DETAIL_CHARS characters (for the log only). */
   get detail(): string {
     const cause = this.cause as { message?: unknown } | undefined;
-    return String(typeof cause?.message === 'string' ? cause.message : cause).replace(/\s+/g, ' ').trim().slice(0, DETAIL_CHARS);
+    let text: string;
+    try {
+      text = String(typeof cause?.message === 'string' ? cause.message : cause);
+    } catch {
+      // A cause String() cannot convert (no prototype): the log says so rather than the error handler failing.
+      text = 'an error without a message';
+    }
+    return text.replace(/\s+/g, ' ').trim().slice(0, DETAIL_CHARS);
   }
 }
 

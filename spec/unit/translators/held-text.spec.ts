@@ -65,7 +65,8 @@ describe('held text (a streamed reply\'s text so far, kept compactly)', () => {
     // Random words of letters and multi-byte characters, each piece cut anywhere (a pair may be split).
     let seed = 7;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-    const alphabet = 'abcdefghijklmnopqrstuvwxyz     éü€😀';
+    // By code point: a surrogate pair picked half would be a lone surrogate, kept as a string, not in a block.
+    const alphabet = [...'abcdefghijklmnopqrstuvwxyz     éü€😀'];
     const pieces: string[] = [];
     for (let i = 0; i < 20_000; i++) {
       let piece = '';
