@@ -3,13 +3,16 @@
  * two instances reloading the same config change, or an admin PATCH racing a reload, run one after the
  * other under the key's move lock; the later one finds the key already moved and copies nothing over the
  * place admissions book in. A lock whose owner died lapses by its lease; one held past the wait is a 409
- * that changes nothing. A revocation made while a move copies the record follows it to the new place.
+ * that changes nothing; a store start waits at most one lease for it. A revocation or a rotation made
+ * while a move copies the record follows it to the new place. A move that loses its lock before its
+ * switch answers 409 and rolls itself back, the key left working where it was.
  */
 import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys/secrets';
 import { GatewayError } from '../../lib/http/errors';
 import { utcMonth } from '../../lib/store/month';
-import { moveKeyState, type KeyMoveStep } from '../../lib/store/redis-key-move';
+import { moveKeyState, resumeKeyMoves, type KeyMoveStep } from '../../lib/store/redis-key-move';
+import { MOVE_LOCK_LEASE_MS, MOVE_LOCK_WAIT_MS } from '../../lib/store/redis-key-move-lock';
 import type { RedisConnection } from '../../lib/store/redis-connection';
 import { RedisKeys } from '../../lib/store/redis-keys';
 import { RedisStore } from '../../lib/store/redis-store';
@@ -158,6 +161,16 @@ describe('Redis Cluster: concurrent moves of one key between hash tags (started 
     expect(await connection.commands.exists(keys.key('k-lock', 'core'))).to.equal(0);
     await store.settleCredits(await held(store, 1), usage(1));
     expect(await store.getMonthSpend('k-lock', month)).to.equal(1);
+  });
+
+  it('a store start waits at most one lease for a busy key\'s lock, and leaves its move to the holder', async () => {
+    const { connection, keys } = await connect();
+    await connection.commands.set(keys.move('k-lock'), JSON.stringify({ from: null, to: 'core', step: 'copying' }));
+    await connection.commands.set(keys.moveLock('k-lock'), 'someone-else', { PX: 60_000 });
+    const started = Date.now();
+    expect(await resumeKeyMoves(connection, keys)).to.deep.equal([]);
+    expect(Date.now() - started, 'one lease, not the full wait').to.be.within(MOVE_LOCK_LEASE_MS - 100, MOVE_LOCK_WAIT_MS - 3_000);
+    expect(await connection.commands.exists(keys.move('k-lock')), 'the holder settles it').to.equal(1);
   });
 
   it('a revocation made while a move copies the record waits for it and reaches the new place', async () => {
