@@ -48,12 +48,16 @@ export interface KeyMoveLock {
 }
 
 /**
- * The 409 of a change of key `id` that could not take its move lock within `waitMs` (or, none given,
- * lost it before its switch); nothing changed.
+ * The 409 of a change of key `id` that could not take its move lock within `waitMs` (nothing changed),
+ * or, none given, of a move that lost its lock before its switch (the move was not made: the key stays
+ * where it was, redis-key-move.ts rolls it back).
  */
 export function keyMoveBusyError(id: string, waitMs?: number): GatewayError {
-  const why = waitMs === undefined ? 'that took its turn over' : `that did not give way within ${waitMs / 1000} s`;
-  return new GatewayError(409, 'invalid_request_error', `key "${id.slice(0, 64)}" is being changed by another call (a move between teams' ledgers) ${why}; nothing changed: try again`, { chatCode: 'conflict' });
+  const key = `key "${id.slice(0, 64)}"`;
+  const message = waitMs === undefined
+    ? `${key} lost its turn to another call before its move between teams' ledgers was switched; the move was not made: try again`
+    : `${key} is being changed by another call (a move between teams' ledgers) that did not give way within ${waitMs / 1000} s; nothing changed: try again`;
+  return new GatewayError(409, 'invalid_request_error', message, { chatCode: 'conflict' });
 }
 
 /**

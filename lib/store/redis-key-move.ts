@@ -33,14 +33,16 @@
  * - switched: finished (the old place removed), because the new place is live and may hold spend. The
  *   record there names the new team (the copy sets `team`); the rest of the caller's change (an owner)
  *   was never written, as the caller was told.
+ * A move that loses its lock before its switch rolls itself back at once when the lock is free.
  * Runs in the admin or reload call that changes the key's team (RedisStore.updateKey), holding the lock
- * through the record's own update, so the record and its place agree whichever caller runs last.
+ * through the record's own update, so the record and its place agree whichever caller runs last; a
+ * rotation or replacement of the key's secret holds it too (RedisStore.rotateKey, replaceSecret).
  * A late settlement of a hold that had already expired before the move still books in the old place.
  */
 import { GatewayError } from '../http/errors';
 import { nextUtcMonthStart, utcMonth } from './month';
 import type { RedisConnection } from './redis-connection';
-import { keyMoveBusyError, withKeyMoveLock, type KeyMoveLock } from './redis-key-move-lock';
+import { keyMoveBusyError, MOVE_LOCK_LEASE_MS, withKeyMoveLock, type KeyMoveLock } from './redis-key-move-lock';
 import { copyPlace, placeOf, removePlace } from './redis-key-place';
 import type { RedisKeys } from './redis-keys';
 import { globEscape, scanAll } from './redis-migration';
@@ -118,7 +120,7 @@ export interface KeyMoveOptions {
  * does nothing when it is already at `to`.
  * @throws GatewayError 409 naming the key when requests in flight did not settle within `drainMs`
  *   (rolled back: nothing moved), or another caller held the lock past `waitMs` (nothing changed), or
- *   the lock was lost before the switch (the plan stays, rolled back by the next settle)
+ *   the lock was lost before the switch (rolled back at once when the lock is free, else by the next settle)
  * @throws Error when Redis fails part way (the plan stays: resumeKeyMove rolls it back or finishes it)
  */
 export async function moveKeyState(connection: RedisConnection, keys: RedisKeys, id: string, to: string | null, options: KeyMoveOptions = {}): Promise<void> {
@@ -151,8 +153,9 @@ export async function resumeKeyMove(connection: RedisConnection, keys: RedisKeys
 }
 
 /**
- * Settle every move left part way (at a store's start). A key whose lock another caller holds past
- * the wait (409: that caller settles it) does not stop the start.
+ * Settle every move left part way (at a store's start), waiting at most one lease (MOVE_LOCK_LEASE_MS)
+ * for each key's lock. A key whose lock another caller holds past it (409: that caller settles it)
+ * does not stop the start.
  * @returns the ids of the keys whose move was rolled back or finished
  */
 export async function resumeKeyMoves(connection: RedisConnection, keys: RedisKeys): Promise<string[]> {
@@ -160,7 +163,8 @@ export async function resumeKeyMoves(connection: RedisConnection, keys: RedisKey
   for (const name of await scanAll(connection, `${globEscape(keys.prefix)}{*}:move`)) {
     const id = /\{([^}]*)\}:move$/.exec(name)?.[1];
     if (id === undefined) continue;
-    const outcome = await resumeKeyMove(connection, keys, id).catch((err: unknown) => {
+    // One lease at most per busy key (its holder settles it), not the full wait one key after another.
+    const outcome = await resumeKeyMove(connection, keys, id, { waitMs: MOVE_LOCK_LEASE_MS }).catch((err: unknown) => {
       if (err instanceof GatewayError && err.status === 409) return null;
       throw err;
     });
@@ -206,6 +210,12 @@ async function runMove(connection: RedisConnection, keys: RedisKeys, id: string,
   const drainMs = options.drainMs ?? DRAIN_MS;
   const marked = await markedBuckets(connection, keys, id, from);
   const ran = (step: KeyMoveStep) => options.onStep?.(step);
+  // The lock lost before the switch: roll the move back at once if the lock is free (else whoever holds
+  // it settles it), so the key is not left frozen (503) until its next change; then the 409.
+  const giveWay = async (err: unknown): Promise<never> => {
+    await resumeKeyMove(connection, keys, id, { waitMs: 0 }).catch(() => undefined);
+    throw err;
+  };
   if (steps.includes('mark')) {
     for (const bucket of marked) await connection.commands.hSet(bucket, 'moving', to ?? '');
     await ran('mark');
@@ -219,13 +229,13 @@ async function runMove(connection: RedisConnection, keys: RedisKeys, id: string,
   }
   if (steps.includes('copy')) {
     // A lease lost while this caller stalled: another caller may be moving the key; copy nothing.
-    await lock.check();
+    await lock.check().catch(giveWay);
     await copyPlace(connection, keys, id, from, to);
     await ran('copy');
   }
   if (steps.includes('switch')) {
     const switched = await connection.run(SWITCH_KEY, [keys.key(id), keys.move(id), lock.name], [to ?? '', JSON.stringify({ ...plan, step: 'switched' }), lock.token]);
-    if (Number(switched) !== 1) throw keyMoveBusyError(id);
+    if (Number(switched) !== 1) await giveWay(keyMoveBusyError(id));
     await ran('switch');
   }
   if (!steps.includes('remove')) return;

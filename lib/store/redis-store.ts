@@ -146,12 +146,20 @@ export class RedisStore implements GatewayStore {
     });
   }
 
+  // A secret's change holds the key's move lock too, as updateKey does: one written between a move's
+  // copy and its switch would be left at the old place, and the old secret would go on working.
   replaceSecret(id: string, secret: KeySecret, last4: string): Promise<boolean> {
-    return replaceRedisSecret(this.connection, this.keys, id, secret, last4);
+    return withKeyMoveLock(this.connection, this.keys, id, async (lock) => {
+      await resumeKeyMove(this.connection, this.keys, id, { lock });
+      return replaceRedisSecret(this.connection, this.keys, id, secret, last4);
+    });
   }
 
   async rotateKey(id: string, secret: KeySecret, last4: string, graceMs: number, now = this.clock()): Promise<KeyRecord> {
-    return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
+    return withKeyMoveLock(this.connection, this.keys, id, async (lock) => {
+      await resumeKeyMove(this.connection, this.keys, id, { lock });
+      return rotateRedisKey(this.connection, this.keys, id, secret, last4, graceMs, now);
+    });
   }
 
   reserveCredits(keyId: string, month: string, credits: number, cap: number | null, ttlMs: number, minCredits?: number, deadline?: number, teamCaps?: TeamCaps): Promise<ReserveResult> {

@@ -3,13 +3,16 @@
  * two instances reloading the same config change, or an admin PATCH racing a reload, run one after the
  * other under the key's move lock; the later one finds the key already moved and copies nothing over the
  * place admissions book in. A lock whose owner died lapses by its lease; one held past the wait is a 409
- * that changes nothing. A revocation made while a move copies the record follows it to the new place.
+ * that changes nothing; a store start waits at most one lease for it. A revocation or a rotation made
+ * while a move copies the record follows it to the new place. A move that loses its lock before its
+ * switch answers 409 and rolls itself back, the key left working where it was.
  */
 import { expect } from 'chai';
 import { hashSecret } from '../../lib/keys/secrets';
 import { GatewayError } from '../../lib/http/errors';
 import { utcMonth } from '../../lib/store/month';
-import { moveKeyState, type KeyMoveStep } from '../../lib/store/redis-key-move';
+import { moveKeyState, resumeKeyMoves, type KeyMoveStep } from '../../lib/store/redis-key-move';
+import { MOVE_LOCK_LEASE_MS, MOVE_LOCK_WAIT_MS } from '../../lib/store/redis-key-move-lock';
 import type { RedisConnection } from '../../lib/store/redis-connection';
 import { RedisKeys } from '../../lib/store/redis-keys';
 import { RedisStore } from '../../lib/store/redis-store';
@@ -19,6 +22,7 @@ import { sleep, useServer } from '../helpers/redis-process';
 import { deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
 
 const SECRET = 'sk-cs4-test-key-move-lock-0045';
+const ROTATED = 'sk-cs4-test-key-move-lock-0046';
 const usage = (credits: number) => ({ model: 'model-haiku-4.5', inputTokens: 10, outputTokens: 5, cacheCreationInputTokens: 0, cacheReadInputTokens: 0, credits });
 
 /** A gate a paused move waits at until the test opens it. */
@@ -54,6 +58,18 @@ describe('Redis Cluster: concurrent moves of one key between hash tags (started 
     const teamCaps = team ? { team, owner: owner ?? null, teamCap: null, memberCap: null } : undefined;
     return store.admit({ snapshot, secretSha256: hashSecret(SECRET), now: Date.now(), rateLimitWindowMs: 60_000, reservation: { month, credits, ttlMs: 60_000, teamCaps } });
   };
+  // A move of k-lock to `core` by `mover`, once it has copied (holding the lock), paused until `copied` opens.
+  const pausedAtCopy = async (mover: { connection: RedisConnection; keys: RedisKeys }) => {
+    const reached = gate();
+    const copied = gate();
+    const moving = moveKeyState(mover.connection, mover.keys, 'k-lock', 'core', { onStep: async (step) => {
+      if (step !== 'copy') return;
+      reached.open();
+      await copied.wait();
+    } });
+    await reached.wait();
+    return { moving, copied };
+  };
   const held = async (store: RedisStore, credits: number): Promise<Reservation> => {
     const result = await admit(store, credits);
     if (result.outcome !== 'admitted' || !result.reserved?.ok) throw new Error(`not held: ${JSON.stringify(result)}`);
@@ -73,8 +89,13 @@ describe('Redis Cluster: concurrent moves of one key between hash tags (started 
       reached.push(`${who}:${step}`);
       if (step === at) await wait();
     };
-    const moveA = moveKeyState(a.connection, a.keys, 'k-lock', 'core', { onStep: pauseAt('a', 'drain', gateA.wait) });
-    await sleep(200);
+    // B starts once A holds the lock (A's plan step), not after a guessed delay.
+    const planned = gate();
+    const moveA = moveKeyState(a.connection, a.keys, 'k-lock', 'core', { onStep: async (step) => {
+      if (step === 'plan') planned.open();
+      await pauseAt('a', 'drain', gateA.wait)(step);
+    } });
+    await planned.wait();
     const moveB = moveKeyState(b.connection, b.keys, 'k-lock', 'core', { onStep: pauseAt('b', 'switch', gateB.wait) });
     // Requests keep coming (503 while the key moves, retried), each settled at once; the spend is read after each.
     let settled = 1;
@@ -142,13 +163,21 @@ describe('Redis Cluster: concurrent moves of one key between hash tags (started 
     expect(await store.getMonthSpend('k-lock', month)).to.equal(1);
   });
 
+  it('a store start waits at most one lease for a busy key\'s lock, and leaves its move to the holder', async () => {
+    const { connection, keys } = await connect();
+    await connection.commands.set(keys.move('k-lock'), JSON.stringify({ from: null, to: 'core', step: 'copying' }));
+    await connection.commands.set(keys.moveLock('k-lock'), 'someone-else', { PX: 60_000 });
+    const started = Date.now();
+    expect(await resumeKeyMoves(connection, keys)).to.deep.equal([]);
+    expect(Date.now() - started, 'one lease, not the full wait').to.be.within(MOVE_LOCK_LEASE_MS - 100, MOVE_LOCK_WAIT_MS - 3_000);
+    expect(await connection.commands.exists(keys.move('k-lock')), 'the holder settles it').to.equal(1);
+  });
+
   it('a revocation made while a move copies the record waits for it and reaches the new place', async () => {
     const a = await connect();
     const b = await connect();
     await create(a.store);
-    const copied = gate();
-    const moving = moveKeyState(a.connection, a.keys, 'k-lock', 'core', { onStep: async (step) => { if (step === 'copy') await copied.wait(); } });
-    await sleep(200);
+    const { moving, copied } = await pausedAtCopy(a);
     const revoking = b.store.updateKey('k-lock', { revoked: true, revokedAtRunTime: true });
     await sleep(300);
     copied.open();
@@ -156,5 +185,42 @@ describe('Redis Cluster: concurrent moves of one key between hash tags (started 
     expect((await revoking).revoked).to.equal(true);
     expect(await a.store.getKey('k-lock')).to.deep.include({ team: 'core', revoked: true });
     expect((await a.store.identifyKey(hashSecret(SECRET), Date.now(), true))?.key.revoked ?? true, 'the key is revoked where it lives').to.equal(true);
+  });
+
+  it('a rotation made while a move copies the record waits for it: the new secret works at the new place, the old one has its grace', async () => {
+    const a = await connect();
+    const b = await connect();
+    await create(a.store);
+    const { moving, copied } = await pausedAtCopy(a);
+    const now = Date.now();
+    const rotating = b.store.rotateKey('k-lock', { sha256: hashSecret(ROTATED), expiresAt: null }, '0046', 60_000, now);
+    await sleep(300);
+    copied.open();
+    await moving;
+    expect((await rotating).last4).to.equal('0046');
+    expect(await a.connection.commands.hGet(a.keys.key('k-lock'), 'movedTo')).to.equal('core');
+    expect((await a.store.identifyKey(hashSecret(ROTATED), Date.now(), true))?.key.id, 'the new secret works at the new place').to.equal('k-lock');
+    expect((await a.store.identifyKey(hashSecret(SECRET), Date.now(), true))?.key.id, 'the old secret within its grace').to.equal('k-lock');
+    expect(await a.store.identifyKey(hashSecret(SECRET), now + 61_000, true), 'the old secret past its grace').to.equal(null);
+  });
+
+  it('a move whose lock is taken over at its copy step answers 409 and rolls back: the key stays where it was and works', async () => {
+    const { store, connection, keys } = await connect();
+    await create(store);
+    // Another owner takes the lock over (as after a stalled lease) and lets it go before the switch.
+    const err = await moveKeyState(connection, keys, 'k-lock', 'core', { onStep: async (step) => {
+      if (step !== 'copy') return;
+      await connection.commands.set(keys.moveLock('k-lock'), 'someone-else');
+      await connection.commands.del(keys.moveLock('k-lock'));
+    } }).then(() => null, (e: unknown) => e);
+    expect(err).to.be.instanceOf(GatewayError);
+    expect((err as GatewayError).status).to.equal(409);
+    expect((err as GatewayError).message).to.match(/key "k-lock" lost its turn to another call .*the move was not made: try again/);
+    expect(await connection.commands.hGet(keys.key('k-lock'), 'movedTo')).to.equal(null);
+    expect(await connection.commands.exists([keys.move('k-lock'), keys.moveLock('k-lock')]), 'no plan or lock left').to.equal(0);
+    expect(await connection.commands.exists(keys.key('k-lock', 'core')), 'no copy left').to.equal(0);
+    expect(await connection.commands.hGet(keys.credits('k-lock', month), 'moving'), 'no marker left').to.equal(null);
+    await store.settleCredits(await held(store, 1), usage(1));
+    expect(await store.getMonthSpend('k-lock', month)).to.equal(1);
   });
 });
