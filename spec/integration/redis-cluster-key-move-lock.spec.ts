@@ -13,13 +13,10 @@ import { GatewayError } from '../../lib/http/errors';
 import { utcMonth } from '../../lib/store/month';
 import { moveKeyState, resumeKeyMoves, type KeyMoveStep } from '../../lib/store/redis-key-move';
 import { MOVE_LOCK_LEASE_MS, MOVE_LOCK_WAIT_MS } from '../../lib/store/redis-key-move-lock';
-import type { RedisConnection } from '../../lib/store/redis-connection';
-import { RedisKeys } from '../../lib/store/redis-keys';
 import { RedisStore } from '../../lib/store/redis-store';
 import type { KeySnapshot, Reservation } from '../../lib/store/types';
-import { startRedisCluster } from '../helpers/redis-cluster';
-import { sleep, useServer } from '../helpers/redis-process';
-import { deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
+import { useClusterStores, type ClusterStore } from '../helpers/cluster-stores';
+import { sleep } from '../helpers/redis-process';
 
 const SECRET = 'sk-cs4-test-key-move-lock-0045';
 const ROTATED = 'sk-cs4-test-key-move-lock-0046';
@@ -34,20 +31,7 @@ function gate(): { wait: () => Promise<void>; open: () => void } {
 
 describe('Redis Cluster: concurrent moves of one key between hash tags (started here)', function () {
   this.timeout(60_000);
-  const cluster = useServer(startRedisCluster);
-  let prefix: string;
-  let stores: RedisStore[] = [];
-  const connect = async () => {
-    const store = await RedisStore.connect({ clusterNodes: [...cluster().urls], prefix });
-    stores.push(store);
-    return { store, connection: (store as unknown as { connection: RedisConnection }).connection, keys: new RedisKeys(prefix) };
-  };
-  beforeEach(() => (prefix = uniqueRedisPrefix('key-move-lock')));
-  afterEach(async () => {
-    for (const store of stores) await store.close().catch(() => undefined);
-    stores = [];
-    await deleteRedisPrefix(prefix).catch(() => undefined);
-  });
+  const connect = useClusterStores('key-move-lock');
 
   const month = utcMonth(Date.now());
   const create = (store: RedisStore) => store.createKey({ id: 'k-lock', secret: { sha256: hashSecret(SECRET), expiresAt: null }, last4: '0045', rateLimitPerMinute: 1000, allowedModels: null, monthlyCreditCap: 100 });
@@ -59,7 +43,7 @@ describe('Redis Cluster: concurrent moves of one key between hash tags (started 
     return store.admit({ snapshot, secretSha256: hashSecret(SECRET), now: Date.now(), rateLimitWindowMs: 60_000, reservation: { month, credits, ttlMs: 60_000, teamCaps } });
   };
   // A move of k-lock to `core` by `mover`, once it has copied (holding the lock), paused until `copied` opens.
-  const pausedAtCopy = async (mover: { connection: RedisConnection; keys: RedisKeys }) => {
+  const pausedAtCopy = async (mover: ClusterStore) => {
     const reached = gate();
     const copied = gate();
     const moving = moveKeyState(mover.connection, mover.keys, 'k-lock', 'core', { onStep: async (step) => {

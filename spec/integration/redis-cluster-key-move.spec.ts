@@ -11,13 +11,9 @@ import { hashSecret } from '../../lib/keys/secrets';
 import { GatewayError } from '../../lib/http/errors';
 import { utcMonth } from '../../lib/store/month';
 import { moveKeyState } from '../../lib/store/redis-key-move';
-import type { RedisConnection } from '../../lib/store/redis-connection';
-import { RedisKeys } from '../../lib/store/redis-keys';
 import { RedisStore } from '../../lib/store/redis-store';
 import type { KeySnapshot, Reservation } from '../../lib/store/types';
-import { startRedisCluster } from '../helpers/redis-cluster';
-import { useServer } from '../helpers/redis-process';
-import { deleteRedisPrefix, uniqueRedisPrefix } from '../helpers/redis';
+import { useClusterStores } from '../helpers/cluster-stores';
 
 const SECRET = 'sk-cs4-test-key-move-000044';
 const TEAM_CAPS = { team: 'core', owner: 'alice', teamCap: null, memberCap: null };
@@ -25,20 +21,7 @@ const usage = (credits: number) => ({ model: 'model-haiku-4.5', inputTokens: 10,
 
 describe('Redis Cluster: a key moving between hash tags (started here)', function () {
   this.timeout(60_000);
-  const cluster = useServer(startRedisCluster);
-  let prefix: string;
-  let stores: RedisStore[] = [];
-  const connect = async () => {
-    const store = await RedisStore.connect({ clusterNodes: [...cluster().urls], prefix });
-    stores.push(store);
-    return { store, connection: (store as unknown as { connection: RedisConnection }).connection, keys: new RedisKeys(prefix) };
-  };
-  beforeEach(() => (prefix = uniqueRedisPrefix('key-move')));
-  afterEach(async () => {
-    for (const store of stores) await store.close().catch(() => undefined);
-    stores = [];
-    await deleteRedisPrefix(prefix).catch(() => undefined);
-  });
+  const connect = useClusterStores('key-move');
 
   const month = utcMonth(Date.now());
   const admit = async (store: RedisStore, credits: number, teamCaps?: typeof TEAM_CAPS) => {
