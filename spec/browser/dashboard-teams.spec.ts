@@ -13,6 +13,15 @@ import { openTestBrowser, type TestBrowser } from '../helpers/browser';
 const ALICE = 'sk-cs4-test-dash-alice-00044';
 const BOB = 'sk-cs4-test-dash-bob-000044';
 
+/** One team of two members, a key each (the config both dashboards below are started with). */
+const TEAM_CONFIG = {
+  teams: [{ id: 'core', name: 'Core team', monthlyCreditCap: 100, memberMonthlyCreditCap: 10 }],
+  keys: [
+    { id: 'alice-1', key: ALICE, team: 'core', owner: 'alice', rateLimitPerMinute: 1000 },
+    { id: 'bob-1', key: BOB, team: 'core', owner: 'bob', rateLimitPerMinute: 1000 },
+  ],
+};
+
 describe('dashboard: teams and members in a real browser', function () {
   this.timeout(120_000);
   let gateway: TestGateway;
@@ -23,13 +32,7 @@ describe('dashboard: teams and members in a real browser', function () {
   before(async () => {
     gateway = await startTestGateway({
       env: { ADMIN_TOKEN },
-      overrides: {
-        teams: [{ id: 'core', name: 'Core team', monthlyCreditCap: 100, memberMonthlyCreditCap: 10 }],
-        keys: [
-          { id: 'alice-1', key: ALICE, team: 'core', owner: 'alice', rateLimitPerMinute: 1000 },
-          { id: 'bob-1', key: BOB, team: 'core', owner: 'bob', rateLimitPerMinute: 1000 },
-        ],
-      },
+      overrides: TEAM_CONFIG,
     });
     browser = await openTestBrowser('gateway-dashboard-teams-');
     ({ page, consoleErrors } = browser);
@@ -72,13 +75,7 @@ describe('dashboard: a month the browser has left, in a real browser', function 
     gateway = await startTestGateway({
       env: { ADMIN_TOKEN },
       clock: () => now,
-      overrides: {
-        teams: [{ id: 'core', name: 'Core team', monthlyCreditCap: 100, memberMonthlyCreditCap: 10 }],
-        keys: [
-          { id: 'alice-1', key: ALICE, team: 'core', owner: 'alice', rateLimitPerMinute: 1000 },
-          { id: 'bob-1', key: BOB, team: 'core', owner: 'bob', rateLimitPerMinute: 1000 },
-        ],
-      },
+      overrides: TEAM_CONFIG,
     });
     browser = await openTestBrowser('gateway-dashboard-past-month-');
   });
